@@ -1,0 +1,20 @@
+// The `moacert` subcommands. Each adds itself to the CLI11 app and sets the
+// process's exit status through `status`: 0 holds, 1 a counterexample or a
+// failed check, 2 bad usage or input (DESIGN.md, "Command line").
+#pragma once
+
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+
+namespace moacert::cli {
+
+// Bad usage or input: main prints the message on one line and exits 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void add_list(CLI::App& app, int& status);
+
+}  // namespace moacert::cli

@@ -1,0 +1,35 @@
+// moacert: certify transformer kernels against a high-precision oracle.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"moacert: certifies transformer kernels (ONF) against their definition (DNF)"};
+  app.require_subcommand(1);
+  int status = 0;
+  moacert::cli::add_list(app, status);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "moacert: {}\n", e.what());
+    return 2;
+  } catch (const moacert::cli::UsageError& e) {
+    fmt::print(stderr, "moacert: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // shapes, layouts, problems
+    fmt::print(stderr, "moacert: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "moacert: internal error: {}\n", e.what());
+    return 1;
+  }
+  return status;
+}

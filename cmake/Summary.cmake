@@ -1,0 +1,15 @@
+# The configure summary: which optional parts this build has.
+function(moacert_summary_line what have detail)
+  if(${have})
+    message(STATUS "  ${what}: found ${detail}")
+  else()
+    message(STATUS "  ${what}: not found (built without it)")
+  endif()
+endfunction()
+
+message(STATUS "moacert ${PROJECT_VERSION} configuration (${CMAKE_BUILD_TYPE}, ${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION})")
+moacert_summary_line("LibTorch" MOACERT_HAVE_TORCH "${Torch_VERSION} (${TORCH_INSTALL_PREFIX})")
+moacert_summary_line("CUDA" MOACERT_HAVE_CUDA "${CMAKE_CUDA_COMPILER}")
+moacert_summary_line("MPI" MOACERT_HAVE_MPI "${MPI_CXX_VERSION} (${MPIEXEC_EXECUTABLE})")
+moacert_summary_line("gnuplot" MOACERT_GNUPLOT "${MOACERT_GNUPLOT}")
+message(STATUS "  required: Boost ${Boost_VERSION}, MPFR ${MPFR_VERSION}, GMP ${GMP_VERSION}, MPFI ${MPFI_LIBRARY}, Highway ${hwy_VERSION}, hwloc ${HWLOC_VERSION}, fmt ${fmt_VERSION}")

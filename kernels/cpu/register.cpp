@@ -1,0 +1,9 @@
+// The CPU variants. Each op's kernels live in their own file and add
+// themselves here.
+#include "kernels/registry.hpp"
+
+namespace moacert::kernels {
+
+void register_cpu_kernels(Registry&) {}
+
+}  // namespace moacert::kernels

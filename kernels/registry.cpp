@@ -1,0 +1,46 @@
+#include "kernels/registry.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace moacert::kernels {
+
+bool Variant::supports(Format f) const {
+  return std::find(formats.begin(), formats.end(), f) != formats.end();
+}
+
+void Registry::add(Variant v) {
+  if (find(v.op, v.name)) {
+    throw std::logic_error("variant " + v.name + " of " + std::string(info(v.op).name) +
+                           " is registered twice");
+  }
+  variants_.push_back(std::move(v));
+}
+
+const Variant* Registry::find(Op op, std::string_view name) const {
+  for (const Variant& v : variants_)
+    if (v.op == op && v.name == name) return &v;
+  return nullptr;
+}
+
+std::vector<const Variant*> Registry::of(Op op) const {
+  std::vector<const Variant*> out;
+  for (const Variant& v : variants_)
+    if (v.op == op) out.push_back(&v);
+  return out;
+}
+
+const Registry& Registry::builtin() {
+  static const Registry registry = [] {
+    Registry r;
+    register_cpu_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+Backends backends() {
+  return {MOACERT_HAVE_TORCH_FLAG, MOACERT_HAVE_CUDA_FLAG, MOACERT_HAVE_MPI_FLAG};
+}
+
+}  // namespace moacert::kernels

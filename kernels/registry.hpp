@@ -1,0 +1,79 @@
+// The kernel registry: every ONF realisation moacert can run, whatever its
+// backend (cpu, cuda, torch, plugin), behind one entry type. The property
+// engine, `certify`, `bench` and `list` see only this interface, so a new
+// backend joins by registering variants.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/problem.hpp"
+#include "reference/tensor.hpp"
+
+namespace moacert::kernels {
+
+// The ONF's cost of one call, as a function of the problem: what `bench`
+// divides by time, and what `list` shows. Bytes count each tensor once.
+struct Cost {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+  double atomics = 0;           // atomic read-modify-writes
+  double peak_extra_bytes = 0;  // scratch beyond inputs and outputs, all threads
+};
+
+struct RunOptions {
+  int threads = 0;  // 0: the OpenMP default
+};
+
+// Runs one call. Inputs and outputs come in the ops-table order with the
+// dtype of the problem's format (int64 for lens); a variant that does not
+// accept strided tensors receives row-major contiguous ones. Throws
+// std::exception with a message on a problem it cannot run.
+using RunFn = std::function<void(const Problem&, std::span<const TensorRef> inputs,
+                                 std::span<const TensorRef> outputs, const RunOptions&)>;
+using CostFn = std::function<Cost(const Problem&)>;
+
+struct Variant {
+  std::string name;     // "cpu.flash", "torch", "cuda.fused_v1", "plugin:lib.so#name"
+  Op op;
+  std::string backend;  // "cpu", "cuda", "torch", "plugin"
+  std::vector<Format> formats;
+  bool accepts_strided = false;
+  bool deterministic = false;  // bitwise equal on every run and thread count
+  std::string summary;         // one line: the ONF in words
+  CostFn cost;
+  RunFn run;
+
+  bool supports(Format f) const;
+};
+
+class Registry {
+ public:
+  // The variants built into this binary (CPU always; CUDA and LibTorch when
+  // this build has them).
+  static const Registry& builtin();
+
+  void add(Variant v);
+  const Variant* find(Op op, std::string_view name) const;
+  std::vector<const Variant*> of(Op op) const;
+  const std::vector<Variant>& all() const { return variants_; }
+
+ private:
+  std::vector<Variant> variants_;
+};
+
+// Each backend registers its variants here; builtin() calls those this build
+// has.
+void register_cpu_kernels(Registry& r);
+
+// Which optional backends this build has.
+struct Backends {
+  bool torch, cuda, mpi;
+};
+Backends backends();
+
+}  // namespace moacert::kernels

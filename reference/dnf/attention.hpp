@@ -1,0 +1,195 @@
+// The DNF of attention: forward, backward, fused forward+backward and
+// decode, written once over the scalar type T on the MoA core.
+//
+// For batch b and query head h (kv head g = h / (H / Hkv)), row i:
+//   S_ij  = scale · Σ_d Q_id K_jd                 over visible keys j
+//   m_i   = max_j S_ij,  P_ij = exp(S_ij - m_i) / l_i,  l_i = Σ_j exp(S_ij - m_i)
+//   O_id  = Σ_j P_ij V_jd,  LSE_i = m_i + log l_i
+// Key j is visible from row i unless causal and j > i + (M - N) (bottom-right
+// aligned). A row that sees no key has O = 0 and LSE = -inf.
+// The backward is the exact derivative given dO:
+//   dV_j = Σ_i P_ij dO_i,  dP_ij = dO_i · V_j,  D_i = dO_i · O_i,
+//   dS_ij = P_ij (dP_ij - D_i),  dQ_i = scale Σ_j dS_ij K_j,  dK_j = scale Σ_i dS_ij Q_i
+// with dK and dV summed over the query heads that share a kv head.
+//
+// The loops below are the definition read as loops, in the order of the
+// formulas; they are not meant to be fast (that is the ONF's business).
+#pragma once
+
+#include <vector>
+
+#include "reference/dnf/scalar.hpp"
+#include "reference/moa/moa.hpp"
+
+namespace moacert::dnf {
+
+using moa::extent_t;
+using moa::View;
+
+struct AttentionShape {
+  extent_t B, H, Hkv, N, M, D;
+};
+
+// Whether query row i sees key j.
+inline bool visible(bool causal, extent_t i, extent_t j, extent_t N, extent_t M) {
+  return !causal || j <= i + (M - N);
+}
+
+template <class T>
+AttentionShape attention_shape(const View<const T>& q, const View<const T>& k) {
+  const moa::Shape qs = q.shape(), ks = k.shape();
+  return {qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
+}
+
+// One row's softmax over its visible keys, the step shared by forward and
+// backward: S (scaled, masked scores), P (normalised probabilities, 0 where
+// masked), m and l, and LSE. `len` limits the keys (decode's lens[b]).
+template <class T>
+struct SoftmaxRow {
+  std::vector<T> p;  // (M)
+  T lse;
+  bool empty;  // the row sees no key
+};
+
+template <class T>
+SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T>& k /*(M, D)*/,
+                          const T& scale, bool causal, extent_t i, extent_t N, extent_t M,
+                          extent_t len) {
+  using Tr = ScalarTraits<T>;
+  using std::exp;
+  using std::log;
+  const extent_t D = q_row.shape()[0];
+  SoftmaxRow<T> row{std::vector<T>(static_cast<std::size_t>(M), Tr::zero()), Tr::neg_inf(), true};
+
+  // scores: S_ij = scale · Σ_d Q_id K_jd
+  std::vector<T> s(static_cast<std::size_t>(M), Tr::zero());
+  for (extent_t j = 0; j < len; ++j) {
+    if (!visible(causal, i, j, N, M)) continue;
+    T dot = Tr::zero();
+    for (extent_t d = 0; d < D; ++d) dot += q_row(d) * k(j, d);
+    s[j] = scale * dot;
+    row.empty = false;
+  }
+  if (row.empty) return row;  // no visible key: P = 0, LSE = -inf
+
+  // row_max, then the shifted exponentials and their sum
+  T m = Tr::neg_inf();
+  for (extent_t j = 0; j < len; ++j)
+    if (visible(causal, i, j, N, M)) m = Tr::max(m, s[j]);
+  const T shift = Tr::shift(m);
+  T l = Tr::zero();
+  for (extent_t j = 0; j < len; ++j) {
+    if (!visible(causal, i, j, N, M)) continue;
+    row.p[j] = exp(s[j] - shift);
+    l += row.p[j];
+  }
+  for (extent_t j = 0; j < len; ++j) row.p[j] /= l;
+  row.lse = shift + log(l);
+  return row;
+}
+
+// attention.fwd: o (B,H,N,D), lse (B,H,N).
+template <class T>
+void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double scale_d, bool causal,
+                   View<T> o, View<T> lse) {
+  const AttentionShape s = attention_shape(q, k);
+  const T scale = ScalarTraits<T>::from_double(scale_d);
+  const extent_t group = s.H / s.Hkv;
+  for (extent_t b = 0; b < s.B; ++b) {
+    for (extent_t h = 0; h < s.H; ++h) {
+      const View<const T> kh = k.sub({b, h / group}), vh = v.sub({b, h / group});  // (M, D)
+      for (extent_t i = 0; i < s.N; ++i) {
+        const SoftmaxRow<T> row = softmax_row(q.sub({b, h, i}), kh, scale, causal, i, s.N, s.M, s.M);
+        for (extent_t d = 0; d < s.D; ++d) {
+          T acc = ScalarTraits<T>::zero();
+          for (extent_t j = 0; j < s.M; ++j) acc += row.p[j] * vh(j, d);
+          o(b, h, i, d) = acc;
+        }
+        lse(b, h, i) = row.lse;
+      }
+    }
+  }
+}
+
+// attention.bwd: dq (B,H,N,D), dk, dv (B,Hkv,M,D), the exact derivative of
+// attention.fwd given dO. o and lse are recomputed, not read: the exact
+// answer depends on q, k, v and dO alone (DESIGN.md).
+template <class T>
+void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
+                   double scale_d, bool causal, View<T> dq, View<T> dk, View<T> dv) {
+  using Tr = ScalarTraits<T>;
+  const AttentionShape s = attention_shape(q, k);
+  const T scale = Tr::from_double(scale_d);
+  const extent_t group = s.H / s.Hkv;
+  for (const moa::Index& idx : moa::iota(dk.shape())) dk(idx) = Tr::zero();
+  for (const moa::Index& idx : moa::iota(dv.shape())) dv(idx) = Tr::zero();
+  for (extent_t b = 0; b < s.B; ++b) {
+    for (extent_t h = 0; h < s.H; ++h) {
+      const extent_t g = h / group;
+      const View<const T> kh = k.sub({b, g}), vh = v.sub({b, g});  // (M, D)
+      for (extent_t i = 0; i < s.N; ++i) {
+        const View<const T> qi = q.sub({b, h, i}), doi = dout.sub({b, h, i});  // (D)
+        const SoftmaxRow<T> row = softmax_row(qi, kh, scale, causal, i, s.N, s.M, s.M);
+        for (extent_t d = 0; d < s.D; ++d) dq(b, h, i, d) = Tr::zero();
+        if (row.empty) continue;  // P = 0: the row contributes nothing
+
+        // O_i, then D_i = dO_i · O_i
+        T delta = Tr::zero();
+        for (extent_t d = 0; d < s.D; ++d) {
+          T o_id = Tr::zero();
+          for (extent_t j = 0; j < s.M; ++j) o_id += row.p[j] * vh(j, d);
+          delta += doi(d) * o_id;
+        }
+        for (extent_t j = 0; j < s.M; ++j) {
+          if (!visible(causal, i, j, s.N, s.M)) continue;
+          // dP_ij = dO_i · V_j, dS_ij = P_ij (dP_ij - D_i)
+          T dp = Tr::zero();
+          for (extent_t d = 0; d < s.D; ++d) dp += doi(d) * vh(j, d);
+          const T ds = row.p[j] * (dp - delta);
+          for (extent_t d = 0; d < s.D; ++d) {
+            dq(b, h, i, d) += scale * ds * kh(j, d);
+            dk(b, g, j, d) += scale * ds * qi(d);
+            dv(b, g, j, d) += row.p[j] * doi(d);
+          }
+        }
+      }
+    }
+  }
+}
+
+// attention.fwdbwd: o, lse, dq, dk, dv — the forward and the backward of the
+// same inputs (the fused ONF must agree with both).
+template <class T>
+void attention_fwdbwd(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
+                      double scale, bool causal, View<T> o, View<T> lse, View<T> dq, View<T> dk,
+                      View<T> dv) {
+  attention_fwd(q, k, v, scale, causal, o, lse);
+  attention_bwd(q, k, v, dout, scale, causal, dq, dk, dv);
+}
+
+// attention.decode: one query per (b, h) against a KV cache of which only
+// the first lens[b] positions are valid (1 <= lens[b] <= L); positions past
+// lens[b] are never read. o (B,H,1,D), lse (B,H,1).
+template <class T>
+void attention_decode(View<const T> q, View<const T> k, View<const T> v,
+                      View<const std::int64_t> lens, double scale_d, View<T> o, View<T> lse) {
+  const AttentionShape s = attention_shape(q, k);
+  const T scale = ScalarTraits<T>::from_double(scale_d);
+  const extent_t group = s.H / s.Hkv;
+  for (extent_t b = 0; b < s.B; ++b) {
+    const extent_t len = lens(b);
+    for (extent_t h = 0; h < s.H; ++h) {
+      const View<const T> kh = k.sub({b, h / group}), vh = v.sub({b, h / group});  // (L, D)
+      const SoftmaxRow<T> row =
+          softmax_row(q.sub({b, h, 0}), kh, scale, /*causal=*/false, 0, 1, s.M, len);
+      for (extent_t d = 0; d < s.D; ++d) {
+        T acc = ScalarTraits<T>::zero();
+        for (extent_t j = 0; j < len; ++j) acc += row.p[j] * vh(j, d);
+        o(b, h, 0, d) = acc;
+      }
+      lse(b, h, 0) = row.lse;
+    }
+  }
+}
+
+}  // namespace moacert::dnf

@@ -1,0 +1,62 @@
+// The DNF of a transformer block (pre-norm, causal self-attention, gated MLP,
+// no RoPE), composed from the other DNFs:
+//   h = x + attn(rmsnorm(x; attn_norm)),  y = h + mlp(rmsnorm(h; mlp_norm))
+//   attn(z) = concat_h(attention(z Wq, z Wk, z Wv)) Wo
+// The reshapes between (B·N, H·D) and (B,H,N,D) are layouts, not copies.
+#pragma once
+
+#include "reference/dnf/attention.hpp"
+#include "reference/dnf/norm_mlp.hpp"
+
+namespace moacert::dnf {
+
+struct BlockShape {
+  extent_t B, N, Dm, H, Hkv, D, F;
+};
+
+// The (B·N, heads·D) row-major matrix `flat` seen as (B, heads, N, D).
+template <class T>
+View<T> as_heads(View<T> flat, extent_t B, extent_t N, extent_t heads, extent_t D) {
+  return View<T>(flat.data(), moa::Layout::strided({B, heads, N, D},
+                                                   {N * heads * D, D, heads * D, 1}));
+}
+
+// x (B,N,Dm), attn_norm (Dm), wq (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm),
+// mlp_norm (Dm), w1, w3 (Dm,F), w2 (F,Dm) -> y (B,N,Dm)
+template <class T>
+void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<const T> wk,
+           View<const T> wv, View<const T> wo, View<const T> mlp_norm, View<const T> w1,
+           View<const T> w3, View<const T> w2, extent_t H, extent_t Hkv, double eps, View<T> y) {
+  const extent_t B = x.shape()[0], N = x.shape()[1], Dm = x.shape()[2], D = wq.shape()[1] / H;
+  const extent_t rows = B * N;
+  using moa::Shape;
+  using moa::Tensor;
+  Tensor<T> x_rows(Shape{rows, Dm});  // x as (B·N, Dm), whatever its layout
+  for (const moa::Index& i : moa::iota(x.shape())) x_rows.view()(i[0] * N + i[1], i[2]) = x(i);
+  const View<const T> x2 = x_rows.view();
+
+  // h = x + attn(rmsnorm(x))
+  Tensor<T> xn(Shape{rows, Dm}), q(Shape{rows, H * D}), k(Shape{rows, Hkv * D}),
+      v(Shape{rows, Hkv * D});
+  rmsnorm<T>(x2, attn_norm, eps, xn.view());
+  matmul<T>(xn.view(), wq, q.view());
+  matmul<T>(xn.view(), wk, k.view());
+  matmul<T>(xn.view(), wv, v.view());
+  Tensor<T> o(Shape{rows, H * D}), lse(Shape{B, H, N});
+  attention_fwd<T>(as_heads<T>(q.view(), B, N, H, D), as_heads<T>(k.view(), B, N, Hkv, D),
+                   as_heads<T>(v.view(), B, N, Hkv, D), 1.0 / std::sqrt(double(D)),
+                   /*causal=*/true, as_heads<T>(o.view(), B, N, H, D), lse.view());
+  Tensor<T> h(Shape{rows, Dm});
+  matmul<T>(o.view(), wo, h.view());
+  for (extent_t r = 0; r < rows; ++r)
+    for (extent_t c = 0; c < Dm; ++c) h.view()(r, c) += x2(r, c);
+
+  // y = h + mlp(rmsnorm(h))
+  Tensor<T> hn(Shape{rows, Dm}), m(Shape{rows, Dm});
+  rmsnorm<T>(h.view(), mlp_norm, eps, hn.view());
+  mlp_swiglu<T>(hn.view(), w1, w3, w2, m.view());
+  for (extent_t r = 0; r < rows; ++r)
+    for (extent_t c = 0; c < Dm; ++c) y(r / N, r % N, c) = h.view()(r, c) + m.view()(r, c);
+}
+
+}  // namespace moacert::dnf

@@ -1,0 +1,142 @@
+// A tensor whose element type is chosen at run time: the form in which a
+// case's inputs, a kernel's outputs and a case file's data travel between
+// the oracle, the kernels, the plugin loader and the reports.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/format.hpp"
+#include "reference/moa/moa.hpp"
+
+namespace moacert {
+
+// The element types a tensor can hold: the four float formats and int64
+// (decode's lens).
+enum class DType { f64, f32, bf16, f16, i64 };
+
+constexpr DType dtype_of(Format f) { return static_cast<DType>(static_cast<int>(f)); }
+constexpr int dtype_bytes(DType t) {
+  return t == DType::f64 || t == DType::i64 ? 8 : t == DType::f32 ? 4 : 2;
+}
+constexpr std::string_view name(DType t) {
+  return t == DType::i64 ? std::string_view("i64") : name(static_cast<Format>(static_cast<int>(t)));
+}
+
+template <class T> constexpr DType dtype_v = DType::f64;
+template <> constexpr DType dtype_v<float> = DType::f32;
+template <> constexpr DType dtype_v<bf16> = DType::bf16;
+template <> constexpr DType dtype_v<f16> = DType::f16;
+template <> constexpr DType dtype_v<std::int64_t> = DType::i64;
+
+// A non-owning reference to typed strided data: what a kernel receives.
+struct TensorRef {
+  DType dtype;
+  void* data;
+  moa::Layout layout;
+
+  template <class T>
+  moa::View<T> view() const {
+    check<T>();
+    return moa::View<T>(static_cast<T*>(data), layout);
+  }
+  template <class T>
+  void check() const {
+    if (dtype_v<std::remove_const_t<T>> != dtype) {
+      throw std::invalid_argument("tensor holds " + std::string(name(dtype)) + ", read as " +
+                                  std::string(name(dtype_v<std::remove_const_t<T>>)));
+    }
+  }
+};
+
+// An owning tensor: storage for its layout's cosize, 64-byte aligned.
+class AnyTensor {
+ public:
+  AnyTensor() = default;
+  AnyTensor(DType dtype, moa::Layout layout) : dtype_(dtype), layout_(std::move(layout)) {
+    const std::size_t bytes = static_cast<std::size_t>(layout_.cosize()) * dtype_bytes(dtype_);
+    storage_.assign((bytes + 63) / 64, Line{});
+  }
+
+  DType dtype() const { return dtype_; }
+  const moa::Layout& layout() const { return layout_; }
+  moa::Shape shape() const { return layout_.shape(); }
+  moa::extent_t size() const { return layout_.size(); }
+  void* data() { return storage_.data(); }
+  const void* data() const { return storage_.data(); }
+  std::size_t storage_bytes() const { return storage_.size() * sizeof(Line); }
+
+  TensorRef ref() { return {dtype_, data(), layout_}; }
+  TensorRef ref() const { return {dtype_, const_cast<void*>(data()), layout_}; }
+
+  template <class T>
+  moa::View<T> view() {
+    return ref().view<T>();
+  }
+  template <class T>
+  moa::View<const T> view() const {
+    return ref().view<const T>();
+  }
+
+  // The element at a logical index, widened exactly to double (every value
+  // of every format, and int64 up to 2^53, is a double).
+  double get(const moa::Index& idx) const {
+    const std::byte* p = static_cast<const std::byte*>(data()) + layout_(idx) * dtype_bytes(dtype_);
+    switch (dtype_) {
+      case DType::f64: return load<double>(p);
+      case DType::f32: return load<float>(p);
+      case DType::bf16: return static_cast<float>(load<bf16>(p));
+      case DType::f16: return static_cast<float>(load<f16>(p));
+      case DType::i64: return static_cast<double>(load<std::int64_t>(p));
+    }
+    return 0;
+  }
+
+  // Stores `value` correctly rounded to the element type (nearest, ties to
+  // even).
+  void set(const moa::Index& idx, double value) {
+    std::byte* p = static_cast<std::byte*>(data()) + layout_(idx) * dtype_bytes(dtype_);
+    switch (dtype_) {
+      case DType::f64: store(p, value); break;
+      case DType::f32: store(p, static_cast<float>(value)); break;
+      case DType::bf16: store(p, bf16::from_double(value)); break;
+      case DType::f16: store(p, f16::from_double(value)); break;
+      case DType::i64: store(p, static_cast<std::int64_t>(value)); break;
+    }
+  }
+
+  // The same logical values in another layout.
+  AnyTensor relayout(moa::Layout layout) const {
+    AnyTensor out(dtype_, std::move(layout));
+    const int bytes = dtype_bytes(dtype_);
+    for (const moa::Index& i : moa::iota(shape())) {
+      std::memcpy(static_cast<std::byte*>(out.data()) + out.layout_(i) * bytes,
+                  static_cast<const std::byte*>(data()) + layout_(i) * bytes, bytes);
+    }
+    return out;
+  }
+
+ private:
+  struct alignas(64) Line {
+    std::byte b[64];
+  };
+  template <class T>
+  static T load(const std::byte* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  template <class T>
+  static void store(std::byte* p, T v) {
+    std::memcpy(p, &v, sizeof v);
+  }
+
+  DType dtype_ = DType::f32;
+  moa::Layout layout_;
+  std::vector<Line> storage_;
+};
+
+}  // namespace moacert

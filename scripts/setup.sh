@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package moacert needs, in one apt-get line.
+# A no-op (no apt-get at all) when everything is already present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost-dev libboost-context-dev libmpfr-dev libgmp-dev libmpfi-dev
+  librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libopenblas0-pthread libdlpack-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  libhwy-dev libsleef-dev libhwloc-dev libomp-dev
+  libopenmpi-dev openmpi-bin gnuplot-nox python3-mpmath
+  clang libclang-rt-14-dev gfortran
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
