@@ -1,0 +1,46 @@
+// The oracle: the DNF of a case evaluated with rigorous enclosures of the
+// exact real result, narrowed (Ziv style) until each element's correctly
+// rounded value in the target format is decided. Computed once per case and
+// shared by every variant checked on it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/case.hpp"
+
+namespace moacert::oracle {
+
+struct Options {
+  int max_precision = 1024;  // bits; past it an element is "undetermined"
+  int threads = 0;           // 0: the OpenMP default
+};
+
+// A double-double: hi + lo with |lo| <= ulp(hi)/2, about 106 bits; enough to
+// measure any format's ULP error to far better than 2^-40 ulp.
+struct DD {
+  double hi = 0, lo = 0;
+};
+
+// One output tensor's answer, elements in row-major logical order.
+struct TensorAnswer {
+  std::string name;
+  moa::Shape shape;
+  std::vector<double> rounded;     // correctly rounded to the format (exact in double)
+  std::vector<DD> exact;           // the exact value to ~106 bits (±inf where infinite)
+  std::vector<std::uint8_t> undetermined;  // 1 where the cap was reached undecided
+};
+
+struct Answer {
+  std::vector<TensorAnswer> outputs;  // ops-table order
+  std::int64_t decided_first = 0;     // elements decided at the first precision
+  std::int64_t elements = 0;
+  int max_precision_used = 0;
+};
+
+// Evaluates the case's DNF; throws std::invalid_argument on a case the op
+// does not define.
+Answer evaluate(const Case& c, const Options& options = {});
+
+}  // namespace moacert::oracle
