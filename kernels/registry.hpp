@@ -38,13 +38,14 @@ using RunFn = std::function<void(const Problem&, std::span<const TensorRef> inpu
 using CostFn = std::function<Cost(const Problem&)>;
 
 struct Variant {
-  std::string name;     // "cpu.flash", "torch", "cuda.fused_v1", "plugin:lib.so#name"
+  std::string name;  // "cpu.flash", "torch", "cuda.fused_v1", "plugin:lib.so#name"
   Op op;
   std::string backend;  // "cpu", "cuda", "torch", "plugin"
   std::vector<Format> formats;
   bool accepts_strided = false;
-  bool deterministic = false;  // bitwise equal on every run and thread count
-  std::string summary;         // one line: the ONF in words
+  bool deterministic = false;        // bitwise equal on every run and thread count
+  std::string summary;               // one line: the ONF in words
+  std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
   CostFn cost;
   RunFn run;
 

@@ -15,8 +15,12 @@
 namespace moacert::moa {
 
 // How RapidCheck prints shapes and layouts in a counterexample.
-inline void showValue(const IntVec& v, std::ostream& os) { os << v.str(); }
-inline void showValue(const Layout& l, std::ostream& os) { os << l.str(); }
+inline void showValue(const IntVec& v, std::ostream& os) {
+  os << v.str();
+}
+inline void showValue(const Layout& l, std::ostream& os) {
+  os << l.str();
+}
 
 }  // namespace moacert::moa
 
@@ -26,8 +30,7 @@ namespace moacert::properties {
 // extents grow with RapidCheck's size and shrink towards 1.
 inline rc::Gen<moa::Shape> gen_shape(int min_rank, int max_rank, moa::extent_t max_extent) {
   return rc::gen::withSize([=](int size) {
-    const moa::extent_t cap =
-        std::clamp<moa::extent_t>(1 + size * max_extent / 100, 1, max_extent);
+    const moa::extent_t cap = std::clamp<moa::extent_t>(1 + size * max_extent / 100, 1, max_extent);
     return rc::gen::exec([=] {
       const int rank = *rc::gen::inRange(min_rank, max_rank + 1);
       moa::Shape s;
@@ -41,11 +44,16 @@ enum class LayoutKind { row_major, col_major, permuted, padded, tiled };
 
 inline const char* name(LayoutKind k) {
   switch (k) {
-    case LayoutKind::row_major: return "row-major";
-    case LayoutKind::col_major: return "col-major";
-    case LayoutKind::permuted: return "permuted";
-    case LayoutKind::padded: return "padded";
-    case LayoutKind::tiled: return "tiled";
+    case LayoutKind::row_major:
+      return "row-major";
+    case LayoutKind::col_major:
+      return "col-major";
+    case LayoutKind::permuted:
+      return "permuted";
+    case LayoutKind::padded:
+      return "padded";
+    case LayoutKind::tiled:
+      return "tiled";
   }
   return "?";
 }
@@ -69,9 +77,12 @@ inline rc::Gen<moa::Layout> gen_layout(const moa::Shape& shape, LayoutKind kind)
   return rc::gen::exec([=] {
     const int r = shape.rank();
     switch (kind) {
-      case LayoutKind::row_major: return moa::Layout::row_major(shape);
-      case LayoutKind::col_major: return moa::Layout::col_major(shape);
-      case LayoutKind::permuted: return moa::Layout::permuted(shape, *gen_permutation(r));
+      case LayoutKind::row_major:
+        return moa::Layout::row_major(shape);
+      case LayoutKind::col_major:
+        return moa::Layout::col_major(shape);
+      case LayoutKind::permuted:
+        return moa::Layout::permuted(shape, *gen_permutation(r));
       case LayoutKind::padded: {
         moa::Shape pad;
         for (int k = 0; k < r; ++k) pad.push_back(*rc::gen::inRange<moa::extent_t>(0, 4));

@@ -4,6 +4,8 @@
 
 namespace moacert::kernels {
 
-void register_cpu_kernels(Registry&) {}
+void register_dnf_kernels(Registry& r);
+
+void register_cpu_kernels(Registry& r) { register_dnf_kernels(r); }
 
 }  // namespace moacert::kernels

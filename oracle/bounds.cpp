@@ -1,0 +1,442 @@
+// The a priori bounds of docs/bounds.md, evaluated for one case. The
+// condition quantities are computed in double from the DNF's intermediate
+// values; their own relative error (below 2^-40 for any case moacert
+// generates) is covered by the final safety factor kEvalSlack.
+#include "oracle/bounds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "reference/dnf/attention.hpp"
+#include "reference/dnf/norm_mlp.hpp"
+
+namespace moacert::oracle {
+namespace {
+
+using moa::extent_t;
+using moa::Index;
+using moa::Shape;
+using Mat = moa::Tensor<double>;
+
+constexpr double kEvalSlack = 1 + 0x1p-20;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The rounding constants of a format pair: accumulation (f64 for f64, f32
+// otherwise) and storage.
+struct Units {
+  double ua, us;        // unit roundoffs
+  double eta_a, eta_s;  // smallest subnormals (underflow of one product)
+  double eps_exp, eps_log;
+  double gamma(double n) const { return n * ua / (1 - n * ua); }
+};
+
+Units units(Format f, const BoundConstants& k) {
+  const bool f64 = f == Format::f64;
+  const FormatInfo s = info(f);
+  Units u;
+  u.ua = f64 ? 0x1p-53 : 0x1p-24;
+  u.us = std::ldexp(1.0, -s.precision);
+  u.eta_a = f64 ? std::ldexp(1.0, -1074) : 0x1p-149;
+  u.eta_s = std::ldexp(1.0, s.emin - s.precision + 1);
+  u.eps_exp = k.exp_error_u * u.ua;
+  u.eps_log = k.log_error_u * u.ua;
+  return u;
+}
+
+// A tensor's logical values as a row-major double tensor (exact).
+Mat widen(const AnyTensor& t) {
+  Mat m(t.shape());
+  for (const Index& i : moa::iota(t.shape())) m.view()(i) = t.get(i);
+  return m;
+}
+
+std::vector<double> rav(const Mat& m) {
+  return m.storage();
+}
+
+// ---- attention ------------------------------------------------------------
+
+// Errors already present in an attention call's inputs (zero for the op
+// alone; the block's upstream stages for the block).
+struct AttentionInputErrors {
+  const Mat* q = nullptr;  // (B,H,N,D) absolute error bounds
+  const Mat* k = nullptr;  // (B,Hkv,M,D)
+  const Mat* v = nullptr;
+};
+
+struct ForwardBounds {
+  Mat o, lse;          // bounds for the stored o, lse
+  Mat o_val, lse_val;  // the exact values (double) used for the backward
+};
+
+// The forward bound of docs/bounds.md#attention-forward for every row.
+// `lens` (decode) limits the keys of batch b; `store` adds the rounding to
+// the storage format.
+ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
+                                       bool causal, const std::vector<extent_t>* lens,
+                                       const Units& u, const AttentionInputErrors& in = {}) {
+  const Shape qs = q.shape(), ks = k.shape();
+  const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
+  const extent_t group = H / Hkv;
+  ForwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, H, N}), Mat(Shape{B, H, N, D}),
+                  Mat(Shape{B, H, N})};
+  std::vector<double> s(M), a(M), p(M), delta(M);
+  for (extent_t b = 0; b < B; ++b) {
+    const extent_t len = lens ? (*lens)[b] : M;
+    for (extent_t h = 0; h < H; ++h) {
+      const extent_t g = h / group;
+      for (extent_t i = 0; i < N; ++i) {
+        // scores, their magnitudes a_ij, and the score error bound δ_ij
+        extent_t n = 0;
+        double smax = -kInf, dmax = 0;
+        for (extent_t j = 0; j < len; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          double dot = 0, mag = 0, extra = 0;
+          for (extent_t d = 0; d < D; ++d) {
+            const double qv = q.view()(b, h, i, d), kv = k.view()(b, g, j, d);
+            dot += qv * kv;
+            mag += std::fabs(qv * kv);
+            if (in.q) {
+              const double eq = in.q->view()(b, h, i, d), ek = in.k->view()(b, g, j, d);
+              extra += eq * std::fabs(kv) + std::fabs(qv) * ek + eq * ek;
+            }
+          }
+          s[j] = scale * dot;
+          a[j] = scale * mag;
+          delta[j] = u.gamma(double(D + 3)) * (a[j] + scale * extra) + scale * extra +
+                     double(D + 1) * u.eta_a * std::max(1.0, scale);
+          smax = std::max(smax, s[j]);
+          dmax = std::max(dmax, delta[j]);
+          ++n;
+        }
+        if (n == 0) {  // no visible key: exact O = 0, LSE = -inf; must match
+          r.lse_val.view()(b, h, i) = -kInf;
+          continue;
+        }
+        double l = 0;
+        for (extent_t j = 0; j < len; ++j)
+          if (dnf::visible(causal, i, j, N, M)) l += (p[j] = std::exp(s[j] - smax));
+        const double Delta = std::expm1(2 * dmax);
+        const double nn = double(n);
+        // E_ij: the weight's relative error from the exponent's rounding,
+        // the exp, and up to n online rescales (any tiling).
+        auto E = [&](extent_t j) {
+          return std::exp(u.ua * (smax - s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
+                          (nn + 1) * std::log1p(u.ua)) -
+                 1;
+        };
+        double L = 0;
+        for (extent_t j = 0; j < len; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double P = p[j] / l, e = E(j);
+          L += P * (e + u.gamma(nn) * (1 + e));
+        }
+        L = (1 + Delta) * L + nn * u.eta_a;
+        const double lse = smax + std::log(l);
+        r.lse_val.view()(b, h, i) = lse;
+        const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +
+                               4 * u.ua * (std::fabs(lse) + dmax + 1);
+        r.lse.view()(b, h, i) =
+            kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
+        for (extent_t d = 0; d < D; ++d) {
+          double c = 0, f = 0, o = 0, vmax = 0, ev = 0;
+          for (extent_t j = 0; j < len; ++j) {
+            if (!dnf::visible(causal, i, j, N, M)) continue;
+            const double P = p[j] / l, vv = v.view()(b, g, j, d);
+            const double F = (1 + E(j)) * (1 + u.gamma(nn + 2)) - 1;
+            c += P * std::fabs(vv);
+            f += P * std::fabs(vv) * F;
+            o += P * vv;
+            vmax = std::max(vmax, std::fabs(vv));
+            if (in.v) ev += P * in.v->view()(b, g, j, d);
+          }
+          const double acc =
+              Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
+              2 * nn * u.eta_a * vmax / (1 - L) + ev * (1 + Delta) * (1 + L) / (1 - L);
+          r.o_val.view()(b, h, i, d) = o;
+          r.o.view()(b, h, i, d) =
+              kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+struct BackwardBounds {
+  Mat dq, dk, dv;
+};
+
+// docs/bounds.md#attention-backward. eO and eL bound the errors of the o and
+// lse the kernel uses (the given, rounded ones for attention.bwd; its own
+// for attention.fwdbwd).
+BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& v, const Mat& dout,
+                                         double scale, bool causal, const ForwardBounds& fwd,
+                                         const Mat& eO, const Mat& eL, const Units& u) {
+  const Shape qs = q.shape(), ks = k.shape();
+  const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
+  const extent_t group = H / Hkv;
+  BackwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, Hkv, M, D}), Mat(Shape{B, Hkv, M, D})};
+  Mat dq_val(Shape{B, H, N, D}), dk_val(Shape{B, Hkv, M, D}), dv_val(Shape{B, Hkv, M, D});
+  const double nq = double(group * N);  // terms of each dK, dV sum
+  for (extent_t b = 0; b < B; ++b) {
+    for (extent_t h = 0; h < H; ++h) {
+      const extent_t g = h / group;
+      for (extent_t i = 0; i < N; ++i) {
+        const double lse = fwd.lse_val.view()(b, h, i);
+        if (std::isinf(lse)) continue;  // no visible key: nothing flows
+        extent_t n = 0;
+        for (extent_t j = 0; j < M; ++j) n += dnf::visible(causal, i, j, N, M);
+        double Drow = 0, absDO = 0, eD = 0;
+        for (extent_t d = 0; d < D; ++d) {
+          const double o = fwd.o_val.view()(b, h, i, d), dov = dout.view()(b, h, i, d);
+          Drow += dov * o;
+          absDO += std::fabs(dov);
+          eD += std::fabs(dov) * (u.gamma(double(D)) * (std::fabs(o) + eO.view()(b, h, i, d)) +
+                                  eO.view()(b, h, i, d));
+        }
+        eD += double(D) * u.eta_a;
+        const double el = eL.view()(b, h, i);
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          double dot = 0, mag = 0, dp = 0, bij = 0;
+          for (extent_t d = 0; d < D; ++d) {
+            const double qv = q.view()(b, h, i, d), kv = k.view()(b, g, j, d);
+            dot += qv * kv;
+            mag += std::fabs(qv * kv);
+            dp += dout.view()(b, h, i, d) * v.view()(b, g, j, d);
+            bij += std::fabs(dout.view()(b, h, i, d) * v.view()(b, g, j, d));
+          }
+          const double s = scale * dot;
+          const double delta =
+              u.gamma(double(D + 3)) * scale * mag + double(D + 1) * u.eta_a * std::max(1.0, scale);
+          const double x = std::fabs(s - lse);
+          const double P = std::exp(s - lse);
+          // Π_ij: relative error of the recomputed P̂_ij = exp(ŝ_ij - lse_i).
+          const double Pi = std::exp(delta + el + u.ua * (x + delta + el) + std::log1p(u.eps_exp) +
+                                     3 * std::log1p(u.ua)) -
+                            1;
+          const double ds = P * (dp - Drow);
+          const double sigma =
+              P * (((1 + Pi) * (1 + u.ua) * (1 + u.ua) - 1) * std::fabs(dp - Drow) +
+                   (1 + Pi) * (1 + u.ua) * (1 + u.ua) *
+                       (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
+              u.eta_a;
+          const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
+          for (extent_t d = 0; d < D; ++d) {
+            const double kv = k.view()(b, g, j, d), qv = q.view()(b, h, i, d),
+                         dov = dout.view()(b, h, i, d);
+            dq_val.view()(b, h, i, d) += scale * ds * kv;
+            dk_val.view()(b, g, j, d) += scale * ds * qv;
+            dv_val.view()(b, g, j, d) += P * dov;
+            r.dq.view()(b, h, i, d) +=
+                scale * (std::fabs(ds) * gq + sigma * (1 + gq)) * std::fabs(kv);
+            r.dk.view()(b, g, j, d) +=
+                scale * (std::fabs(ds) * gk + sigma * (1 + gk)) * std::fabs(qv);
+            r.dv.view()(b, g, j, d) += P * std::fabs(dov) * ((1 + Pi) * (1 + gv) - 1) + u.eta_a;
+          }
+        }
+      }
+    }
+  }
+  // The scale's own product, the storage rounding, and the slack.
+  auto finish = [&](Mat& bound, const Mat& val, double terms) {
+    for (const Index& i : moa::iota(bound.shape())) {
+      const double e = bound.view()(i) * (1 + u.ua) * (1 + u.ua) + terms * u.eta_a;
+      bound.view()(i) =
+          kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(val.view()(i)) + u.eta_s / 2);
+    }
+  };
+  finish(r.dq, dq_val, double(M));
+  finish(r.dk, dk_val, nq);
+  finish(r.dv, dv_val, nq);
+  return r;
+}
+
+// The error bound of a value correctly rounded to the storage format:
+// what attention.bwd's given o and lse carry.
+Mat rounding_bound(const Mat& val, const Units& u) {
+  Mat e(val.shape());
+  for (const Index& i : moa::iota(val.shape())) {
+    const double x = val.view()(i);
+    e.view()(i) = std::isinf(x) ? 0 : u.us * std::fabs(x) + u.eta_s / 2;
+  }
+  return e;
+}
+
+// ---- rmsnorm and the MLP ----------------------------------------------------
+
+// docs/bounds.md#rmsnorm, with an optional bound ex on errors already in x
+// (first order in ex, doubled: see the block).
+Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* y_val,
+                   const Mat* ex = nullptr) {
+  const extent_t T = x.shape()[0], D = x.shape()[1];
+  Mat r(Shape{T, D});
+  if (y_val) *y_val = Mat(Shape{T, D});
+  for (extent_t t = 0; t < T; ++t) {
+    double ss = 0, sx = 0;
+    for (extent_t d = 0; d < D; ++d) {
+      ss += x.view()(t, d) * x.view()(t, d);
+      if (ex) sx += std::fabs(x.view()(t, d)) * ex->view()(t, d);
+    }
+    const double ms = ss / double(D) + eps;
+    const double rms = std::sqrt(ms);
+    // relative error of the computed mean square + eps, then of 1/rms
+    const double rho =
+        (u.gamma(double(D + 2)) * ss / double(D) + u.eta_a * double(D) + u.ua * eps) / ms;
+    const double rel = (1 + rho) * std::pow(1 + u.ua, 6) - 1;
+    for (extent_t d = 0; d < D; ++d) {
+      const double xv = x.view()(t, d), wv = w.view()(d), y = xv / rms * wv;
+      double e = std::fabs(y) * rel + 2 * u.eta_a * std::fabs(wv);
+      if (ex)
+        e += 2 * std::fabs(wv) / rms * (ex->view()(t, d) + std::fabs(xv) * sx / (double(D) * ms));
+      r.view()(t, d) = kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_s / 2);
+      if (y_val) y_val->view()(t, d) = y;
+    }
+  }
+  return r;
+}
+
+// C = A B with a bound on C's error given bounds ea (and eb, optional) on
+// A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb).
+Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const Units& u, Mat* c_val,
+                bool store = true) {
+  const extent_t m = a.shape()[0], k = a.shape()[1], n = bmat.shape()[1];
+  Mat r(Shape{m, n});
+  if (c_val) *c_val = Mat(Shape{m, n});
+  const double gk = u.gamma(double(k));
+  for (extent_t i = 0; i < m; ++i) {
+    for (extent_t j = 0; j < n; ++j) {
+      double abs = 0, val = 0, prop = 0;
+      for (extent_t p = 0; p < k; ++p) {
+        const double av = a.view()(i, p), bv = bmat.view()(p, j);
+        val += av * bv;
+        abs += std::fabs(av * bv);
+        if (ea) prop += ea->view()(i, p) * std::fabs(bv);
+      }
+      double e = gk * (abs + prop) + prop + double(k) * u.eta_a;
+      if (store) e = e * (1 + u.us) + u.us * std::fabs(val) + u.eta_s / 2;
+      r.view()(i, j) = kEvalSlack * e;
+      if (c_val) c_val->view()(i, j) = val;
+    }
+  }
+  return r;
+}
+
+// docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null.
+Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const Units& u,
+               Mat* y_val, const Mat* ex = nullptr) {
+  const extent_t T = x.shape()[0], F = w1.shape()[1];
+  Mat g, up;
+  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false);
+  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false);
+  Mat hv(Shape{T, F}), eh(Shape{T, F});
+  const double eps_silu = (1 + u.eps_exp) * std::pow(1 + u.ua, 3) - 1;
+  const double overflow = std::log(u.ua == 0x1p-53 ? 0x1p1023 : 0x1p127) - 1;  // exp(-z) overflows
+  for (extent_t t = 0; t < T; ++t) {
+    for (extent_t f = 0; f < F; ++f) {
+      const double z = g.view()(t, f), uv = up.view()(t, f);
+      const double s = dnf::silu(z);
+      const double e_g = eg.view()(t, f), e_u = eu.view()(t, f);
+      const double s_hat = std::fabs(s) + 1.1 * e_g;  // |silu'| <= 1.1
+      double e = 1.1 * e_g * (std::fabs(uv) + e_u) + std::fabs(s) * e_u +
+                 s_hat * (std::fabs(uv) + e_u) * ((1 + eps_silu) * (1 + u.ua) - 1) + u.eta_a;
+      if (z - e_g < -overflow) e += s_hat * (std::fabs(uv) + e_u);  // silu may flush to 0
+      hv.view()(t, f) = s * uv;
+      eh.view()(t, f) = e;
+    }
+  }
+  return gemm_bounds(hv, w2, &eh, u, y_val);
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k) {
+  const Problem& p = c.problem;
+  const Units u = units(p.format, k);
+  std::vector<Mat> x;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i)
+    x.push_back(is_index_input(p, int(i)) ? Mat() : widen(c.inputs[i]));
+  const double scale = p.scale();
+  switch (p.op) {
+    case Op::attention_fwd: {
+      ForwardBounds f = attention_forward_bounds(x[0], x[1], x[2], scale, p.causal(), nullptr, u);
+      return {rav(f.o), rav(f.lse)};
+    }
+    case Op::attention_decode: {
+      std::vector<extent_t> lens;
+      for (extent_t b = 0; b < p.dims.B; ++b) lens.push_back(extent_t(c.inputs[3].get({b})));
+      ForwardBounds f = attention_forward_bounds(x[0], x[1], x[2], scale, false, &lens, u);
+      return {rav(f.o), rav(f.lse)};
+    }
+    case Op::attention_bwd: {
+      const ForwardBounds f =
+          attention_forward_bounds(x[0], x[1], x[2], scale, p.causal(), nullptr, u);
+      const BackwardBounds bb =
+          attention_backward_bounds(x[0], x[1], x[2], x[5], scale, p.causal(), f,
+                                    rounding_bound(f.o_val, u), rounding_bound(f.lse_val, u), u);
+      return {rav(bb.dq), rav(bb.dk), rav(bb.dv)};
+    }
+    case Op::attention_fwdbwd: {
+      const ForwardBounds f =
+          attention_forward_bounds(x[0], x[1], x[2], scale, p.causal(), nullptr, u);
+      const BackwardBounds bb =
+          attention_backward_bounds(x[0], x[1], x[2], x[3], scale, p.causal(), f, f.o, f.lse, u);
+      return {rav(f.o), rav(f.lse), rav(bb.dq), rav(bb.dk), rav(bb.dv)};
+    }
+    case Op::rmsnorm:
+      return {rav(rmsnorm_bounds(x[0], x[1], p.params.eps, u, nullptr))};
+    case Op::mlp_swiglu:
+      return {rav(mlp_bounds(x[0], x[1], x[2], x[3], u, nullptr))};
+    case Op::block: {
+      // docs/bounds.md#block: each stage's bound, with the errors of its
+      // inputs propagated to first order (doubled for the second).
+      const Dims& d = p.dims;
+      const extent_t rows = d.B * d.N;
+      Mat xr(Shape{rows, d.Dm});
+      for (const Index& i : moa::iota(x[0].shape()))
+        xr.view()(i[0] * d.N + i[1], i[2]) = x[0].view()(i);
+      Mat xn, q, kk, vv;
+      const Mat exn = rmsnorm_bounds(xr, x[1], p.params.eps, u, &xn);
+      const Mat eq = gemm_bounds(xn, x[2], &exn, u, &q), ek = gemm_bounds(xn, x[3], &exn, u, &kk),
+                ev = gemm_bounds(xn, x[4], &exn, u, &vv);
+      auto heads = [&](const Mat& flat, extent_t nh) {  // (B·N, nh·D) -> (B, nh, N, D)
+        Mat out(Shape{d.B, nh, d.N, d.D});
+        for (const Index& i : moa::iota(out.shape()))
+          out.view()(i) = flat.view()(i[0] * d.N + i[2], i[1] * d.D + i[3]);
+        return out;
+      };
+      const Mat qh = heads(q, d.H), kh = heads(kk, d.Hkv), vh = heads(vv, d.Hkv);
+      const Mat eqh = heads(eq, d.H), ekh = heads(ek, d.Hkv), evh = heads(ev, d.Hkv);
+      const ForwardBounds f = attention_forward_bounds(
+          qh, kh, vh, 1 / std::sqrt(double(d.D)), /*causal=*/true, nullptr, u, {&eqh, &ekh, &evh});
+      Mat o(Shape{rows, d.H * d.D}), eo(Shape{rows, d.H * d.D});
+      for (const Index& i : moa::iota(f.o.shape())) {
+        o.view()(i[0] * d.N + i[2], i[1] * d.D + i[3]) = f.o_val.view()(i);
+        eo.view()(i[0] * d.N + i[2], i[1] * d.D + i[3]) = 2 * f.o.view()(i);
+      }
+      Mat attn;
+      const Mat ea = gemm_bounds(o, x[5], &eo, u, &attn);
+      Mat hres(Shape{rows, d.Dm}), eh(Shape{rows, d.Dm});
+      for (const Index& i : moa::iota(hres.shape())) {
+        hres.view()(i) = xr.view()(i) + attn.view()(i);
+        eh.view()(i) = ea.view()(i) * (1 + u.ua) + u.ua * std::fabs(hres.view()(i));
+      }
+      Mat hn;
+      const Mat ehn = rmsnorm_bounds(hres, x[6], p.params.eps, u, &hn, &eh);
+      Mat m;
+      const Mat em = mlp_bounds(hn, x[7], x[8], x[9], u, &m, &ehn);
+      std::vector<double> out;
+      for (const Index& i : moa::iota(hres.shape())) {
+        const double y = hres.view()(i) + m.view()(i);
+        const double e = (eh.view()(i) + em.view()(i)) * (1 + u.ua) + u.ua * std::fabs(y);
+        out.push_back(kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_s / 2));
+      }
+      return {out};
+    }
+  }
+  return {};
+}
+
+}  // namespace moacert::oracle

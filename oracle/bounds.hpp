@@ -1,0 +1,28 @@
+// A priori error bounds (docs/bounds.md): for each output element of a
+// case, a bound on |computed - exact| that holds for every correct kernel
+// of the op in the case's format, whatever its summation order, tiling or
+// online-softmax rescaling, given the stated constants (the error of the exp
+// and log it uses). Evaluated for the actual inputs: condition quantities
+// such as Σ_j P_ij |V_jd| come from the case itself.
+#pragma once
+
+#include <vector>
+
+#include "reference/case.hpp"
+
+namespace moacert::oracle {
+
+struct BoundConstants {
+  // Relative error of the exp and log a kernel may use, in units of the
+  // accumulation format's u (2 ulp: SLEEF's u10 functions, Highway's Exp,
+  // glibc and CUDA's expf all stay within it).
+  double exp_error_u = 4;
+  double log_error_u = 4;
+};
+
+// Per output tensor (ops-table order), per element in row-major logical
+// order, an absolute error bound. Elements whose exact value is infinite
+// (LSE of a row with no visible key) get bound 0: the kernel must match.
+std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k = {});
+
+}  // namespace moacert::oracle

@@ -1,0 +1,400 @@
+#include "properties/case_gen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "properties/gen_layout.hpp"
+
+namespace moacert::properties {
+
+using moa::extent_t;
+using moa::Layout;
+using moa::Shape;
+
+const char* name(Values v) {
+  switch (v) {
+    case Values::uniform:
+      return "uniform";
+    case Values::normal:
+      return "normal";
+    case Values::large_logits:
+      return "large-logits";
+    case Values::ties:
+      return "ties";
+    case Values::dominant:
+      return "dominant-key";
+    case Values::tiny_scale:
+      return "tiny-scale";
+    case Values::extreme:
+      return "extreme-magnitudes";
+  }
+  return "?";
+}
+
+const char* name(Placement p) {
+  switch (p) {
+    case Placement::row_major:
+      return "row-major";
+    case Placement::col_major:
+      return "col-major";
+    case Placement::permuted:
+      return "permuted";
+    case Placement::padded:
+      return "padded";
+    case Placement::broadcast:
+      return "broadcast";
+  }
+  return "?";
+}
+
+std::string describe(const CaseSpec& s) {
+  const Problem& p = s.problem;
+  const Dims& d = p.dims;
+  std::ostringstream os;
+  os << info(p.op).name << ' ' << name(p.format);
+  switch (p.op) {
+    case Op::rmsnorm:
+      os << " T=" << d.T << " D=" << d.D << " eps=" << p.params.eps;
+      break;
+    case Op::mlp_swiglu:
+      os << " T=" << d.T << " Dm=" << d.Dm << " F=" << d.F;
+      break;
+    case Op::block:
+      os << " B=" << d.B << " N=" << d.N << " Dm=" << d.Dm << " H=" << d.H << " Hkv=" << d.Hkv
+         << " D=" << d.D << " F=" << d.F << " eps=" << p.params.eps;
+      break;
+    default:
+      os << " B=" << d.B << " H=" << d.H << " Hkv=" << d.Hkv << " N=" << d.N
+         << (p.op == Op::attention_decode ? " L=" : " M=") << d.M << " D=" << d.D
+         << (p.causal() ? " causal" : "") << " scale=" << p.scale();
+  }
+  os << " values=" << name(s.values) << " seed=" << s.seed;
+  if (!s.lens.empty()) {
+    os << " lens=(";
+    for (std::size_t b = 0; b < s.lens.size(); ++b) os << (b ? "," : "") << s.lens[b];
+    os << ')';
+  }
+  const auto inputs = info(p.op).inputs;
+  for (std::size_t k = 0; k < s.layouts.size(); ++k)
+    os << "\n  " << inputs[k] << ' ' << s.layouts[k].str();
+  return os.str();
+}
+
+void showValue(const CaseSpec& s, std::ostream& os) {
+  os << describe(s);
+}
+
+namespace {
+
+// One of `choices`, drawn with the given weights; shrinks towards the first.
+template <class T>
+T pick_weighted(const std::vector<std::pair<int, T>>& choices) {
+  int total = 0;
+  for (const auto& c : choices) total += c.first;
+  int r = *rc::gen::inRange(0, total);
+  for (const auto& c : choices) {
+    if (r < c.first) return c.second;
+    r -= c.first;
+  }
+  return choices.front().second;
+}
+
+bool is_attention(Op op) {
+  return op == Op::attention_fwd || op == Op::attention_bwd || op == Op::attention_fwdbwd ||
+         op == Op::attention_decode;
+}
+
+// An extent: mostly small and growing with RapidCheck's size, now and then 1,
+// and now and then one of t-1, t, t+1 for a tile t of the kernels under test.
+rc::Gen<extent_t> gen_extent(extent_t max_small, const std::vector<extent_t>& tiles) {
+  std::vector<extent_t> straddle;
+  for (extent_t t : tiles)
+    for (extent_t e : {t - 1, t, t + 1})
+      if (e >= 1) straddle.push_back(e);
+  return rc::gen::withSize([=](int size) {
+    const extent_t cap = std::clamp<extent_t>(1 + size * max_small / 100, 1, max_small);
+    const rc::Gen<extent_t> small = rc::gen::inRange<extent_t>(1, cap + 1);
+    if (straddle.empty() || size < 30) {
+      return rc::gen::weightedOneOf<extent_t>({{8, small}, {1, rc::gen::just<extent_t>(1)}});
+    }
+    return rc::gen::weightedOneOf<extent_t>(
+        {{8, small}, {1, rc::gen::just<extent_t>(1)}, {1, rc::gen::elementOf(straddle)}});
+  });
+}
+
+// Head counts: MHA (H = Hkv), GQA (H a multiple of Hkv > 1) or MQA (Hkv = 1).
+void draw_heads(Dims& d) {
+  const int kind = *rc::gen::inRange(0, 3);
+  if (kind == 0) {
+    d.Hkv = d.H = *rc::gen::inRange<extent_t>(1, 4);
+  } else if (kind == 1) {
+    d.Hkv = *rc::gen::inRange<extent_t>(2, 3);
+    d.H = d.Hkv * *rc::gen::inRange<extent_t>(2, 4);
+  } else {
+    d.Hkv = 1;
+    d.H = *rc::gen::inRange<extent_t>(2, 5);
+  }
+}
+
+bool allows_broadcast(Op op, int input) {
+  // Batch (and kv-head) broadcast of the attention tensors; never of lens.
+  return is_attention(op) && !(op == Op::attention_decode && input == 3);
+}
+
+Layout realise(Placement pl, const Shape& s) {
+  const int r = s.rank();
+  switch (pl) {
+    case Placement::row_major:
+      return Layout::row_major(s);
+    case Placement::col_major:
+      return Layout::col_major(s);
+    case Placement::permuted:
+      return Layout::permuted(s, *gen_permutation(r));
+    case Placement::padded: {
+      Shape pad;
+      for (int k = 0; k < r; ++k) pad.push_back(*rc::gen::inRange<extent_t>(0, 4));
+      return Layout::padded(s, *gen_permutation(r), pad);
+    }
+    case Placement::broadcast: {
+      // Stride 0 on the batch axis, and on the head axis half the time.
+      moa::Strides st = Layout::row_major(s).strides();
+      st[0] = 0;
+      if (r >= 3 && *rc::gen::arbitrary<bool>()) st[1] = 0;
+      return Layout::strided(s, st);
+    }
+  }
+  return Layout::row_major(s);
+}
+
+Placement draw_placement(Op op, int input, bool strided) {
+  if (!strided || is_index_input(Problem{op, Format::f32, {}, {}}, input))
+    return Placement::row_major;
+  using P = Placement;
+  std::vector<std::pair<int, P>> choices = {
+      {4, P::row_major}, {1, P::col_major}, {1, P::permuted}, {1, P::padded}};
+  if (allows_broadcast(op, input)) choices.push_back({1, P::broadcast});
+  return pick_weighted(choices);
+}
+
+}  // namespace
+
+rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<extent_t>& tiles,
+                                bool strided) {
+  return rc::gen::exec([=] {
+    CaseSpec s;
+    Problem& p = s.problem;
+    Dims& d = p.dims;
+    p.op = op;
+    p.format = format;
+    // f64 oracles run in MPFI from the start: keep the f64 problems smaller.
+    const extent_t big = format == Format::f64 ? 24 : 40;
+    switch (op) {
+      case Op::attention_fwd:
+      case Op::attention_bwd:
+      case Op::attention_fwdbwd:
+      case Op::attention_decode:
+        d.B = *rc::gen::inRange<extent_t>(1, 3);
+        draw_heads(d);
+        d.N = op == Op::attention_decode ? 1 : *gen_extent(big, tiles);
+        d.M = *gen_extent(big, tiles);
+        d.D = *rc::gen::weightedOneOf<extent_t>(
+            {{6, gen_extent(big / 2, tiles)}, {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}});
+        if (op != Op::attention_decode) p.params.causal = *rc::gen::arbitrary<bool>();
+        break;
+      case Op::rmsnorm:
+        d.T = *gen_extent(8, {});
+        d.D = *rc::gen::weightedOneOf<extent_t>(
+            {{6, gen_extent(4 * big, tiles)}, {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}});
+        p.params.eps = *rc::gen::element(1e-6, 1e-5, 0.25);
+        break;
+      case Op::mlp_swiglu:
+        d.T = *gen_extent(big / 2, tiles);
+        d.Dm = *gen_extent(big, tiles);
+        d.F = *gen_extent(big, tiles);
+        break;
+      case Op::block:
+        d.B = *rc::gen::inRange<extent_t>(1, 3);
+        draw_heads(d);
+        d.N = *gen_extent(8, {});
+        d.M = d.N;
+        d.D = *gen_extent(8, {});
+        d.Dm = *gen_extent(16, {});
+        d.F = *gen_extent(16, {});
+        p.params.eps = *rc::gen::element(1e-6, 1e-5);
+        break;
+    }
+    std::vector<std::pair<int, Values>> families = {{4, Values::uniform}, {2, Values::normal}};
+    if (is_attention(op)) {
+      for (Values v : {Values::large_logits, Values::ties, Values::dominant, Values::tiny_scale})
+        families.push_back({1, v});
+    }
+    if (op != Op::block) families.push_back({1, Values::extreme});
+    s.values = pick_weighted(families);
+    if (is_attention(op)) {
+      if (s.values == Values::tiny_scale) {
+        p.params.scale = 0x1p-20;
+      } else if (*rc::gen::inRange(0, 4) == 0) {
+        p.params.scale = *rc::gen::element(0.05, 0.3, 1.0, 2.5);  // not 1/sqrt(D)
+      }
+    }
+    if (op == Op::attention_decode) {
+      for (extent_t b = 0; b < d.B; ++b) {
+        s.lens.push_back(*rc::gen::weightedOneOf<std::int64_t>(
+            {{2, rc::gen::inRange<std::int64_t>(1, d.M + 1)},
+             {1, rc::gen::just<std::int64_t>(1)},
+             {1, rc::gen::just<std::int64_t>(std::int64_t{d.M})}}));
+      }
+    }
+    const auto shapes = input_shapes(p);
+    for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
+      s.placements.push_back(draw_placement(op, k, strided));
+      s.layouts.push_back(realise(s.placements.back(), shapes[k]));
+    }
+    s.seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
+    return s;
+  });
+}
+
+rc::Gen<std::vector<Layout>> gen_layouts(const CaseSpec& spec) {
+  return rc::gen::exec([spec] {
+    std::vector<Layout> out;
+    const auto shapes = input_shapes(spec.problem);
+    for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
+      // Broadcast changes the values, so a broadcast input stays as it is
+      // and no other input becomes one.
+      if (spec.placements[k] == Placement::broadcast) {
+        out.push_back(spec.layouts[k]);
+        continue;
+      }
+      Placement pl = draw_placement(spec.problem.op, k, true);
+      if (pl == Placement::broadcast) pl = Placement::row_major;
+      out.push_back(realise(pl, shapes[k]));
+    }
+    return out;
+  });
+}
+
+namespace {
+
+// splitmix64: a fixed integer stream, the same on every machine.
+struct Stream {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // U[-1, 1), a multiple of 2^-52: exact in double.
+  double uniform() { return double(next() >> 11) * 0x1p-52 - 1.0; }
+  // Irwin-Hall with four uniforms, variance scaled to about 1; every step
+  // is exact or correctly rounded IEEE arithmetic, so it reproduces.
+  double normal() { return (uniform() + uniform() + uniform() + uniform()) * 0.8660254037844386; }
+};
+
+double largest(Format f) {
+  return std::ldexp(1.0, info(f).emax);
+}
+double smallest_normal(Format f) {
+  return std::ldexp(1.0, info(f).emin);
+}
+
+// Fills one float input of the case.
+void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
+  const Problem& p = spec.problem;
+  const Format f = p.format;
+  const Shape shape = t.shape();
+  const std::string_view in = info(p.op).inputs[input];
+  const bool qk = is_attention(p.op) && (in == "q" || in == "k");
+  const bool kv_like = is_attention(p.op) && (in == "k" || in == "v");
+  const Dims& d = p.dims;
+  const double logit_scale = p.scale() * std::sqrt(double(d.D)) / 3;  // typical |score| per unit²
+
+  // One draw per logical element; for ties, every key of a head repeats
+  // key 0; for a dominant key, one key per head is 16x larger.
+  extent_t dominant_key = 0;
+  if (spec.values == Values::dominant && kv_like) dominant_key = extent_t(rng.next() % d.M);
+  double factor = 1;
+  switch (spec.values) {
+    case Values::large_logits:
+      if (qk) factor = std::sqrt(150.0 / logit_scale);  // |score| around 150
+      break;
+    case Values::extreme:
+      if (qk) {
+        factor = std::sqrt(smallest_normal(f)) * 0x1p-4;  // products underflow
+      } else if (p.op == Op::rmsnorm && in == "x") {
+        factor =
+            (rng.next() & 1) ? std::sqrt(largest(f) / double(d.D)) / 4 : smallest_normal(f) * 4;
+      } else if (p.op == Op::rmsnorm || p.op == Op::mlp_swiglu) {
+        factor = 4;  // saturating silu, large weights
+      } else if (in == "v") {
+        // Huge (but no product or sum of the backward can overflow) or subnormal.
+        const double huge = std::max(1.0, largest(f) / (16.0 * double(d.D * d.M * d.N)));
+        factor = (rng.next() & 1) ? huge : smallest_normal(f) / 4;
+      }
+      break;
+    default:
+      break;
+  }
+  if (p.op == Op::block && in != "x" && in != "attn_norm" && in != "mlp_norm")
+    factor = 1 / std::sqrt(double(shape[0]));  // keep activations O(1)
+
+  std::vector<double> key0;  // for ties: the values of key 0 of the current head
+  for (const moa::Index& i : moa::iota(shape)) {
+    double x = spec.values == Values::normal ? rng.normal() : rng.uniform();
+    x *= factor;
+    if (kv_like && spec.values == Values::dominant && i[2] == dominant_key && in == "k") x *= 16;
+    if (kv_like && spec.values == Values::ties && in == "k") {
+      // (b, g, j, d): reuse key 0's row for every j.
+      if (i[2] == 0) {
+        if (i[3] == 0) key0.clear();
+        key0.push_back(x);
+      } else {
+        x = key0[static_cast<std::size_t>(i[3])];
+      }
+    }
+    t.set(i, x);
+  }
+}
+
+}  // namespace
+
+Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
+  const Problem& p = spec.problem;
+  validate(p);
+  Case c{p, {}};
+  const auto shapes = input_shapes(p);
+  Stream rng{spec.seed * 0x2545f4914f6cdd1dull + 1};
+  for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
+    const bool index = is_index_input(p, k);
+    AnyTensor t(index ? DType::i64 : dtype_of(p.format), spec.layouts[k]);
+    if (index) {
+      for (extent_t b = 0; b < p.dims.B; ++b) t.set({b}, double(spec.lens[b]));
+    } else if (!(p.op == Op::attention_bwd && (k == 3 || k == 4))) {
+      fill(t, spec, k, rng);
+    }
+    c.inputs.push_back(std::move(t));
+  }
+  if (p.op == Op::attention_bwd) {
+    // o and lse: the oracle's correctly rounded forward of q, k, v.
+    if (!forward) throw std::logic_error("attention.bwd cases need the oracle's forward");
+    Case fwd{p, {}};
+    fwd.problem.op = Op::attention_fwd;
+    for (int k = 0; k < 3; ++k) fwd.inputs.push_back(c.inputs[k]);
+    std::vector<AnyTensor> ol = forward(fwd);
+    c.inputs[3] = ol[0].relayout(spec.layouts[3]);
+    c.inputs[4] = ol[1].relayout(spec.layouts[4]);
+  }
+  return c;
+}
+
+Case relayout(const Case& c, const std::vector<Layout>& layouts) {
+  Case out{c.problem, {}};
+  for (std::size_t k = 0; k < c.inputs.size(); ++k)
+    out.inputs.push_back(c.inputs[k].relayout(layouts[k]));
+  return out;
+}
+
+}  // namespace moacert::properties

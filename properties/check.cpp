@@ -1,0 +1,191 @@
+#include "properties/check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+namespace moacert::properties {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+std::string Rule::str() const {
+  std::ostringstream os;
+  switch (kind) {
+    case apriori:
+      return "apriori";
+    case max_ulp:
+      os << "max-ulp=" << k;
+      break;
+    case vs_torch:
+      os << "vs-torch=" << k;
+      break;
+  }
+  return os.str();
+}
+
+std::optional<Rule> parse_rule(const std::string& s) {
+  if (s == "apriori") return Rule{};
+  for (auto [prefix, kind] :
+       {std::pair{"max-ulp=", Rule::max_ulp}, std::pair{"vs-torch=", Rule::vs_torch}}) {
+    const std::string pre(prefix);
+    if (s.rfind(pre, 0) != 0) continue;
+    const std::string num = s.substr(pre.size());
+    char* end = nullptr;
+    const double k = std::strtod(num.c_str(), &end);
+    if (num.empty() || *end != '\0' || !(k >= 0) || !std::isfinite(k)) return std::nullopt;
+    return Rule{kind, k};
+  }
+  return std::nullopt;
+}
+
+std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int threads) {
+  std::vector<AnyTensor> contiguous;
+  std::vector<TensorRef> in;
+  for (const AnyTensor& t : c.inputs) {
+    if (v.accepts_strided) {
+      in.push_back(t.ref());
+    } else {
+      contiguous.push_back(t.relayout(moa::Layout::row_major(t.shape())));
+      in.push_back(contiguous.back().ref());
+    }
+  }
+  std::vector<AnyTensor> out = make_outputs(c.problem);
+  std::vector<TensorRef> outs;
+  for (AnyTensor& t : out) outs.push_back(t.ref());
+  v.run(c.problem, in, outs, kernels::RunOptions{threads});
+  return out;
+}
+
+double abs_error(double y, const oracle::DD& x) {
+  if (std::isinf(x.hi)) return y == x.hi ? 0 : kInf;
+  if (!std::isfinite(y)) return kInf;
+  return std::fabs((y - x.hi) - x.lo);
+}
+
+double ulp_of(const oracle::DD& x, Format f) {
+  const FormatInfo fi = info(f);
+  int e = fi.emin;
+  if (x.hi != 0 && std::isfinite(x.hi)) {
+    e = std::ilogb(x.hi);
+    // hi a power of two with lo of the other sign: |x| lies just below it.
+    if (std::fabs(x.hi) == std::ldexp(1.0, e) && x.lo != 0 &&
+        std::signbit(x.lo) != std::signbit(x.hi))
+      --e;
+    e = std::max(e, fi.emin);
+  }
+  return std::ldexp(1.0, e - fi.precision + 1);
+}
+
+double ulp_error(double y, const oracle::DD& x, Format f) {
+  const double err = abs_error(y, x);
+  if (err == 0 || std::isinf(err)) return err;
+  return err / ulp_of(x, f);  // a power of two: exact
+}
+
+std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
+                                            const std::vector<AnyTensor>& outputs) {
+  std::vector<std::vector<double>> out;
+  for (std::size_t t = 0; t < outputs.size(); ++t) {
+    std::vector<double> e;
+    std::size_t n = 0;
+    for (const moa::Index& i : moa::iota(outputs[t].shape()))
+      e.push_back(abs_error(outputs[t].get(i), exact.outputs[t].exact[n++]));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyTensor>& outputs,
+              const Rule& rule, const std::vector<std::vector<double>>* bounds,
+              const std::vector<std::vector<double>>* torch_errors) {
+  Verdict v;
+  const Format f = c.problem.format;
+  const double u = std::ldexp(1.0, -info(f).precision);
+  const auto names = info(c.problem.op).outputs;
+  for (std::size_t t = 0; t < outputs.size(); ++t) {
+    const oracle::TensorAnswer& ans = exact.outputs[t];
+    TensorStats s;
+    s.name = std::string(names[t]);
+    std::vector<double> ulps;
+    double diff2 = 0, norm2 = 0, worst_margin = -1;
+    std::size_t n = 0;
+    for (const moa::Index& i : moa::iota(outputs[t].shape())) {
+      const double y = outputs[t].get(i);
+      const oracle::DD& x = ans.exact[n];
+      const double err = abs_error(y, x), ulp = ulp_error(y, x, f);
+      if (ans.undetermined[n]) ++s.undetermined;
+      ulps.push_back(ulp);
+      if (std::isfinite(x.hi)) {
+        diff2 += err * err;
+        norm2 += x.hi * x.hi;
+      }
+      // How close the element comes to failing: error / allowed.
+      double allowed = 0;
+      switch (rule.kind) {
+        case Rule::apriori:
+          allowed = (*bounds)[t][n];
+          break;
+        case Rule::max_ulp:
+          allowed = rule.k;
+          break;
+        case Rule::vs_torch:  // R times PyTorch's error plus 1 ulp, in ulps
+          allowed = rule.k * (*torch_errors)[t][n] / ulp_of(x, f) + 1;
+          break;
+      }
+      const double measured = rule.kind == Rule::apriori ? err : ulp;
+      const double margin = measured == 0 ? 0 : allowed > 0 ? measured / allowed : kInf;
+      if (margin > worst_margin) {
+        worst_margin = margin;
+        s.worst = std::int64_t(n);
+        s.worst_exact = x.hi;
+        s.worst_computed = y;
+        s.worst_ulp = ulp;
+        s.worst_bound = allowed;
+      }
+      if (v.holds && (margin > 1 || std::isnan(margin))) {
+        v.holds = false;
+        std::ostringstream os;
+        os << s.name << i.str() << ": computed " << y << ", exact " << x.hi << ", error " << ulp
+           << " ulp" << (rule.kind == Rule::apriori ? ", bound " : ", allowed ") << allowed
+           << (rule.kind == Rule::apriori ? " (absolute)" : " ulp");
+        v.why = os.str();
+      }
+      ++n;
+    }
+    s.elements = std::int64_t(n);
+    s.max_ratio = std::max(worst_margin, 0.0);
+    if (!ulps.empty()) {
+      std::vector<double> sorted = ulps;
+      std::sort(sorted.begin(), sorted.end());
+      s.max_ulp = sorted.back();
+      s.p99_ulp = sorted[std::min(sorted.size() - 1, std::size_t(0.99 * double(sorted.size())))];
+      double sum = 0;
+      for (double x : sorted) sum += x;
+      s.mean_ulp = sum / double(sorted.size());
+    }
+    s.normwise_u = norm2 > 0 ? std::sqrt(diff2 / norm2) / u : (diff2 > 0 ? kInf : 0);
+    v.tensors.push_back(std::move(s));
+  }
+  return v;
+}
+
+bool bitwise_equal(const std::vector<AnyTensor>& a, const std::vector<AnyTensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    if (!(a[t].shape() == b[t].shape()) || a[t].dtype() != b[t].dtype()) return false;
+    const int bytes = dtype_bytes(a[t].dtype());
+    for (const moa::Index& i : moa::iota(a[t].shape())) {
+      if (std::memcmp(static_cast<const std::byte*>(a[t].data()) + a[t].layout()(i) * bytes,
+                      static_cast<const std::byte*>(b[t].data()) + b[t].layout()(i) * bytes,
+                      bytes) != 0)
+        return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace moacert::properties
