@@ -46,6 +46,11 @@ struct Variant {
   bool deterministic = false;        // bitwise equal on every run and thread count
   std::string summary;               // one line: the ONF in words
   std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
+  // Variants of different ops that share one loop nest (cpu.flash's forward
+  // inside cpu.fused, say) name the same family; empty means its own name.
+  std::string family_name;
+
+  const std::string& family() const { return family_name.empty() ? name : family_name; }
   CostFn cost;
   RunFn run;
 

@@ -1,0 +1,175 @@
+#include "properties/properties.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <rapidcheck.h>
+
+#include "oracle/bounds.hpp"
+
+namespace moacert::properties {
+
+std::vector<const kernels::Variant*> variants_for(Op op, Format f) {
+  std::vector<const kernels::Variant*> out;
+  for (const kernels::Variant* v : kernels::Registry::builtin().of(op))
+    if (v->supports(f)) out.push_back(v);
+  return out;
+}
+
+std::vector<moa::extent_t> tiles_of(const std::vector<const kernels::Variant*>& vs) {
+  std::vector<moa::extent_t> tiles;
+  for (const kernels::Variant* v : vs) tiles.insert(tiles.end(), v->tiles.begin(), v->tiles.end());
+  std::sort(tiles.begin(), tiles.end());
+  tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+  return tiles;
+}
+
+std::vector<AnyTensor> oracle_outputs(const Case& c) {
+  const oracle::Answer a = oracle::evaluate(c);
+  std::vector<AnyTensor> out = make_outputs(c.problem);
+  for (std::size_t t = 0; t < out.size(); ++t) {
+    std::size_t n = 0;
+    for (const moa::Index& i : moa::iota(out[t].shape())) out[t].set(i, a.outputs[t].rounded[n++]);
+  }
+  return out;
+}
+
+Case make_case(const CaseSpec& spec) { return build_case(spec, oracle_outputs); }
+
+namespace {
+
+// Tags the generator families a case reaches, for the RC_CLASSIFY counts.
+void classify(const CaseSpec& s) {
+  const Problem& p = s.problem;
+  const Dims& d = p.dims;
+  RC_TAG(name(s.values));
+  for (Placement pl : s.placements) RC_TAG(std::string("layout:") + name(pl));
+  const bool attention = p.op != Op::rmsnorm && p.op != Op::mlp_swiglu && p.op != Op::block;
+  if (attention || p.op == Op::block) {
+    RC_CLASSIFY(d.H == d.Hkv, "MHA");
+    RC_CLASSIFY(d.Hkv > 1 && d.H > d.Hkv, "GQA");
+    RC_CLASSIFY(d.Hkv == 1 && d.H > 1, "MQA");
+  }
+  if (attention) {
+    RC_CLASSIFY(d.N > d.M, "N>M");
+    RC_CLASSIFY(d.N < d.M, "N<M");
+    RC_CLASSIFY(d.N == 1, "N=1");
+    RC_CLASSIFY(p.causal() && d.N > d.M, "causal rows with no key");
+    RC_CLASSIFY(p.params.scale != 0, "scale other than 1/sqrt(D)");
+    RC_CLASSIFY(d.D == 1 || d.D == 3 || d.D == 59 || d.D == 111 || d.D == 128, "curated D");
+  }
+  if (p.op == Op::attention_decode) {
+    for (std::int64_t len : s.lens) {
+      RC_CLASSIFY(len == 1, "lens=1");
+      RC_CLASSIFY(len == d.M, "lens=L");
+    }
+  }
+}
+
+rc::Gen<CaseSpec> gen_for(Op op, Format f, bool strided = true) {
+  return gen_case_spec(op, f, tiles_of(variants_for(op, f)), strided);
+}
+
+std::string label(Op op, Format f, const std::string& what) {
+  return what + " " + std::string(info(op).name) + " " + std::string(name(f));
+}
+
+}  // namespace
+
+bool prop_agreement(Op op, Format f) {
+  const auto variants = variants_for(op, f);
+  return rc::check(label(op, f, "agreement with the oracle (apriori rule):"), [=] {
+    const CaseSpec spec = *gen_for(op, f);
+    classify(spec);
+    const Case c = make_case(spec);
+    const oracle::Answer exact = oracle::evaluate(c);
+    const auto bounds = oracle::apriori_bounds(c);
+    for (const kernels::Variant* v : variants) {
+      const Verdict verdict = judge(c, exact, run_variant(*v, c), Rule{}, &bounds);
+      if (!verdict.holds) RC_FAIL(v->name + ": " + verdict.why);
+    }
+  });
+}
+
+bool prop_layout_invariance(Op op, Format f) {
+  std::vector<const kernels::Variant*> strided;
+  for (const kernels::Variant* v : variants_for(op, f))
+    if (v->accepts_strided) strided.push_back(v);
+  return rc::check(label(op, f, "layout invariance:"), [=] {
+    const CaseSpec spec = *gen_for(op, f);
+    const Case c = make_case(spec);
+    const Case other = relayout(c, *gen_layouts(spec));
+    const oracle::Answer exact = oracle::evaluate(c);
+    const auto bounds = oracle::apriori_bounds(c);
+    for (const kernels::Variant* v : strided) {
+      const auto a = run_variant(*v, c), b = run_variant(*v, other);
+      // CPU kernels read through strides in a layout-independent order.
+      if (v->backend == "cpu" && v->deterministic) {
+        RC_ASSERT(bitwise_equal(a, b));
+      } else {
+        const Verdict verdict = judge(other, exact, b, Rule{}, &bounds);
+        if (!verdict.holds) RC_FAIL(v->name + " in the other layouts: " + verdict.why);
+      }
+    }
+  });
+}
+
+bool prop_determinism(Op op, Format f) {
+  std::vector<const kernels::Variant*> deterministic;
+  for (const kernels::Variant* v : variants_for(op, f))
+    if (v->deterministic) deterministic.push_back(v);
+  return rc::check(label(op, f, "determinism (repeat, 1 vs 2 threads):"), [=] {
+    const Case c = make_case(*gen_for(op, f));
+    for (const kernels::Variant* v : deterministic) {
+      const auto one = run_variant(*v, c, 1);
+      RC_ASSERT(bitwise_equal(one, run_variant(*v, c, 1)));
+      RC_ASSERT(bitwise_equal(one, run_variant(*v, c, 2)));
+    }
+  });
+}
+
+bool prop_backward_consistency(Format f) {
+  const auto fused = variants_for(Op::attention_fwdbwd, f);
+  return rc::check(label(Op::attention_fwdbwd, f, "backward consistency:"), [=] {
+    const CaseSpec spec = *gen_for(Op::attention_fwdbwd, f);
+    const Case c = make_case(spec);
+    // The same q, k, v (and dO) as an attention.fwd case and an
+    // attention.bwd case, whose o and lse are the oracle's.
+    Case fwd{c.problem, {c.inputs[0], c.inputs[1], c.inputs[2]}};
+    fwd.problem.op = Op::attention_fwd;
+    const auto fwd_exact = oracle_outputs(fwd);
+    Case bwd{c.problem,
+             {c.inputs[0], c.inputs[1], c.inputs[2], fwd_exact[0], fwd_exact[1], c.inputs[3]}};
+    bwd.problem.op = Op::attention_bwd;
+    const auto fused_bounds = oracle::apriori_bounds(c);  // o, lse, dq, dk, dv
+    const auto bwd_bounds = oracle::apriori_bounds(bwd);  // dq, dk, dv
+    for (const kernels::Variant* v : fused) {
+      const auto out = run_variant(*v, c);
+      // o and lse: bitwise those of the forward of the same family.
+      if (const kernels::Variant* fv = kernels::Registry::builtin().find(Op::attention_fwd, v->family())) {
+        RC_ASSERT(bitwise_equal({out[0], out[1]}, run_variant(*fv, fwd)));
+      }
+      // dq, dk, dv: within both bounds of the backward of the same family
+      // (or the DNF's): |fused - bwd| <= bound_fwdbwd + bound_bwd.
+      const kernels::Variant* bv = kernels::Registry::builtin().find(Op::attention_bwd, v->family());
+      if (!bv) bv = kernels::Registry::builtin().find(Op::attention_bwd, "cpu.dnf");
+      const auto grads = run_variant(*bv, bwd);
+      for (std::size_t t = 0; t < 3; ++t) {
+        std::size_t n = 0;
+        for (const moa::Index& i : moa::iota(grads[t].shape())) {
+          const double diff = std::fabs(out[t + 2].get(i) - grads[t].get(i));
+          const double allowed = fused_bounds[t + 2][n] + bwd_bounds[t][n];
+          if (!(diff <= allowed)) {
+            RC_FAIL(v->name + " vs " + bv->name + " " + std::string(info(Op::attention_bwd).outputs[t]) +
+                    i.str() + ": differ by " + std::to_string(diff) + ", allowed " +
+                    std::to_string(allowed));
+          }
+          ++n;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace moacert::properties

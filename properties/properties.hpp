@@ -1,0 +1,41 @@
+// The properties every registered variant must satisfy, over random cases
+// (RapidCheck). Each returns RapidCheck's verdict; a failure prints the
+// reproduce string and the shrunk case. The oracle's answer for a case is
+// computed once and shared by every variant checked on it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/registry.hpp"
+#include "oracle/oracle.hpp"
+#include "properties/case_gen.hpp"
+#include "properties/check.hpp"
+
+namespace moacert::properties {
+
+// The variants of `op` in this build that support `f`.
+std::vector<const kernels::Variant*> variants_for(Op op, Format f);
+
+// Tile extents of the given variants (what generators straddle).
+std::vector<moa::extent_t> tiles_of(const std::vector<const kernels::Variant*>& vs);
+
+// The oracle's correctly rounded outputs, as tensors of the case's format.
+std::vector<AnyTensor> oracle_outputs(const Case& c);
+
+// Builds the case of a spec (attention.bwd's o and lse from the oracle).
+Case make_case(const CaseSpec& spec);
+
+// Every variant agrees with the oracle under the a priori rule.
+bool prop_agreement(Op op, Format f);
+// The same logical inputs in other layouts give results that agree with the
+// oracle, and bitwise equal ones for deterministic CPU variants.
+bool prop_layout_invariance(Op op, Format f);
+// Deterministic variants give bitwise equal outputs on repeated runs and on
+// 1 vs 2 threads.
+bool prop_determinism(Op op, Format f);
+// attention.fwdbwd's o and lse equal attention.fwd's of the same family,
+// bitwise, and its gradients agree with attention.bwd's within the rule.
+bool prop_backward_consistency(Format f);
+
+}  // namespace moacert::properties

@@ -1,0 +1,153 @@
+// The a priori bounds of docs/bounds.md: sound for the naive kernel (and,
+// through the property suite, for every registered kernel), not vacuous,
+// and tight enough that kernels which lose precision fail them.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+
+#include <rapidcheck.h>
+
+#include "oracle/bounds.hpp"
+#include "properties/properties.hpp"
+#include "reference/dnf/attention.hpp"
+
+namespace moacert {
+namespace {
+
+// A planted f32 kernel whose every operation rounds to bf16: accumulating
+// in bf16. The DNF instantiated with it is such a kernel.
+struct Bf16Acc {
+  float v = 0;
+  Bf16Acc() = default;
+  Bf16Acc(double x) : v(round(float(x))) {}  // NOLINT: implicit like a float
+  static float round(float x) { return static_cast<float>(bf16(x)); }
+  friend Bf16Acc operator+(Bf16Acc a, Bf16Acc b) { return Bf16Acc(a.v + b.v); }
+  friend Bf16Acc operator-(Bf16Acc a, Bf16Acc b) { return Bf16Acc(a.v - b.v); }
+  friend Bf16Acc operator*(Bf16Acc a, Bf16Acc b) { return Bf16Acc(a.v * b.v); }
+  friend Bf16Acc operator/(Bf16Acc a, Bf16Acc b) { return Bf16Acc(a.v / b.v); }
+  friend Bf16Acc operator-(Bf16Acc a) { return Bf16Acc(-a.v); }
+  Bf16Acc& operator+=(Bf16Acc b) { return *this = *this + b; }
+  Bf16Acc& operator/=(Bf16Acc b) { return *this = *this / b; }
+  friend bool operator>(Bf16Acc a, Bf16Acc b) { return a.v > b.v; }
+  friend Bf16Acc exp(Bf16Acc a) { return Bf16Acc(std::exp(a.v)); }
+  friend Bf16Acc log(Bf16Acc a) { return Bf16Acc(std::log(a.v)); }
+  explicit operator double() const { return v; }
+};
+
+// A planted f32 kernel whose exp has a relative error of 1e-4, its sign
+// varying with the argument (a constant factor would cancel in softmax).
+struct SloppyExp {
+  float v = 0;
+  SloppyExp() = default;
+  SloppyExp(double x) : v(float(x)) {}  // NOLINT
+  friend SloppyExp operator+(SloppyExp a, SloppyExp b) { return SloppyExp(a.v + b.v); }
+  friend SloppyExp operator-(SloppyExp a, SloppyExp b) { return SloppyExp(a.v - b.v); }
+  friend SloppyExp operator*(SloppyExp a, SloppyExp b) { return SloppyExp(a.v * b.v); }
+  friend SloppyExp operator/(SloppyExp a, SloppyExp b) { return SloppyExp(a.v / b.v); }
+  friend SloppyExp operator-(SloppyExp a) { return SloppyExp(-a.v); }
+  SloppyExp& operator+=(SloppyExp b) { return *this = *this + b; }
+  SloppyExp& operator/=(SloppyExp b) { return *this = *this / b; }
+  friend bool operator>(SloppyExp a, SloppyExp b) { return a.v > b.v; }
+  friend SloppyExp exp(SloppyExp a) {
+    const double sign = (std::bit_cast<std::uint32_t>(a.v) >> 3) & 1 ? 1 : -1;
+    return SloppyExp(std::exp(double(a.v)) * (1 + sign * 1e-4));
+  }
+  friend SloppyExp log(SloppyExp a) { return SloppyExp(std::log(a.v)); }
+  explicit operator double() const { return v; }
+};
+
+}  // namespace
+}  // namespace moacert
+
+namespace std {
+template <>
+struct numeric_limits<moacert::Bf16Acc> : numeric_limits<float> {
+  static moacert::Bf16Acc infinity() { return moacert::Bf16Acc(numeric_limits<float>::infinity()); }
+};
+template <>
+struct numeric_limits<moacert::SloppyExp> : numeric_limits<float> {
+  static moacert::SloppyExp infinity() { return moacert::SloppyExp(numeric_limits<float>::infinity()); }
+};
+}  // namespace std
+
+namespace moacert {
+namespace {
+
+// attention.fwd with the DNF instantiated in the planted scalar type S.
+template <class S>
+std::vector<AnyTensor> planted_fwd(const Case& c) {
+  std::vector<moa::Tensor<S>> in;
+  for (int k = 0; k < 3; ++k) {
+    moa::Tensor<S> t(c.inputs[k].shape());
+    for (const moa::Index& i : moa::iota(t.shape())) t.view()(i) = S(c.inputs[k].get(i));
+    in.push_back(std::move(t));
+  }
+  const auto shapes = output_shapes(c.problem);
+  moa::Tensor<S> o(shapes[0]), lse(shapes[1]);
+  dnf::attention_fwd<S>(in[0].view(), in[1].view(), in[2].view(), c.problem.scale(),
+                        c.problem.causal(), o.view(), lse.view());
+  std::vector<AnyTensor> out = make_outputs(c.problem);
+  for (const moa::Index& i : moa::iota(shapes[0])) out[0].set(i, double(o.view()(i)));
+  for (const moa::Index& i : moa::iota(shapes[1])) out[1].set(i, double(lse.view()(i)));
+  return out;
+}
+
+double max_ratio(const properties::Verdict& v) {
+  double r = 0;
+  for (const auto& t : v.tensors) r = std::max(r, t.max_ratio);
+  return r;
+}
+
+// Random f32 attention.fwd cases with N, M, D <= 256 and plain values.
+rc::Gen<properties::CaseSpec> gen_plain_fwd() {
+  return rc::gen::exec([] {
+    properties::CaseSpec s = *properties::gen_case_spec(Op::attention_fwd, Format::f32, {}, false);
+    Dims& d = s.problem.dims;
+    d.N = *rc::gen::inRange<moa::extent_t>(8, 257);
+    d.M = *rc::gen::inRange<moa::extent_t>(8, 257);
+    d.D = *rc::gen::inRange<moa::extent_t>(8, 257);
+    d.B = 1;
+    d.H = d.Hkv = 1;
+    s.problem.params.causal = false;
+    s.problem.params.scale = 0;
+    s.values = *rc::gen::element(properties::Values::uniform, properties::Values::normal);
+    s.layouts.clear();
+    for (const moa::Shape& shape : input_shapes(s.problem)) s.layouts.push_back(moa::Layout::row_major(shape));
+    s.placements.assign(s.layouts.size(), properties::Placement::row_major);
+    return s;
+  });
+}
+
+// Not vacuous: the naive kernel reaches at least 1/100 of the bound
+// somewhere in every random case with N, M, D <= 256.
+TEST(AprioriBounds, NaiveKernelReachesAHundredthOfTheBound) {
+  const kernels::Variant* naive = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.dnf");
+  ASSERT_NE(naive, nullptr);
+  const bool ok = rc::check("cpu.dnf reaches 1/100 of the bound", [&] {
+    const Case c = properties::make_case(*gen_plain_fwd());
+    const oracle::Answer exact = oracle::evaluate(c);
+    const auto bounds = oracle::apriori_bounds(c);
+    const properties::Verdict v =
+        properties::judge(c, exact, properties::run_variant(*naive, c), {}, &bounds);
+    RC_ASSERT(v.holds);
+    RC_ASSERT(max_ratio(v) >= 0.01);
+  });
+  EXPECT_TRUE(ok);
+}
+
+// Tight: an f32 kernel accumulating in bf16, or with an exp of 1e-4
+// relative error, fails the bound on every such case.
+TEST(AprioriBounds, KernelsThatLosePrecisionFail) {
+  const bool ok = rc::check("planted lossy kernels fail", [&] {
+    const Case c = properties::make_case(*gen_plain_fwd());
+    const oracle::Answer exact = oracle::evaluate(c);
+    const auto bounds = oracle::apriori_bounds(c);
+    RC_ASSERT(!properties::judge(c, exact, planted_fwd<Bf16Acc>(c), {}, &bounds).holds);
+    RC_ASSERT(!properties::judge(c, exact, planted_fwd<SloppyExp>(c), {}, &bounds).holds);
+  });
+  EXPECT_TRUE(ok);
+}
+
+}  // namespace
+}  // namespace moacert

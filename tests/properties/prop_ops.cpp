@@ -1,0 +1,59 @@
+// The property suite of one op (--op=NAME): each property of
+// properties/properties.hpp, for each format the op's variants support, is
+// one GoogleTest test and so one CTest test, labelled `property` and by op.
+// RapidCheck honours RC_PARAMS (seed, max_success); a failure prints its
+// reproduce string and the shrunk case.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "properties/properties.hpp"
+
+namespace {
+
+using namespace moacert;
+
+class PropertyTest : public ::testing::Test {
+ public:
+  explicit PropertyTest(std::function<bool()> body) : body_(std::move(body)) {}
+  void TestBody() override { EXPECT_TRUE(body_()) << "see RapidCheck's report above"; }
+
+ private:
+  std::function<bool()> body_;
+};
+
+void add(const std::string& suite, Format f, std::function<bool()> body) {
+  const std::string test(name(f));
+  ::testing::RegisterTest(suite.c_str(), test.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [body]() -> ::testing::Test* { return new PropertyTest(body); });
+}
+
+void register_properties(Op op) {
+  for (Format f : kAllFormats) {
+    const auto variants = properties::variants_for(op, f);
+    if (variants.empty()) continue;
+    add("Agreement", f, [=] { return properties::prop_agreement(op, f); });
+    add("LayoutInvariance", f, [=] { return properties::prop_layout_invariance(op, f); });
+    add("Determinism", f, [=] { return properties::prop_determinism(op, f); });
+    if (op == Op::attention_fwdbwd) {
+      add("BackwardConsistency", f, [=] { return properties::prop_backward_consistency(f); });
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::optional<Op> op;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--op=", 5) == 0) op = parse_op(argv[i] + 5);
+  if (!op) {
+    std::fprintf(stderr, "prop_ops: give --op=NAME with an op of DESIGN.md\n");
+    return 2;
+  }
+  register_properties(*op);
+  return RUN_ALL_TESTS();
+}
