@@ -99,10 +99,12 @@ void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double sca
     for (extent_t h = 0; h < s.H; ++h) {
       const View<const T> kh = k.sub({b, h / group}), vh = v.sub({b, h / group});  // (M, D)
       for (extent_t i = 0; i < s.N; ++i) {
-        const SoftmaxRow<T> row = softmax_row(q.sub({b, h, i}), kh, scale, causal, i, s.N, s.M, s.M);
+        const SoftmaxRow<T> row =
+            softmax_row(q.sub({b, h, i}), kh, scale, causal, i, s.N, s.M, s.M);
         for (extent_t d = 0; d < s.D; ++d) {
           T acc = ScalarTraits<T>::zero();
-          for (extent_t j = 0; j < s.M; ++j) acc += row.p[j] * vh(j, d);
+          for (extent_t j = 0; j < s.M; ++j)
+            if (visible(causal, i, j, s.N, s.M)) acc += row.p[j] * vh(j, d);  // masked: never read
           o(b, h, i, d) = acc;
         }
         lse(b, h, i) = row.lse;
@@ -137,7 +139,8 @@ void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const
         T delta = Tr::zero();
         for (extent_t d = 0; d < s.D; ++d) {
           T o_id = Tr::zero();
-          for (extent_t j = 0; j < s.M; ++j) o_id += row.p[j] * vh(j, d);
+          for (extent_t j = 0; j < s.M; ++j)
+            if (visible(causal, i, j, s.N, s.M)) o_id += row.p[j] * vh(j, d);
           delta += doi(d) * o_id;
         }
         for (extent_t j = 0; j < s.M; ++j) {

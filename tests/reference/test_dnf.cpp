@@ -86,6 +86,28 @@ TYPED_TEST(DnfTest, CausalRowsWithNoVisibleKey) {
   EXPECT_TRUE(std::isfinite(double(lse.view()(0, 0, N - 1))));
 }
 
+// A masked key is never read: non-finite values behind the causal mask
+// leave O finite (P = 0 there, and 0 · NaN would be NaN).
+TYPED_TEST(DnfTest, CausalMaskedValuesAreNeverRead) {
+  using T = TypeParam;
+  std::mt19937 rng(6);
+  const extent_t N = 3, M = 3, D = 2;
+  auto q = random_tensor<T>({1, 1, N, D}, rng), k = random_tensor<T>({1, 1, M, D}, rng),
+       v = random_tensor<T>({1, 1, M, D}, rng), dout = random_tensor<T>({1, 1, N, D}, rng);
+  for (extent_t d = 0; d < D; ++d) v.view()(0, 0, M - 1, d) = std::numeric_limits<T>::quiet_NaN();
+  Tensor<T> o(Shape{1, 1, N, D}), lse(Shape{1, 1, N});
+  attention_fwd<T>(q.view(), k.view(), v.view(), 1.0, /*causal=*/true, o.view(), lse.view());
+  Tensor<T> dq(Shape{1, 1, N, D}), dk(Shape{1, 1, M, D}), dv(Shape{1, 1, M, D});
+  attention_bwd<T>(q.view(), k.view(), v.view(), dout.view(), 1.0, /*causal=*/true, dq.view(),
+                   dk.view(), dv.view());
+  for (extent_t i = 0; i < N - 1; ++i) {  // rows that do not see key M - 1
+    for (extent_t d = 0; d < D; ++d) {
+      EXPECT_TRUE(std::isfinite(double(o.view()(0, 0, i, d))));
+      EXPECT_TRUE(std::isfinite(double(dq.view()(0, 0, i, d))));
+    }
+  }
+}
+
 // Decode equals the forward over the first lens[b] keys, and never reads
 // past them (they hold NaN here).
 TYPED_TEST(DnfTest, DecodeReadsOnlyTheValidCache) {
@@ -128,7 +150,8 @@ TYPED_TEST(DnfTest, RmsnormOfAConstantAndSiluAtZero) {
   }
   rmsnorm<T>(x.view(), w.view(), 0.5, y.view());
   for (extent_t d = 0; d < D; ++d)
-    EXPECT_NEAR(double(y.view()(0, d)), 3.0 / std::sqrt(9.5) * (double(d) - 2), this->tol(int(D)) * 5);
+    EXPECT_NEAR(double(y.view()(0, d)), 3.0 / std::sqrt(9.5) * (double(d) - 2),
+                this->tol(int(D)) * 5);
   EXPECT_EQ(double(silu(T(0))), 0.0);
   EXPECT_NEAR(double(silu(T(2))), 2.0 / (1.0 + std::exp(-2.0)), this->tol(2));
 }
@@ -146,7 +169,8 @@ TYPED_TEST(DnfTest, BlockWithZeroOutputProjectionsIsTheIdentity) {
   Tensor<T> wo(Shape{H * D, Dm}), w2(Shape{F, Dm}), y(Shape{B, N, Dm});
   block<T>(x.view(), an.view(), wq.view(), wk.view(), wv.view(), wo.view(), mn.view(), w1.view(),
            w3.view(), w2.view(), H, Hkv, 1e-6, y.view());
-  for (const moa::Index& i : moa::iota(x.shape())) EXPECT_EQ(double(y.view()(i)), double(x.view()(i)));
+  for (const moa::Index& i : moa::iota(x.shape()))
+    EXPECT_EQ(double(y.view()(i)), double(x.view()(i)));
 }
 
 // The backward is the derivative of the forward: with L = Σ dO ∘ O,
@@ -156,8 +180,10 @@ TEST(DnfBackward, MatchesCentralDifferencesOfTheForward) {
   std::mt19937 rng(6);
   for (bool causal : {false, true}) {
     const extent_t B = 1, H = 2, Hkv = 1, N = 3, M = 4, D = 3;
-    auto q = random_tensor<double>({B, H, N, D}, rng), k = random_tensor<double>({B, Hkv, M, D}, rng),
-         v = random_tensor<double>({B, Hkv, M, D}, rng), dout = random_tensor<double>({B, H, N, D}, rng);
+    auto q = random_tensor<double>({B, H, N, D}, rng),
+         k = random_tensor<double>({B, Hkv, M, D}, rng),
+         v = random_tensor<double>({B, Hkv, M, D}, rng),
+         dout = random_tensor<double>({B, H, N, D}, rng);
     Tensor<double> dq(Shape{B, H, N, D}), dk(Shape{B, Hkv, M, D}), dv(Shape{B, Hkv, M, D});
     const double scale = 0.8;
     attention_bwd<double>(q.view(), k.view(), v.view(), dout.view(), scale, causal, dq.view(),

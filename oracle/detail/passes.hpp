@@ -1,0 +1,38 @@
+// The two passes of the oracle, seen from oracle.cpp and the tests. Each
+// evaluates the DNF on a set of units (detail/units.hpp) and reports every
+// output element's enclosure through a callback that may be called from
+// several threads at once, each time for a different element.
+#pragma once
+
+#include <functional>
+#include <span>
+
+#include <mpfi.h>
+
+#include "reference/case.hpp"
+
+namespace moacert::oracle::detail {
+
+struct Unit;
+
+// Elements are named by (output in ops-table order, row-major flat index);
+// `unit` is the position in the span of units the pass was given.
+using FastSink =
+    std::function<void(std::size_t unit, int output, moa::extent_t flat, double lo, double hi)>;
+using MpfiSink =
+    std::function<void(std::size_t unit, int output, moa::extent_t flat, mpfi_srcptr x)>;
+
+// The first pass: the DNF over intervals of doubles with directed rounding.
+// The sink runs under round-upward: it should store, not compute.
+void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink);
+
+// The DNF over MPFI intervals of (at least) `bits` bits of precision.
+// Returns the precision actually used (Boost counts precision in decimal
+// digits, so it may round `bits` up a little).
+int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
+              const MpfiSink& sink);
+
+// The number of threads for Options::threads (0: the OpenMP default).
+int thread_count(int requested);
+
+}  // namespace moacert::oracle::detail

@@ -1,0 +1,206 @@
+// The oracle's units of work: independent slices of a case on which the
+// DNF is called unchanged. Each output element belongs to exactly one unit,
+// so the passes can run units in parallel (deterministically: an element's
+// enclosure never depends on the schedule) and the Ziv loop can narrow only
+// the units that still hold an undecided element.
+//
+//   attention.fwd        one unit per query row (b, h, i): the DNF on q_i
+//                        against the keys row i sees, which under the causal
+//                        mask are the prefix j <= i + (M - N) (non-causal
+//                        call on that prefix: the same sum, by the definition
+//                        of `visible`)
+//   attention.bwd        one unit per (b, kv head g): the DNF backward on the
+//                        query heads that share g (dk, dv sum over them)
+//   attention.fwdbwd     fwd rows, then bwd groups (the DNF fwdbwd is the
+//                        two of them)
+//   attention.decode     one unit per (b, h)
+//   rmsnorm, mlp.swiglu  one unit per row t
+//   block                one unit per batch b (attention mixes the rows)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "reference/case.hpp"
+#include "reference/dnf/attention.hpp"
+#include "reference/dnf/block.hpp"
+#include "reference/dnf/norm_mlp.hpp"
+
+namespace moacert::oracle::detail {
+
+using moa::extent_t;
+using moa::Index;
+using moa::Layout;
+using moa::Shape;
+using moa::View;
+
+enum class UnitKind : std::uint8_t { fwd_row, bwd_group, decode_head, row, batch };
+
+struct Unit {
+  UnitKind kind;
+  extent_t a = 0, b = 0, c = 0;  // (b, h, i) for fwd_row; (b, g) for bwd_group; ...
+};
+
+inline std::vector<Unit> units_of(const Problem& p) {
+  const Dims& d = p.dims;
+  std::vector<Unit> units;
+  auto fwd_rows = [&] {
+    for (extent_t b = 0; b < d.B; ++b)
+      for (extent_t h = 0; h < d.H; ++h)
+        for (extent_t i = 0; i < d.N; ++i) units.push_back({UnitKind::fwd_row, b, h, i});
+  };
+  auto bwd_groups = [&] {
+    for (extent_t b = 0; b < d.B; ++b)
+      for (extent_t g = 0; g < d.Hkv; ++g) units.push_back({UnitKind::bwd_group, b, g, 0});
+  };
+  switch (p.op) {
+    case Op::attention_fwd:
+      fwd_rows();
+      break;
+    case Op::attention_bwd:
+      bwd_groups();
+      break;
+    case Op::attention_fwdbwd:
+      fwd_rows();
+      bwd_groups();
+      break;
+    case Op::attention_decode:
+      for (extent_t b = 0; b < d.B; ++b)
+        for (extent_t h = 0; h < d.H; ++h) units.push_back({UnitKind::decode_head, b, h, 0});
+      break;
+    case Op::rmsnorm:
+    case Op::mlp_swiglu:
+      for (extent_t t = 0; t < d.T; ++t) units.push_back({UnitKind::row, t, 0, 0});
+      break;
+    case Op::block:
+      for (extent_t b = 0; b < d.B; ++b) units.push_back({UnitKind::batch, b, 0, 0});
+      break;
+  }
+  return units;
+}
+
+// The case's inputs as row-major tensors of the enclosure type T (points:
+// every input value is exact in T), and decode's lens.
+template <class T>
+struct Inputs {
+  std::vector<moa::Tensor<T>> t;  // ops-table order; lens' slot left empty
+  moa::Tensor<std::int64_t> lens;
+};
+
+template <class T>
+Inputs<T> make_inputs(const Case& c) {
+  Inputs<T> in;
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    const AnyTensor& src = c.inputs[k];
+    if (is_index_input(c.problem, static_cast<int>(k))) {
+      in.t.emplace_back();
+      in.lens = moa::Tensor<std::int64_t>(src.shape());
+      for (const Index& idx : moa::iota(src.shape()))
+        in.lens.view()(idx) = static_cast<std::int64_t>(src.get(idx));
+      continue;
+    }
+    moa::Tensor<T> t(src.shape());
+    for (const Index& idx : moa::iota(src.shape()))
+      t.view()(idx) = dnf::ScalarTraits<T>::from_double(src.get(idx));
+    in.t.push_back(std::move(t));
+  }
+  return in;
+}
+
+// The sub-array of `v` starting at `start` with extents `extent` (same
+// strides): a slice seen as an array of the original rank.
+template <class T>
+View<T> slice(const View<T>& v, const Index& start, const Shape& extent) {
+  const Layout& l = v.layout();
+  return View<T>(v.data() + l(start), Layout::strided(extent, l.strides()));
+}
+
+// Runs the DNF on one unit and hands every output element it produces to
+// emit(output, row_major_flat_index, value).
+template <class T, class Emit>
+void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit) {
+  using Tensor = moa::Tensor<T>;
+  const Dims& d = p.dims;
+  auto input = [&](int k) { return View<const T>(in.t[static_cast<std::size_t>(k)].view()); };
+  auto flat = [](const Shape& s, const Index& i) { return moa::row_major_offset(s, i); };
+
+  switch (u.kind) {
+    case UnitKind::fwd_row: {
+      const extent_t b = u.a, h = u.b, i = u.c, g = h / (d.H / d.Hkv);
+      // Keys row i sees: all, or the causal prefix j <= i + (M - N).
+      extent_t seen = d.M;
+      if (p.causal()) seen = std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M);
+      const auto q = slice(input(0), {b, h, i, 0}, {1, 1, 1, d.D});     // (1,1,1,D)
+      const auto k = slice(input(1), {b, g, 0, 0}, {1, 1, seen, d.D});  // (1,1,seen,D)
+      const auto v = slice(input(2), {b, g, 0, 0}, {1, 1, seen, d.D});
+      Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
+      dnf::attention_fwd<T>(q, k, v, p.scale(), /*causal=*/false, o.view(), lse.view());
+      const Shape os{d.B, d.H, d.N, d.D}, ls{d.B, d.H, d.N};
+      for (extent_t x = 0; x < d.D; ++x) emit(0, flat(os, {b, h, i, x}), o.view()(0, 0, 0, x));
+      emit(1, flat(ls, {b, h, i}), lse.view()(0, 0, 0));
+      return;
+    }
+    case UnitKind::bwd_group: {
+      const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
+      // attention.bwd: q k v o lse do -> dq dk dv; fwdbwd: q k v do -> o lse dq dk dv
+      const bool fused = p.op == Op::attention_fwdbwd;
+      const int do_input = fused ? 3 : 5, first_output = fused ? 2 : 0;
+      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
+      const auto q = slice(input(0), {b, g * group, 0, 0}, qs);
+      const auto k = slice(input(1), {b, g, 0, 0}, ks);
+      const auto v = slice(input(2), {b, g, 0, 0}, ks);
+      const auto dout = slice(input(do_input), {b, g * group, 0, 0}, qs);
+      Tensor dq(qs), dk(ks), dv(ks);
+      dnf::attention_bwd<T>(q, k, v, dout, p.scale(), p.causal(), dq.view(), dk.view(), dv.view());
+      const Shape qfull{d.B, d.H, d.N, d.D}, kfull{d.B, d.Hkv, d.M, d.D};
+      for (const Index& x : moa::iota(qs))
+        emit(first_output, flat(qfull, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
+      for (const Index& x : moa::iota(ks)) {
+        emit(first_output + 1, flat(kfull, {b, g, x[2], x[3]}), dk.view()(x));
+        emit(first_output + 2, flat(kfull, {b, g, x[2], x[3]}), dv.view()(x));
+      }
+      return;
+    }
+    case UnitKind::decode_head: {
+      const extent_t b = u.a, h = u.b, g = h / (d.H / d.Hkv);
+      const auto q = slice(input(0), {b, h, 0, 0}, {1, 1, 1, d.D});
+      const auto k = slice(input(1), {b, g, 0, 0}, {1, 1, d.M, d.D});
+      const auto v = slice(input(2), {b, g, 0, 0}, {1, 1, d.M, d.D});
+      const View<const std::int64_t> lens =
+          slice(View<const std::int64_t>(in.lens.view()), {b}, {1});
+      Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
+      dnf::attention_decode<T>(q, k, v, lens, p.scale(), o.view(), lse.view());
+      const Shape os{d.B, d.H, 1, d.D}, ls{d.B, d.H, 1};
+      for (extent_t x = 0; x < d.D; ++x) emit(0, flat(os, {b, h, 0, x}), o.view()(0, 0, 0, x));
+      emit(1, flat(ls, {b, h, 0}), lse.view()(0, 0, 0));
+      return;
+    }
+    case UnitKind::row: {
+      const extent_t t = u.a;
+      if (p.op == Op::rmsnorm) {
+        const auto x = slice(input(0), {t, 0}, {1, d.D});
+        Tensor y(Shape{1, d.D});
+        dnf::rmsnorm<T>(x, input(1), p.params.eps, y.view());
+        for (extent_t c = 0; c < d.D; ++c) emit(0, t * d.D + c, y.view()(0, c));
+      } else {
+        const auto x = slice(input(0), {t, 0}, {1, d.Dm});
+        Tensor y(Shape{1, d.Dm});
+        dnf::mlp_swiglu<T>(x, input(1), input(2), input(3), y.view());
+        for (extent_t c = 0; c < d.Dm; ++c) emit(0, t * d.Dm + c, y.view()(0, c));
+      }
+      return;
+    }
+    case UnitKind::batch: {
+      const extent_t b = u.a;
+      const auto x = slice(input(0), {b, 0, 0}, {1, d.N, d.Dm});
+      Tensor y(Shape{1, d.N, d.Dm});
+      dnf::block<T>(x, input(1), input(2), input(3), input(4), input(5), input(6), input(7),
+                    input(8), input(9), d.H, d.Hkv, p.params.eps, y.view());
+      for (const Index& i : moa::iota(y.shape()))
+        emit(0, (b * d.N + i[1]) * d.Dm + i[2], y.view()(i));
+      return;
+    }
+  }
+}
+
+}  // namespace moacert::oracle::detail

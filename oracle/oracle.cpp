@@ -1,0 +1,284 @@
+// The oracle's driver (docs/oracle.md): the first pass over doubles with
+// directed rounding, then the Ziv loop over MPFI precisions for the units
+// that still hold an undecided element.
+#include "oracle/oracle.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <mpfi.h>
+#include <mpfr.h>
+
+#include "oracle/detail/passes.hpp"
+#include "oracle/detail/units.hpp"
+#include "oracle/rounding.hpp"
+
+namespace moacert::oracle {
+
+namespace {
+
+constexpr int kFirstMpfiPrecision = 128;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool same_bits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+// The bits of relative width an enclosure must reach for exact_digits.
+int bits_for_digits(int digits) {
+  return digits > 0 ? static_cast<int>(std::ceil(digits * 3.3219280948873623)) + 4 : 0;
+}
+
+// Refuses inputs that do not match the problem: count, shape, element type.
+void check_inputs(const Case& c) {
+  validate(c.problem);
+  const OpInfo& op = info(c.problem.op);
+  const auto shapes = input_shapes(c.problem);
+  if (c.inputs.size() != shapes.size()) {
+    throw std::invalid_argument(std::string(op.name) + ": " + std::to_string(c.inputs.size()) +
+                                " inputs, expected " + std::to_string(shapes.size()));
+  }
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::string what = std::string(op.name) + " input " + std::string(op.inputs[k]);
+    if (c.inputs[k].shape() != shapes[k]) {
+      throw std::invalid_argument(what + ": shape " + c.inputs[k].shape().str() + ", expected " +
+                                  shapes[k].str());
+    }
+    const DType want =
+        is_index_input(c.problem, static_cast<int>(k)) ? DType::i64 : dtype_of(c.problem.format);
+    if (c.inputs[k].dtype() != want) {
+      throw std::invalid_argument(what + ": element type " +
+                                  std::string(name(c.inputs[k].dtype())) + ", expected " +
+                                  std::string(name(want)));
+    }
+  }
+  if (c.problem.op == Op::attention_decode) {
+    const AnyTensor& lens = c.inputs[3];
+    for (const moa::Index& i : moa::iota(lens.shape())) {
+      const double len = lens.get(i);
+      if (!(len >= 1 && len <= double(c.problem.dims.M))) {
+        throw std::invalid_argument("attention.decode: lens" + i.str() + " = " +
+                                    std::to_string(static_cast<long long>(len)) +
+                                    " is out of [1, L = " + std::to_string(c.problem.dims.M) + "]");
+      }
+    }
+  }
+}
+
+// An mpfr variable freed on scope exit.
+struct Mpfr {
+  mpfr_t v;
+  explicit Mpfr(mpfr_prec_t prec) { mpfr_init2(v, prec); }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
+DD dd_of(mpfr_srcptr x) {
+  DD d;
+  d.hi = mpfr_get_d(x, MPFR_RNDN);
+  if (!std::isfinite(d.hi) || mpfr_nan_p(x)) return d;
+  Mpfr rest(mpfr_get_prec(x) + 64);
+  mpfr_sub_d(rest.v, x, d.hi, MPFR_RNDN);
+  d.lo = mpfr_get_d(rest.v, MPFR_RNDN);
+  return d;
+}
+
+std::string decimal_of(mpfr_srcptr x, int digits) {
+  if (mpfr_nan_p(x)) return "nan";
+  if (mpfr_inf_p(x)) return mpfr_sgn(x) > 0 ? "inf" : "-inf";
+  char* s = nullptr;
+  if (mpfr_asprintf(&s, "%.*Re", digits - 1, x) < 0) throw std::bad_alloc();
+  std::string out(s);
+  mpfr_free_str(s);
+  return out;
+}
+
+std::string decimal_of(double x, int digits) {
+  Mpfr v(53);
+  mpfr_set_d(v.v, x, MPFR_RNDN);
+  return decimal_of(v.v, digits);
+}
+
+// (hi - lo) / min(|lo|, |hi|), +inf when the enclosure touches zero.
+double relative_width(mpfr_srcptr lo, mpfr_srcptr hi) {
+  if (mpfr_sgn(lo) != mpfr_sgn(hi) || mpfr_zero_p(lo) || mpfr_zero_p(hi))
+    return std::numeric_limits<double>::infinity();
+  Mpfr w(64), m(64);
+  mpfr_sub(w.v, hi, lo, MPFR_RNDU);
+  if (mpfr_cmpabs(lo, hi) < 0) {
+    mpfr_abs(m.v, lo, MPFR_RNDD);
+  } else {
+    mpfr_abs(m.v, hi, MPFR_RNDD);
+  }
+  mpfr_div(w.v, w.v, m.v, MPFR_RNDU);
+  return mpfr_get_d(w.v, MPFR_RNDU);
+}
+
+// Per-case state shared by the passes' sinks.
+class Driver {
+ public:
+  Driver(const Case& c, const Options& o) : case_(c), opt_(o), fmt_(c.problem.format) {
+    need_bits_ = bits_for_digits(o.exact_digits);
+    const OpInfo& op = info(c.problem.op);
+    const auto shapes = output_shapes(c.problem);
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      TensorAnswer t;
+      t.name = std::string(op.outputs[k]);
+      t.shape = shapes[k];
+      const auto n = static_cast<std::size_t>(moa::tau(shapes[k]));
+      t.rounded.assign(n, kNaN);
+      t.exact.assign(n, DD{kNaN, 0});
+      t.undetermined.assign(n, 1);
+      if (o.exact_digits > 0) t.exact_decimal.assign(n, "");
+      answer_.outputs.push_back(std::move(t));
+      lo_.emplace_back(n, kNaN);
+      hi_.emplace_back(n, kNaN);
+      unit_of_.emplace_back(n, 0);
+      answer_.elements += static_cast<std::int64_t>(n);
+    }
+  }
+
+  Answer run() {
+    const std::vector<detail::Unit> units = detail::units_of(case_.problem);
+    pending_.assign(units.size(), 0);
+
+    // First pass: store the enclosures (the sink runs under round-upward),
+    // then decide under round-to-nearest.
+    detail::fast_pass(case_, units, opt_.threads,
+                      [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
+                        const auto i = static_cast<std::size_t>(flat);
+                        lo_[out][i] = lo;
+                        hi_[out][i] = hi;
+                        unit_of_[out][i] = u;
+                      });
+    answer_.max_precision_used = 53;
+    for (std::size_t out = 0; out < lo_.size(); ++out) {
+      for (std::size_t i = 0; i < lo_[out].size(); ++i) {
+        if (decide_fast(out, i)) {
+          ++answer_.decided_first;
+        } else {
+          pending_[unit_of_[out][i]] = 1;
+        }
+      }
+    }
+
+    // The Ziv loop: each level re-runs, at a higher precision, the units
+    // that still hold an undecided element.
+    const int cap = std::max(opt_.max_precision, 53);
+    int bits = std::min(kFirstMpfiPrecision, cap);
+    for (;;) {
+      std::vector<detail::Unit> todo;
+      for (std::size_t u = 0; u < units.size(); ++u)
+        if (pending_[u]) todo.push_back(units[u]);
+      if (todo.empty()) break;
+      std::vector<std::uint8_t> still(todo.size(), 0);
+      const bool last = bits >= cap;
+      const int used =
+          detail::mpfi_pass(case_, todo, bits, opt_.threads,
+                            [&](std::size_t u, int out, moa::extent_t flat, mpfi_srcptr x) {
+                              const auto i = static_cast<std::size_t>(flat);
+                              if (!answer_.outputs[out].undetermined[i]) return;  // decided earlier
+                              if (!decide_mpfi(out, i, x, last)) still[u] = 1;
+                            });
+      answer_.max_precision_used = std::max(answer_.max_precision_used, used);
+      if (last) break;
+      std::size_t t = 0;
+      for (std::size_t u = 0; u < units.size(); ++u)
+        if (pending_[u]) pending_[u] = still[t++];
+      bits = std::min(bits * 2, cap);
+    }
+
+    for (const TensorAnswer& t : answer_.outputs)
+      for (std::uint8_t flag : t.undetermined) answer_.undetermined += flag;
+    return std::move(answer_);
+  }
+
+ private:
+  void note_width(double w) {
+    // Called from the MPFI sinks, in parallel.
+#pragma omp critical(moacert_oracle_width)
+    answer_.max_relative_width = std::max(answer_.max_relative_width, w);
+  }
+
+  void set(std::size_t out, std::size_t i, double rounded, DD exact) {
+    TensorAnswer& t = answer_.outputs[out];
+    t.rounded[i] = rounded;
+    t.exact[i] = exact;
+    t.undetermined[i] = 0;
+  }
+
+  // A decision from the first pass's enclosure [lo, hi].
+  bool decide_fast(std::size_t out, std::size_t i) {
+    const double lo = lo_[out][i], hi = hi_[out][i];
+    if (std::isnan(lo) || std::isnan(hi)) return false;  // maybe overflow: let MPFI tell
+    if (lo == hi) {                                      // exact, infinities included
+      const double x = lo == 0 ? 0.0 : lo;               // an exact zero is +0
+      set(out, i, round_to_format(x, fmt_), DD{x, 0});
+      if (opt_.exact_digits > 0)
+        answer_.outputs[out].exact_decimal[i] = decimal_of(x, opt_.exact_digits);
+      return true;
+    }
+    if (!std::isfinite(lo) || !std::isfinite(hi) || need_bits_ > 0) return false;
+    const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
+    if (!same_bits(rlo, rhi)) return false;
+    set(out, i, rlo, DD{lo + (hi - lo) / 2, 0});
+    const double m = std::min(std::fabs(lo), std::fabs(hi));
+    if ((lo > 0) == (hi > 0) && m > 0)
+      answer_.max_relative_width = std::max(answer_.max_relative_width, (hi - lo) / m);
+    return true;
+  }
+
+  // A decision from an MPFI enclosure; at the cap (`last`) an undecided
+  // element gets its midpoint and stays flagged undetermined.
+  bool decide_mpfi(std::size_t out, std::size_t i, mpfi_srcptr x, bool last) {
+    mpfr_srcptr lo = &x->left, hi = &x->right;
+    TensorAnswer& t = answer_.outputs[out];
+    if (mpfr_nan_p(lo) || mpfr_nan_p(hi)) {  // undefined (docs/oracle.md#non-finite)
+      set(out, i, kNaN, DD{kNaN, 0});
+      if (opt_.exact_digits > 0) t.exact_decimal[i] = "nan";
+      return true;
+    }
+    if (mpfr_equal_p(lo, hi)) {  // a point: the exact value
+      const bool zero = mpfr_zero_p(lo) != 0;
+      set(out, i, zero ? 0.0 : round_to_format(lo, fmt_), zero ? DD{0, 0} : dd_of(lo));
+      if (opt_.exact_digits > 0) t.exact_decimal[i] = decimal_of(lo, opt_.exact_digits);
+      return true;
+    }
+    const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
+    const double width = relative_width(lo, hi);
+    const bool narrow = need_bits_ == 0 || width <= std::ldexp(1.0, -need_bits_);
+    const bool decided = same_bits(rlo, rhi) && !std::isnan(rlo);
+    if ((decided && narrow) || last) {
+      Mpfr mid(static_cast<mpfr_prec_t>(mpfi_get_prec(x)) + 1);
+      mpfi_mid(mid.v, x);
+      set(out, i, decided ? rlo : round_to_format(mid.v, fmt_), dd_of(mid.v));
+      if (opt_.exact_digits > 0) t.exact_decimal[i] = decimal_of(mid.v, opt_.exact_digits);
+      if (std::isfinite(width)) note_width(width);
+      if (!decided) t.undetermined[i] = 1;
+      return decided;
+    }
+    return false;
+  }
+
+  const Case& case_;
+  Options opt_;
+  Format fmt_;
+  int need_bits_ = 0;
+  Answer answer_;
+  std::vector<std::vector<double>> lo_, hi_;
+  std::vector<std::vector<std::size_t>> unit_of_;
+  std::vector<std::uint8_t> pending_;
+};
+
+}  // namespace
+
+Answer evaluate(const Case& c, const Options& options) {
+  check_inputs(c);
+  return Driver(c, options).run();
+}
+
+}  // namespace moacert::oracle

@@ -1,0 +1,95 @@
+#include "oracle/ulp.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace moacert::oracle {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Enough bits to hold hi + lo of any DD exactly (exponents span at most
+// 2098 bits) and y - x exactly.
+constexpr mpfr_prec_t kExact = 2200;
+
+struct Mpfr {
+  mpfr_t v;
+  explicit Mpfr(mpfr_prec_t prec) { mpfr_init2(v, prec); }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
+// x = hi + lo exactly (NaN or ±inf when hi is).
+void set_dd(mpfr_ptr out, const DD& x) {
+  mpfr_set_d(out, x.hi, MPFR_RNDN);
+  if (std::isfinite(x.hi)) mpfr_add_d(out, out, x.lo, MPFR_RNDN);  // exact at kExact bits
+}
+
+// The exponent of ulp_F(x) for a finite x.
+long ulp_exponent(Format f, mpfr_srcptr x) {
+  const FormatInfo fi = info(f);
+  if (mpfr_zero_p(x)) return fi.emin - fi.precision + 1;
+  const long e = static_cast<long>(mpfr_get_exp(x)) - 1;  // |x| in [2^e, 2^(e+1))
+  return std::max<long>(e, fi.emin) - fi.precision + 1;
+}
+
+}  // namespace
+
+double ulp(Format f, mpfr_srcptr x) {
+  if (!mpfr_number_p(x)) return kInf;
+  return std::ldexp(1.0, static_cast<int>(ulp_exponent(f, x)));
+}
+
+double ulp(Format f, const DD& x) {
+  Mpfr v(kExact);
+  set_dd(v.v, x);
+  return ulp(f, v.v);
+}
+
+double ulp_error(Format f, double y, mpfr_srcptr x) {
+  if (mpfr_nan_p(x)) return std::isnan(y) ? 0 : kInf;
+  if (mpfr_inf_p(x)) return std::isinf(y) && (y > 0) == (mpfr_sgn(x) > 0) ? 0 : kInf;
+  if (!std::isfinite(y)) return kInf;
+  Mpfr d(std::max<mpfr_prec_t>(kExact, mpfr_get_prec(x) + 64));
+  mpfr_d_sub(d.v, y, x, MPFR_RNDN);  // exact: enough bits for both
+  mpfr_abs(d.v, d.v, MPFR_RNDN);
+  mpfr_mul_2si(d.v, d.v, -ulp_exponent(f, x), MPFR_RNDN);  // / ulp: exact
+  return mpfr_get_d(d.v, MPFR_RNDN);
+}
+
+double ulp_error(Format f, double y, const DD& x) {
+  Mpfr v(kExact);
+  set_dd(v.v, x);
+  return ulp_error(f, y, v.v);
+}
+
+double normwise_error(Format f, std::span<const double> y, std::span<const DD> x) {
+  if (y.size() != x.size()) throw std::invalid_argument("normwise_error: sizes differ");
+  Mpfr xv(kExact), diff(128), num(128), den(128), sq(128);
+  mpfr_set_zero(num.v, 1);
+  mpfr_set_zero(den.v, 1);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    set_dd(xv.v, x[i]);
+    if (!mpfr_number_p(xv.v)) {
+      if (ulp_error(f, y[i], xv.v) != 0) return kInf;
+      continue;  // a matching infinity or NaN contributes nothing
+    }
+    if (!std::isfinite(y[i])) return kInf;
+    mpfr_d_sub(diff.v, y[i], xv.v, MPFR_RNDN);  // y - x, one rounding to 128 bits
+    mpfr_sqr(sq.v, diff.v, MPFR_RNDN);
+    mpfr_add(num.v, num.v, sq.v, MPFR_RNDN);
+    mpfr_sqr(sq.v, xv.v, MPFR_RNDN);
+    mpfr_add(den.v, den.v, sq.v, MPFR_RNDN);
+  }
+  if (mpfr_zero_p(num.v)) return 0;
+  if (mpfr_zero_p(den.v)) return kInf;
+  mpfr_div(num.v, num.v, den.v, MPFR_RNDN);
+  mpfr_sqrt(num.v, num.v, MPFR_RNDN);
+  mpfr_mul_2si(num.v, num.v, info(f).precision, MPFR_RNDN);  // / u, u = 2^-p
+  return mpfr_get_d(num.v, MPFR_RNDN);
+}
+
+}  // namespace moacert::oracle

@@ -1,0 +1,37 @@
+// ULP arithmetic (DESIGN.md, "Error, rounding and bounds"):
+//   ulp_F(x) = 2^(max(e, emin) - p + 1),  e = floor(log2 |x|)
+// (the MPFR/Goldberg definition), with p and emin of format F; for x = 0 it
+// is the smallest subnormal 2^(emin - p + 1). The error of a result y
+// against the exact x is |y - x| / ulp_F(x), computed exactly (to double's
+// accuracy in the quotient): a correctly rounded y has error <= 0.5.
+//
+// Non-finite values: NaN or an infinity where x is finite is an unbounded
+// error (+inf); y == x for an infinite x (same sign) is 0, and y NaN for an
+// x that is NaN (an undefined exact value) is 0; anything else against an
+// infinite or NaN x is +inf.
+#pragma once
+
+#include <span>
+
+#include <mpfr.h>
+
+#include "oracle/oracle.hpp"
+#include "reference/format.hpp"
+
+namespace moacert::oracle {
+
+// ulp_F(x) as a double (a power of two; +inf for x infinite or NaN).
+double ulp(Format f, const DD& x);
+double ulp(Format f, mpfr_srcptr x);
+
+// |y - x| / ulp_F(x), rounded to nearest.
+double ulp_error(Format f, double y, const DD& x);
+double ulp_error(Format f, double y, mpfr_srcptr x);
+
+// ||y - x||_2 / ||x||_2 / u with u = 2^-p: the normwise relative error in
+// units of the format's unit roundoff. +inf when some y is not finite where
+// x is, or when x = 0 and y != x; 0 when y == x everywhere. Differences are
+// exact (MPFR), the norms accurate to about 2^-100.
+double normwise_error(Format f, std::span<const double> y, std::span<const DD> x);
+
+}  // namespace moacert::oracle
