@@ -1,6 +1,7 @@
-// The property suite of one op (--op=NAME): each property of
-// properties/properties.hpp, for each format the op's variants support, is
-// one GoogleTest test and so one CTest test, labelled `property` and by op.
+// The property suite: each property of properties/properties.hpp, for each
+// op and each format its variants support, is one GoogleTest test
+// "<op>/<Property>.<format>" and so one CTest test, labelled `property` and
+// by op. --op=NAME restricts the binary to one op.
 // RapidCheck honours RC_PARAMS (seed, max_success); a failure prints its
 // reproduce string and the shrunk case.
 #include <gtest/gtest.h>
@@ -24,7 +25,8 @@ class PropertyTest : public ::testing::Test {
   std::function<bool()> body_;
 };
 
-void add(const std::string& suite, Format f, std::function<bool()> body) {
+void add(Op op, const std::string& property, Format f, std::function<bool()> body) {
+  const std::string suite = std::string(info(op).name) + "/" + property;
   const std::string test(name(f));
   ::testing::RegisterTest(suite.c_str(), test.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [body]() -> ::testing::Test* { return new PropertyTest(body); });
@@ -34,11 +36,11 @@ void register_properties(Op op) {
   for (Format f : kAllFormats) {
     const auto variants = properties::variants_for(op, f);
     if (variants.empty()) continue;
-    add("Agreement", f, [=] { return properties::prop_agreement(op, f); });
-    add("LayoutInvariance", f, [=] { return properties::prop_layout_invariance(op, f); });
-    add("Determinism", f, [=] { return properties::prop_determinism(op, f); });
+    add(op, "Agreement", f, [=] { return properties::prop_agreement(op, f); });
+    add(op, "LayoutInvariance", f, [=] { return properties::prop_layout_invariance(op, f); });
+    add(op, "Determinism", f, [=] { return properties::prop_determinism(op, f); });
     if (op == Op::attention_fwdbwd) {
-      add("BackwardConsistency", f, [=] { return properties::prop_backward_consistency(f); });
+      add(op, "BackwardConsistency", f, [=] { return properties::prop_backward_consistency(f); });
     }
   }
 }
@@ -47,13 +49,16 @@ void register_properties(Op op) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  std::optional<Op> op;
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "--op=", 5) == 0) op = parse_op(argv[i] + 5);
-  if (!op) {
-    std::fprintf(stderr, "prop_ops: give --op=NAME with an op of DESIGN.md\n");
-    return 2;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--op=", 5) != 0) continue;
+    const std::optional<Op> op = parse_op(argv[i] + 5);
+    if (!op) {
+      std::fprintf(stderr, "prop_ops: unknown op '%s'\n", argv[i] + 5);
+      return 2;
+    }
+    register_properties(*op);
+    return RUN_ALL_TESTS();
   }
-  register_properties(*op);
+  for (const OpInfo& op : all_ops()) register_properties(op.op);
   return RUN_ALL_TESTS();
 }
