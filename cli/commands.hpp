@@ -16,5 +16,7 @@ class UsageError : public std::runtime_error {
 };
 
 void add_list(CLI::App& app, int& status);
+void add_certify(CLI::App& app, int& status);
+void add_reproduce(CLI::App& app, int& status);
 
 }  // namespace moacert::cli

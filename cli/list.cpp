@@ -28,7 +28,8 @@ void print_list() {
   fmt::print("formats: {}\n", join(kAllFormats, [](Format f) { return std::string(name(f)); }));
   for (const OpInfo& op : all_ops()) {
     auto str = [](std::string_view s) { return std::string(s); };
-    fmt::print("\n{}  inputs {}  outputs {}\n", op.name, join(op.inputs, str), join(op.outputs, str));
+    fmt::print("\n{}  inputs {}  outputs {}\n", op.name, join(op.inputs, str),
+               join(op.outputs, str));
     const auto variants = registry.of(op.op);
     if (variants.empty()) fmt::print("  (no variant in this build)\n");
     for (const kernels::Variant* v : variants) {
@@ -43,7 +44,8 @@ void print_list() {
 }  // namespace
 
 void add_list(CLI::App& app, int& status) {
-  CLI::App* cmd = app.add_subcommand("list", "ops, variants, formats, and which backends are present");
+  CLI::App* cmd =
+      app.add_subcommand("list", "ops, variants, formats, and which backends are present");
   cmd->callback([&status] {
     print_list();
     status = 0;

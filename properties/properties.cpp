@@ -35,7 +35,9 @@ std::vector<AnyTensor> oracle_outputs(const Case& c) {
   return out;
 }
 
-Case make_case(const CaseSpec& spec) { return build_case(spec, oracle_outputs); }
+Case make_case(const CaseSpec& spec) {
+  return build_case(spec, oracle_outputs);
+}
 
 namespace {
 
@@ -147,12 +149,14 @@ bool prop_backward_consistency(Format f) {
     for (const kernels::Variant* v : fused) {
       const auto out = run_variant(*v, c);
       // o and lse: bitwise those of the forward of the same family.
-      if (const kernels::Variant* fv = kernels::Registry::builtin().find(Op::attention_fwd, v->family())) {
+      if (const kernels::Variant* fv =
+              kernels::Registry::builtin().find(Op::attention_fwd, v->family())) {
         RC_ASSERT(bitwise_equal({out[0], out[1]}, run_variant(*fv, fwd)));
       }
       // dq, dk, dv: within both bounds of the backward of the same family
       // (or the DNF's): |fused - bwd| <= bound_fwdbwd + bound_bwd.
-      const kernels::Variant* bv = kernels::Registry::builtin().find(Op::attention_bwd, v->family());
+      const kernels::Variant* bv =
+          kernels::Registry::builtin().find(Op::attention_bwd, v->family());
       if (!bv) bv = kernels::Registry::builtin().find(Op::attention_bwd, "cpu.dnf");
       const auto grads = run_variant(*bv, bwd);
       for (std::size_t t = 0; t < 3; ++t) {
@@ -161,9 +165,9 @@ bool prop_backward_consistency(Format f) {
           const double diff = std::fabs(out[t + 2].get(i) - grads[t].get(i));
           const double allowed = fused_bounds[t + 2][n] + bwd_bounds[t][n];
           if (!(diff <= allowed)) {
-            RC_FAIL(v->name + " vs " + bv->name + " " + std::string(info(Op::attention_bwd).outputs[t]) +
-                    i.str() + ": differ by " + std::to_string(diff) + ", allowed " +
-                    std::to_string(allowed));
+            RC_FAIL(v->name + " vs " + bv->name + " " +
+                    std::string(info(Op::attention_bwd).outputs[t]) + i.str() + ": differ by " +
+                    std::to_string(diff) + ", allowed " + std::to_string(allowed));
           }
           ++n;
         }

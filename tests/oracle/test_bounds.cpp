@@ -67,7 +67,9 @@ struct numeric_limits<moacert::Bf16Acc> : numeric_limits<float> {
 };
 template <>
 struct numeric_limits<moacert::SloppyExp> : numeric_limits<float> {
-  static moacert::SloppyExp infinity() { return moacert::SloppyExp(numeric_limits<float>::infinity()); }
+  static moacert::SloppyExp infinity() {
+    return moacert::SloppyExp(numeric_limits<float>::infinity());
+  }
 };
 }  // namespace std
 
@@ -113,7 +115,8 @@ rc::Gen<properties::CaseSpec> gen_plain_fwd(moa::extent_t max_d) {
     s.problem.params.scale = 0;
     s.values = *rc::gen::element(properties::Values::uniform, properties::Values::normal);
     s.layouts.clear();
-    for (const moa::Shape& shape : input_shapes(s.problem)) s.layouts.push_back(moa::Layout::row_major(shape));
+    for (const moa::Shape& shape : input_shapes(s.problem))
+      s.layouts.push_back(moa::Layout::row_major(shape));
     s.placements.assign(s.layouts.size(), properties::Placement::row_major);
     return s;
   });
@@ -156,7 +159,9 @@ bool planted_kernel_passes_everywhere() {
   });
 }
 
-TEST(AprioriBounds, AccumulatingInBf16IsCaught) { EXPECT_FALSE(planted_kernel_passes_everywhere<Bf16Acc>()); }
+TEST(AprioriBounds, AccumulatingInBf16IsCaught) {
+  EXPECT_FALSE(planted_kernel_passes_everywhere<Bf16Acc>());
+}
 
 TEST(AprioriBounds, AnExpWithRelativeError1e4IsCaught) {
   EXPECT_FALSE(planted_kernel_passes_everywhere<SloppyExp>());

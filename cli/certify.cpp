@@ -1,0 +1,209 @@
+// `moacert certify` and `moacert reproduce`.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "properties/certify.hpp"
+#include "reports/certificate.hpp"
+
+namespace moacert::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+reports::BuildInfo build_info() {
+  return {MOACERT_VERSION, MOACERT_BUILD_FLAGS};
+}
+
+// Progress on stderr: a bar on a terminal, a line every few seconds
+// otherwise.
+class Progress {
+ public:
+  explicit Progress(std::string what) : what_(std::move(what)), tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(int done, int total, const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    if (tty_) {
+      const int width = 30, filled = total ? done * width / total : width;
+      fmt::print(stderr, "\r{} [{}{}] {}/{} {}   ", what_, std::string(std::size_t(filled), '#'),
+                 std::string(std::size_t(width - filled), '.'), done, total, phase);
+      if (done == total) fmt::print(stderr, "\n");
+    } else if (now - last_ >= std::chrono::seconds(5) || done == total) {
+      fmt::print(stderr, "{}: {}/{} cases ({})\n", what_, done, total, phase);
+      last_ = now;
+    }
+  }
+  ~Progress() {
+    if (tty_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  std::string what_;
+  bool tty_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+struct CertifyArgs {
+  std::string op;
+  std::string variant;
+  std::string dtype;
+  int cases = 200;
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  std::string rule = "apriori";
+  std::string out = "moacert-out";
+};
+
+// Checks that `dir` can be created and written, before any work is done,
+// so that nothing is left half-way.
+void require_writable(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw UsageError("cannot create output folder " + dir.string());
+  const fs::path probe = dir / ".moacert-write-test";
+  {
+    std::ofstream f(probe);
+    if (!f) throw UsageError("cannot write into output folder " + dir.string());
+  }
+  fs::remove(probe, ec);
+}
+
+int run_certify(const CertifyArgs& a) {
+  const std::optional<Op> op = parse_op(a.op);
+  if (!op) throw UsageError("unknown op '" + a.op + "' (moacert list shows the ops)");
+  const auto& registry = kernels::Registry::builtin();
+  std::vector<const kernels::Variant*> variants;
+  if (!a.variant.empty()) {
+    const kernels::Variant* v = registry.find(*op, a.variant);
+    if (!v)
+      throw UsageError("no variant '" + a.variant + "' of " + a.op +
+                       " in this build (moacert list)");
+    variants.push_back(v);
+  } else {
+    variants = registry.of(*op);
+    if (variants.empty()) throw UsageError("no variant of " + a.op + " in this build");
+  }
+  std::optional<Format> format;
+  if (!a.dtype.empty()) {
+    format = parse_format(a.dtype);
+    if (!format) throw UsageError("unknown dtype '" + a.dtype + "' (f64, f32, bf16, f16)");
+  }
+  if (a.cases < 1) throw UsageError("--cases must be at least 1");
+  const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
+  if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
+  if (rule->kind == properties::Rule::vs_torch && !registry.find(*op, "torch")) {
+    throw UsageError("rule vs-torch needs the LibTorch adaptor, absent from this build");
+  }
+  const std::uint64_t seed =
+      a.seed_given ? a.seed
+                   : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  const fs::path out(a.out);
+  require_writable(out);
+  for (const kernels::Variant* v : variants) {
+    const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
+    if (!v->supports(f)) {
+      throw UsageError("variant " + v->name + " of " + a.op + " does not support " +
+                       std::string(name(f)));
+    }
+    if (variants.size() > 1) require_writable(out / v->name);
+  }
+
+  std::vector<properties::Certificate> certs;
+  bool all_hold = true;
+  for (const kernels::Variant* v : variants) {
+    const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
+    Progress progress(a.op + " " + v->name + " " + std::string(name(f)));
+    properties::CertifyOptions o;
+    o.variant = v;
+    o.format = f;
+    o.cases = a.cases;
+    o.seed = seed;
+    o.rule = *rule;
+    o.progress = [&progress](int done, int total, const char* phase) {
+      progress(done, total, phase);
+    };
+    const properties::Certificate cert = properties::certify(o);
+    const fs::path dir = variants.size() > 1 ? out / v->name : out;
+    reports::write_atomically(dir / "certificate.json",
+                              reports::to_json(cert, build_info()).dump(2) + "\n");
+    reports::write_atomically(dir / "certificate.md", reports::to_markdown(cert, build_info()));
+    fmt::print("{} {} {}: {} ({} curated + {} random cases, worst error/allowed {:.3g})\n", a.op,
+               v->name, name(f), cert.holds ? "holds" : "FAILS", cert.curated_run, cert.random_run,
+               cert.worst_ratio);
+    if (!cert.holds) {
+      fmt::print("{}\n", cert.failure);
+      fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
+    }
+    all_hold = all_hold && cert.holds;
+    certs.push_back(cert);
+  }
+  if (variants.size() > 1) {
+    reports::write_atomically(out / "certificate.json",
+                              reports::summary_json(certs, build_info()).dump(2) + "\n");
+    reports::write_atomically(out / "certificate.md",
+                              reports::summary_markdown(certs, build_info()));
+  }
+  return all_hold ? 0 : 1;
+}
+
+int run_reproduce(const std::string& text, const std::string& variant_override) {
+  std::string why;
+  const std::optional<properties::Token> token = properties::Token::decode(text, &why);
+  if (!token) throw UsageError("bad token: " + why);
+  const std::string vname = variant_override.empty() ? token->variant : variant_override;
+  const kernels::Variant* v = kernels::Registry::builtin().find(token->op, vname);
+  if (!v) {
+    throw UsageError("no variant '" + vname + "' of " + std::string(info(token->op).name) +
+                     " in this build (--variant picks another)");
+  }
+  if (!v->supports(token->format)) {
+    throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
+  }
+  const properties::Replay r = properties::replay(*token, *v);
+  fmt::print("{}\n", properties::describe(r.spec));
+  fmt::print("variant {}, rule {}: {}\n", vname, token->rule.str(),
+             r.verdict.holds ? "holds" : "FAILS");
+  if (!r.verdict.holds) fmt::print("{}\n", r.verdict.why);
+  fmt::print("{:<6} {:<16} {:>24} {:>24} {:>10} {:>12}\n", "tensor", "index", "exact", "computed",
+             "ulps", token->rule.kind == properties::Rule::apriori ? "bound" : "allowed ulp");
+  for (const auto& e : r.worst) {
+    fmt::print("{:<6} {:<16} {:>24.17g} {:>24.17g} {:>10.3g} {:>12.3g}\n", e.tensor, e.index.str(),
+               e.exact, e.computed, e.ulps, e.allowed);
+  }
+  return r.verdict.holds ? 0 : 1;
+}
+
+}  // namespace
+
+void add_certify(CLI::App& app, int& status) {
+  auto a = std::make_shared<CertifyArgs>();
+  CLI::App* cmd = app.add_subcommand("certify", "certify variants of an op against the oracle");
+  cmd->add_option("op", a->op, "the op (moacert list)")->required();
+  cmd->add_option("--variant", a->variant, "one variant (default: every variant of the op)");
+  cmd->add_option("--dtype", a->dtype, "f64, f32, bf16 or f16 (default f32)");
+  cmd->add_option("--cases", a->cases, "random cases after the curated ones (default 200)");
+  cmd->add_option("--seed", a->seed, "seed of the random cases (default: from the clock)")
+      ->each([a](const std::string&) { a->seed_given = true; });
+  cmd->add_option("--rule", a->rule, "apriori (default), max-ulp=K or vs-torch=R");
+  cmd->add_option("--out", a->out, "output folder (default moacert-out)");
+  cmd->callback([a, &status] { status = run_certify(*a); });
+}
+
+void add_reproduce(CLI::App& app, int& status) {
+  auto token = std::make_shared<std::string>();
+  auto variant = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("reproduce", "re-create a counterexample from its token");
+  cmd->add_option("token", *token, "the token printed by certify")->required();
+  cmd->add_option("--variant", *variant, "judge another variant on the same case");
+  cmd->callback([token, variant, &status] { status = run_reproduce(*token, *variant); });
+}
+
+}  // namespace moacert::cli

@@ -1,0 +1,252 @@
+#include "properties/certify.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include <rapidcheck.h>
+
+#include "oracle/bounds.hpp"
+#include "properties/properties.hpp"
+
+namespace moacert::properties {
+
+namespace {
+
+// Everything one judged case yields.
+struct Judged {
+  Case c;
+  Verdict verdict;
+  std::vector<AnyTensor> outputs;
+  oracle::Answer exact;
+  std::vector<std::vector<double>> allowed;  // bounds (apriori) or torch errors
+  std::string error;                         // the kernel threw
+};
+
+Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads) {
+  Judged j;
+  j.c = make_case(spec);
+  j.exact = oracle::evaluate(j.c);
+  const std::vector<std::vector<double>>* bounds = nullptr;
+  const std::vector<std::vector<double>>* torch = nullptr;
+  if (rule.kind == Rule::apriori) {
+    j.allowed = oracle::apriori_bounds(j.c);
+    bounds = &j.allowed;
+  } else if (rule.kind == Rule::vs_torch) {
+    const kernels::Variant* t = kernels::Registry::builtin().find(j.c.problem.op, "torch");
+    if (!t)
+      throw std::invalid_argument(
+          "rule vs-torch needs the LibTorch adaptor, absent from this build");
+    j.allowed = abs_errors(j.exact, run_variant(*t, j.c, threads));
+    torch = &j.allowed;
+  }
+  try {
+    j.outputs = run_variant(v, j.c, threads);
+  } catch (const std::exception& e) {
+    j.error = e.what();
+    j.verdict.holds = false;
+    j.verdict.why = v.name + " threw: " + e.what();
+    return j;
+  }
+  j.verdict = judge(j.c, j.exact, j.outputs, rule, bounds, torch);
+  return j;
+}
+
+// The `count` elements nearest to failing (largest error / allowed).
+std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std::size_t count) {
+  std::vector<std::pair<double, ElementReport>> all;
+  const auto names = info(j.c.problem.op).outputs;
+  const Format f = j.c.problem.format;
+  for (std::size_t t = 0; t < j.outputs.size(); ++t) {
+    std::size_t n = 0;
+    for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {
+      const oracle::DD& x = j.exact.outputs[t].exact[n];
+      const double y = j.outputs[t].get(i), ulps = ulp_error(y, x, f);
+      double allowed = rule.k;
+      if (rule.kind == Rule::apriori) allowed = j.allowed[t][n];
+      if (rule.kind == Rule::vs_torch) allowed = rule.k * j.allowed[t][n] / ulp_of(x, f) + 1;
+      const double measured = rule.kind == Rule::apriori ? abs_error(y, x) : ulps;
+      const double ratio = measured == 0 ? 0 : allowed > 0 ? measured / allowed : INFINITY;
+      all.push_back({std::isnan(ratio) ? INFINITY : ratio,
+                     {std::string(names[t]), i, x.hi, y, ulps, allowed}});
+      ++n;
+    }
+  }
+  const std::size_t k = std::min(count, all.size());
+  std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(k), all.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<ElementReport> out;
+  for (std::size_t i = 0; i < k; ++i) out.push_back(all[i].second);
+  return out;
+}
+
+bool deterministic_on(const kernels::Variant& v, const Case& c) {
+  const auto one = run_variant(v, c, 1);
+  return bitwise_equal(one, run_variant(v, c, 1)) && bitwise_equal(one, run_variant(v, c, 2));
+}
+
+struct Accumulator {
+  std::vector<TensorSummary> tensors;
+  std::vector<std::vector<float>> ulps;  // every element's error, for p99
+  void add(const Verdict& v) {
+    if (tensors.empty()) {
+      for (const TensorStats& s : v.tensors) tensors.push_back({s.name});
+      ulps.resize(v.tensors.size());
+    }
+    for (std::size_t t = 0; t < v.tensors.size(); ++t) {
+      const TensorStats& s = v.tensors[t];
+      TensorSummary& a = tensors[t];
+      a.mean_ulp = (a.mean_ulp * double(a.elements) + s.mean_ulp * double(s.elements)) /
+                   double(std::max<std::int64_t>(1, a.elements + s.elements));
+      a.elements += s.elements;
+      a.max_ulp = std::max(a.max_ulp, s.max_ulp);
+      a.max_ratio = std::max(a.max_ratio, s.max_ratio);
+      a.max_normwise_u = std::max(a.max_normwise_u, s.normwise_u);
+      a.undetermined += s.undetermined;
+      // p99 over cases is kept from each case's p99 and max, weighted by
+      // elements: an upper estimate that needs no per-element storage.
+      ulps[t].push_back(float(s.p99_ulp));
+    }
+  }
+  void finish() {
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      auto& u = ulps[t];
+      if (u.empty()) continue;
+      std::sort(u.begin(), u.end());
+      tensors[t].p99_ulp = u[std::min(u.size() - 1, std::size_t(0.99 * double(u.size())))];
+    }
+  }
+};
+
+}  // namespace
+
+Certificate certify(const CertifyOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const kernels::Variant& v = *o.variant;
+  Certificate cert;
+  cert.op = v.op;
+  cert.variant = v.name;
+  cert.format = o.format;
+  cert.rule = o.rule;
+  cert.seed = o.seed;
+  Token base;
+  base.op = v.op;
+  base.format = o.format;
+  base.variant = v.name;
+  base.rule = o.rule;
+  base.seed = o.seed;
+  base.tiles = v.tiles;
+  std::sort(base.tiles.begin(), base.tiles.end());
+
+  const auto curated =
+      o.curated ? curated_specs(v.op, o.format, base.tiles) : std::vector<CaseSpec>{};
+  const int total = int(curated.size()) + o.cases;
+  Accumulator acc;
+  cert.determinism_checked = v.deterministic;
+  auto note_worst = [&](const Judged& j, const Token& t) {
+    double ratio = 0;
+    for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
+    if (ratio >= cert.worst_ratio || cert.worst_token.empty()) {
+      cert.worst_ratio = ratio;
+      cert.worst_token = t.encode();
+    }
+  };
+  auto fail = [&](const Judged& j, const Token& t, const CaseSpec& spec) {
+    cert.holds = false;
+    cert.failure = j.verdict.why;
+    cert.failure_case = describe(spec);
+    cert.worst_token = t.encode();
+    cert.worst_ratio = INFINITY;
+    if (j.error.empty()) cert.failure_elements = worst_elements(j, o.rule, 10);
+  };
+
+  // 1. The curated edge cases.
+  for (std::size_t k = 0; k < curated.size(); ++k) {
+    Token t = base;
+    t.index = -std::int32_t(k) - 1;
+    const Judged j = judge_spec(curated[k], v, o.rule, o.threads);
+    ++cert.curated_run;
+    if (j.error.empty()) acc.add(j.verdict);
+    if (!j.verdict.holds) {
+      fail(j, t, curated[k]);
+      break;
+    }
+    if (v.deterministic && !deterministic_on(v, j.c)) {
+      cert.determinism_holds = false;
+      Judged d = j;
+      d.verdict.holds = false;
+      d.verdict.why =
+          v.name +
+          " is registered deterministic but its outputs differ between runs or thread counts";
+      fail(d, t, curated[k]);
+      break;
+    }
+    note_worst(j, t);
+    if (o.progress) o.progress(int(k) + 1, total, "curated");
+  }
+
+  // 2. Random cases, shrinking the first failure.
+  const rc::Gen<CaseSpec> gen = gen_case_spec(v.op, o.format, base.tiles);
+  for (int i = 0; cert.holds && i < o.cases; ++i) {
+    Token t = base;
+    t.index = i;
+    t.size = size_for(i, o.cases);
+    rc::Shrinkable<CaseSpec> s = gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), t.size);
+    Judged j = judge_spec(s.value(), v, o.rule, o.threads);
+    ++cert.random_run;
+    if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
+      cert.determinism_holds = false;
+      j.verdict.holds = false;
+      j.verdict.why =
+          v.name +
+          " is registered deterministic but its outputs differ between runs or thread counts";
+      fail(j, t, s.value());
+      break;
+    }
+    if (j.verdict.holds) {
+      acc.add(j.verdict);
+      note_worst(j, t);
+      if (o.progress) o.progress(int(curated.size()) + i + 1, total, "random");
+      continue;
+    }
+    // Shrink: take the first shrink that still fails, until none does.
+    int budget = o.max_shrinks;
+    bool shrunk = true;
+    while (shrunk && budget > 0) {
+      shrunk = false;
+      auto shrinks = s.shrinks();
+      for (std::uint32_t k = 0; budget > 0; ++k) {
+        auto next = shrinks.next();
+        if (!next) break;
+        --budget;
+        Judged candidate = judge_spec(next->value(), v, o.rule, o.threads);
+        if (candidate.verdict.holds) continue;
+        t.path.push_back(k);
+        s = *next;
+        j = std::move(candidate);
+        shrunk = true;
+        if (o.progress) o.progress(int(curated.size()) + i + 1, total, "shrinking");
+        break;
+      }
+    }
+    acc.add(j.verdict);
+    fail(j, t, s.value());
+  }
+  acc.finish();
+  cert.tensors = acc.tensors;
+  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return cert;
+}
+
+Replay replay(const Token& token, const kernels::Variant& variant, int threads,
+              std::size_t worst_count) {
+  const std::optional<CaseSpec> spec = spec_of(token);
+  if (!spec) throw std::invalid_argument("token names a case this version cannot re-create");
+  Judged j = judge_spec(*spec, variant, token.rule, threads);
+  Replay r{*spec, j.c, j.verdict, {}};
+  if (j.error.empty()) r.worst = worst_elements(j, token.rule, worst_count);
+  return r;
+}
+
+}  // namespace moacert::properties

@@ -1,0 +1,251 @@
+#include "properties/token.hpp"
+
+#include <cstring>
+
+#include <rapidcheck.h>
+
+namespace moacert::properties {
+
+namespace {
+
+constexpr std::uint8_t kVersion = 1;
+constexpr const char* kPrefix = "mc1.";
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+void put_varint(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(std::uint8_t(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(std::uint8_t(v));
+}
+
+struct Reader {
+  const std::vector<std::uint8_t>& in;
+  std::size_t pos = 0;
+  bool ok = true;
+  std::uint64_t varint() {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= in.size()) break;
+      const std::uint8_t b = in[pos++];
+      v |= std::uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok = false;
+    return 0;
+  }
+  std::uint8_t byte() {
+    if (pos >= in.size()) {
+      ok = false;
+      return 0;
+    }
+    return in[pos++];
+  }
+};
+
+std::string base64url(const std::vector<std::uint8_t>& bytes) {
+  std::string s;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (std::uint8_t b : bytes) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      s += kAlphabet[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) s += kAlphabet[(acc << (6 - bits)) & 63];
+  return s;
+}
+
+std::optional<std::vector<std::uint8_t>> unbase64url(const std::string& s) {
+  std::vector<std::uint8_t> out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : s) {
+    const char* p = std::strchr(kAlphabet, c);
+    if (!p || c == '\0') return std::nullopt;
+    acc = (acc << 6) | std::uint32_t(p - kAlphabet);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(std::uint8_t(acc >> bits));
+    }
+  }
+  return out;
+}
+
+std::uint64_t zigzag(std::int64_t v) {
+  return (std::uint64_t(v) << 1) ^ std::uint64_t(v >> 63);
+}
+std::int64_t unzigzag(std::uint64_t v) {
+  return std::int64_t(v >> 1) ^ -std::int64_t(v & 1);
+}
+
+}  // namespace
+
+std::string Token::encode() const {
+  std::vector<std::uint8_t> b{kVersion, std::uint8_t(op), std::uint8_t(format),
+                              std::uint8_t(rule.kind)};
+  std::uint64_t k;
+  std::memcpy(&k, &rule.k, sizeof k);
+  put_varint(b, k);
+  put_varint(b, seed);
+  put_varint(b, zigzag(index));
+  put_varint(b, std::uint64_t(size));
+  put_varint(b, path.size());
+  for (std::uint32_t p : path) put_varint(b, p);
+  put_varint(b, tiles.size());
+  for (moa::extent_t x : tiles) put_varint(b, std::uint64_t(x));
+  put_varint(b, variant.size());
+  b.insert(b.end(), variant.begin(), variant.end());
+  return kPrefix + base64url(b);
+}
+
+std::optional<Token> Token::decode(const std::string& text, std::string* why) {
+  auto fail = [&](const std::string& w) -> std::optional<Token> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  if (text.rfind(kPrefix, 0) != 0)
+    return fail("a token starts with '" + std::string(kPrefix) + "'");
+  const auto bytes = unbase64url(text.substr(std::strlen(kPrefix)));
+  if (!bytes) return fail("a token holds only letters, digits, '-' and '_' after its prefix");
+  Reader r{*bytes};
+  Token t;
+  if (r.byte() != kVersion) return fail("token of another version");
+  const std::uint8_t op = r.byte(), fmt = r.byte(), rule = r.byte();
+  if (op >= all_ops().size() || fmt > 3 || rule > 2)
+    return fail("token names an unknown op, format or rule");
+  t.op = Op(op);
+  t.format = Format(fmt);
+  t.rule.kind = Rule::Kind(rule);
+  const std::uint64_t k = r.varint();
+  std::memcpy(&t.rule.k, &k, sizeof k);
+  t.seed = r.varint();
+  const std::int64_t index = unzigzag(r.varint());
+  const std::uint64_t size = r.varint(), n = r.varint();
+  if (!r.ok || index < INT32_MIN || index > INT32_MAX || size > 1000 || n > 100000)
+    return fail("token is truncated or corrupt");
+  t.index = std::int32_t(index);
+  t.size = int(size);
+  for (std::uint64_t i = 0; i < n && r.ok; ++i) t.path.push_back(std::uint32_t(r.varint()));
+  const std::uint64_t ntiles = r.varint();
+  if (!r.ok || ntiles > 64) return fail("token is truncated or corrupt");
+  for (std::uint64_t i = 0; i < ntiles && r.ok; ++i) {
+    const std::uint64_t x = r.varint();
+    if (x == 0 || x > (1u << 20)) return fail("token is truncated or corrupt");
+    t.tiles.push_back(moa::extent_t(x));
+  }
+  const std::uint64_t len = r.varint();
+  if (!r.ok || len > 4096 || r.pos + len != bytes->size())
+    return fail("token is truncated or corrupt");
+  t.variant.assign(bytes->begin() + std::ptrdiff_t(r.pos), bytes->end());
+  return t;
+}
+
+int size_for(int index, int cases) {
+  // As RapidCheck's runner: sizes sweep 0..100 over the cases.
+  return cases <= 1 ? 100 : std::min(100, index * 100 / (cases - 1));
+}
+
+std::optional<CaseSpec> spec_of(const Token& t) {
+  const std::vector<moa::extent_t>& tiles = t.tiles;
+  if (t.index < 0) {
+    const auto curated = curated_specs(t.op, t.format, tiles);
+    const std::size_t k = std::size_t(-std::int64_t(t.index) - 1);
+    if (k >= curated.size()) return std::nullopt;
+    return curated[k];
+  }
+  const rc::Gen<CaseSpec> gen = gen_case_spec(t.op, t.format, tiles);
+  rc::Shrinkable<CaseSpec> s = gen(rc::Random({t.seed, std::uint64_t(t.index), 0, 0}), t.size);
+  for (std::uint32_t step : t.path) {
+    auto shrinks = s.shrinks();
+    std::optional<rc::Shrinkable<CaseSpec>> chosen;
+    for (std::uint32_t i = 0; i <= step; ++i) {
+      auto next = shrinks.next();
+      if (!next) return std::nullopt;
+      if (i == step) chosen = *next;
+    }
+    s = *chosen;
+  }
+  return s.value();
+}
+
+std::vector<CaseSpec> curated_specs(Op op, Format f, const std::vector<moa::extent_t>& tiles) {
+  // Each family of the generators at its extremes, realised through the
+  // generator itself at the largest size with a fixed Random, then pinned.
+  std::vector<CaseSpec> out;
+  const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, tiles, /*strided=*/true);
+  const moa::extent_t tile = tiles.empty() ? 16 : tiles.back();
+  const bool attention = op == Op::attention_fwd || op == Op::attention_bwd ||
+                         op == Op::attention_fwdbwd || op == Op::attention_decode;
+  std::vector<Values> families{Values::uniform, Values::normal};
+  if (attention) {
+    for (Values v : {Values::large_logits, Values::ties, Values::dominant, Values::tiny_scale})
+      families.push_back(v);
+  }
+  if (op != Op::block) families.push_back(Values::extreme);
+  std::uint64_t k = 0;
+  for (Values family : families) {
+    CaseSpec s = gen(rc::Random({0xC0FFEE, k++, 0, 0}), 100).value();
+    s.values = family;
+    if (family == Values::tiny_scale) s.problem.params.scale = 0x1p-20;
+    Dims& d = s.problem.dims;
+    if (attention) {
+      // Alternate the structural extremes across families: N > M causal
+      // (rows with no key), N = 1, tile straddles, MQA / GQA.
+      switch (k % 4) {
+        case 0:
+          d.N = std::min<moa::extent_t>(tile + 1, 40);
+          d.M = 3;
+          s.problem.params.causal = op != Op::attention_decode;
+          break;
+        case 1:
+          d.N = 1;
+          d.M = std::min<moa::extent_t>(tile + 1, 40);
+          break;
+        case 2:
+          d.N = std::max<moa::extent_t>(tile - 1, 1);
+          d.M = tile;
+          d.Hkv = 1;
+          d.H = 3;
+          break;
+        case 3:
+          d.N = 5;
+          d.M = 7;
+          d.Hkv = 2;
+          d.H = 4;
+          s.problem.params.causal = op != Op::attention_decode;
+          break;
+      }
+      if (op == Op::attention_decode) {
+        d.N = 1;
+        s.lens.assign(std::size_t(d.B), 1);
+        s.lens.back() = d.M;
+      }
+      d.D = std::min<moa::extent_t>(d.D, 32);
+    }
+    // Layouts follow the shapes just pinned.
+    s.layouts.clear();
+    const auto shapes = input_shapes(s.problem);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (s.placements[i] == Placement::broadcast) {
+        moa::Strides st = moa::Layout::row_major(shapes[i]).strides();
+        st[0] = 0;
+        s.layouts.push_back(moa::Layout::strided(shapes[i], st));
+      } else if (s.placements[i] == Placement::col_major) {
+        s.layouts.push_back(moa::Layout::col_major(shapes[i]));
+      } else {
+        s.placements[i] = Placement::row_major;
+        s.layouts.push_back(moa::Layout::row_major(shapes[i]));
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace moacert::properties

@@ -1,0 +1,49 @@
+// Reproduction tokens: a short printable string that names op, variant,
+// format, rule, seed, case and shrink path, so that `moacert reproduce`
+// re-creates the identical case, bit for bit, on any machine.
+//
+// A random case is RapidCheck's generator (gen_case_spec) run with
+// rc::Random({seed, index, 0, 0}) at `size`, then walked down its shrink
+// tree by `path` (the index of the chosen shrink at each step). A curated
+// case (index < 0) is the -index-1'th entry of curated_specs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "properties/case_gen.hpp"
+#include "properties/check.hpp"
+
+namespace moacert::properties {
+
+struct Token {
+  Op op = Op::attention_fwd;
+  Format format = Format::f32;
+  std::string variant;
+  Rule rule;
+  std::uint64_t seed = 0;
+  std::int32_t index = 0;  // >= 0: random case; < 0: curated case -index-1
+  int size = 0;            // RapidCheck size of a random case
+  std::vector<std::uint32_t> path;
+  std::vector<moa::extent_t> tiles;  // of the certified variant: the generator straddles them
+
+  std::string encode() const;
+  // nullopt, with `why` set, when the text is not a token of this version.
+  static std::optional<Token> decode(const std::string& text, std::string* why = nullptr);
+};
+
+// The curated edge cases of an op and format: each value family and layout
+// family at its extremes (causal rows with no key, N = 1, N > M and N < M,
+// tile straddles, MQA and GQA, decode lens 1 and L, ...).
+std::vector<CaseSpec> curated_specs(Op op, Format f, const std::vector<moa::extent_t>& tiles);
+
+// The case spec a token names (its generator, its shrink path), or nullopt
+// when the path leads nowhere (a token from another version).
+std::optional<CaseSpec> spec_of(const Token& t);
+
+// The size RapidCheck's own runner would use for case `index` of `cases`.
+int size_for(int index, int cases);
+
+}  // namespace moacert::properties

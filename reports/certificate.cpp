@@ -1,0 +1,161 @@
+#include "reports/certificate.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include <fmt/core.h>
+
+namespace moacert::reports {
+
+namespace {
+
+// JSON has no infinity: an unbounded figure is written as the string "inf".
+nlohmann::json number(double x) {
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (std::isnan(x)) return "nan";
+  return x;
+}
+
+std::string hexfloat(double x) {
+  return fmt::format("{:a}", x);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build) {
+  nlohmann::json j;
+  j["op"] = std::string(info(c.op).name);
+  j["variant"] = c.variant;
+  j["format"] = std::string(name(c.format));
+  j["rule"] = c.rule.str();
+  j["verdict"] = c.holds ? "holds" : "fails";
+  j["seed"] = c.seed;
+  j["cases"] = {{"curated", c.curated_run}, {"random", c.random_run}, {"discarded", c.discarded}};
+  nlohmann::json tensors = nlohmann::json::object();
+  for (const auto& t : c.tensors) {
+    tensors[t.name] = {{"elements", t.elements},
+                       {"max_ulp", number(t.max_ulp)},
+                       {"mean_ulp", number(t.mean_ulp)},
+                       {"p99_ulp", number(t.p99_ulp)},
+                       {"max_error_to_allowed", number(t.max_ratio)},
+                       {"max_normwise_error_u", number(t.max_normwise_u)},
+                       {"oracle_undetermined", t.undetermined}};
+  }
+  j["tensors"] = tensors;
+  j["worst_case"] = {{"token", c.worst_token}, {"error_to_allowed", number(c.worst_ratio)}};
+  if (!c.holds) {
+    nlohmann::json elems = nlohmann::json::array();
+    for (const auto& e : c.failure_elements) {
+      elems.push_back({{"tensor", e.tensor},
+                       {"index", std::vector<std::int64_t>(e.index.begin(), e.index.end())},
+                       {"exact", hexfloat(e.exact)},
+                       {"computed", hexfloat(e.computed)},
+                       {"ulps", number(e.ulps)},
+                       {"allowed", number(e.allowed)}});
+    }
+    j["counterexample"] = {{"why", c.failure},
+                           {"case", c.failure_case},
+                           {"token", c.worst_token},
+                           {"worst_elements", elems}};
+  }
+  j["determinism"] = {{"checked", c.determinism_checked}, {"holds", c.determinism_holds}};
+  j["seconds"] = c.seconds;
+  j["moacert"] = {{"version", build.version}, {"build", build.flags}};
+  return j;
+}
+
+std::string to_markdown(const properties::Certificate& c, const BuildInfo& build) {
+  std::ostringstream md;
+  md << "# Certificate: " << info(c.op).name << " / " << c.variant << " / " << name(c.format)
+     << "\n\n";
+  md << "**Verdict: " << (c.holds ? "holds" : "FAILS") << "** under rule `" << c.rule.str() << "`, "
+     << c.curated_run << " curated and " << c.random_run << " random cases (seed " << c.seed << ", "
+     << c.discarded << " discarded), " << fmt::format("{:.1f}", c.seconds) << " s.\n\n";
+  md << "| output | elements | max ulp | mean ulp | p99 ulp | max error / allowed | max normwise "
+        "error (u) |\n";
+  md << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const auto& t : c.tensors) {
+    md << fmt::format("| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} |\n", t.name,
+                      t.elements, t.max_ulp, t.mean_ulp, t.p99_ulp, t.max_ratio, t.max_normwise_u);
+  }
+  md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
+     << fmt::format("{:.3g}", c.worst_ratio) << ").\n";
+  if (!c.holds) {
+    md << "\n## Counterexample\n\n" << c.failure << "\n\n```\n" << c.failure_case << "\n```\n\n";
+    md << "| tensor | index | exact | computed | ulps | allowed |\n| --- | --- | ---: | ---: | "
+          "---: | ---: |\n";
+    for (const auto& e : c.failure_elements) {
+      md << fmt::format("| {} | {} | {:.9g} | {:.9g} | {:.3g} | {:.3g} |\n", e.tensor,
+                        e.index.str(), e.exact, e.computed, e.ulps, e.allowed);
+    }
+  }
+  md << "\nDeterminism: "
+     << (c.determinism_checked ? (c.determinism_holds ? "checked, holds" : "checked, FAILS")
+                               : "not claimed by the variant, not checked")
+     << ".\n\nmoacert " << build.version << " (" << build.flags << ").\n";
+  return md.str();
+}
+
+nlohmann::json summary_json(const std::vector<properties::Certificate>& cs,
+                            const BuildInfo& build) {
+  nlohmann::json j;
+  bool holds = true;
+  nlohmann::json variants = nlohmann::json::array();
+  for (const auto& c : cs) {
+    holds = holds && c.holds;
+    variants.push_back({{"variant", c.variant},
+                        {"format", std::string(name(c.format))},
+                        {"verdict", c.holds ? "holds" : "fails"},
+                        {"cases", c.curated_run + c.random_run},
+                        {"worst_error_to_allowed", number(c.worst_ratio)},
+                        {"worst_token", c.worst_token},
+                        {"certificate", c.variant + "/certificate.json"}});
+  }
+  if (!cs.empty()) {
+    j["op"] = std::string(info(cs.front().op).name);
+    j["rule"] = cs.front().rule.str();
+    j["seed"] = cs.front().seed;
+  }
+  j["verdict"] = holds ? "holds" : "fails";
+  j["variants"] = variants;
+  j["moacert"] = {{"version", build.version}, {"build", build.flags}};
+  return j;
+}
+
+std::string summary_markdown(const std::vector<properties::Certificate>& cs,
+                             const BuildInfo& build) {
+  std::ostringstream md;
+  if (cs.empty()) return "# Certificate\n\nNo variant.\n";
+  md << "# Certificate: " << info(cs.front().op).name
+     << "\n\n| variant | format | verdict | cases | worst error / allowed |\n"
+     << "| --- | --- | --- | ---: | ---: |\n";
+  for (const auto& c : cs) {
+    md << fmt::format("| [{}]({}/certificate.md) | {} | {} | {} | {:.3g} |\n", c.variant, c.variant,
+                      name(c.format), c.holds ? "holds" : "FAILS", c.curated_run + c.random_run,
+                      c.worst_ratio);
+  }
+  md << "\nmoacert " << build.version << " (" << build.flags << ").\n";
+  return md.str();
+}
+
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw std::runtime_error("cannot write " + path.string());
+  }
+}
+
+}  // namespace moacert::reports

@@ -1,0 +1,125 @@
+// certify and reproduce: a deliberately wrong kernel is caught, its
+// counterexample shrinks, and the token re-creates the identical case.
+#include <gtest/gtest.h>
+
+#include "properties/certify.hpp"
+#include "properties/properties.hpp"
+
+namespace moacert::properties {
+namespace {
+
+// The DNF kernel, except that it drops the last visible key of every row
+// once a row has at least five keys: wrong only on larger cases, so the
+// counterexample has something to shrink.
+kernels::Variant planted_wrong_kernel() {
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.dnf");
+  kernels::Variant v = *dnf;
+  v.name = "test.drops_last_key";
+  v.run = [dnf](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+                const kernels::RunOptions& o) {
+    if (p.dims.M < 5 || p.causal()) return dnf->run(p, in, out, o);
+    Problem fewer = p;
+    fewer.dims.M = p.dims.M - 1;
+    std::vector<TensorRef> shorter(in.begin(), in.end());
+    for (int k = 1; k < 3; ++k) {  // k and v without their last key
+      const moa::Layout& l = in[k].layout;
+      shorter[k].layout =
+          moa::Layout::strided({p.dims.B, p.dims.Hkv, p.dims.M - 1, p.dims.D}, l.strides());
+    }
+    dnf->run(fewer, shorter, out, o);
+  };
+  return v;
+}
+
+TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
+  const kernels::Variant wrong = planted_wrong_kernel();
+  CertifyOptions o;
+  o.variant = &wrong;
+  o.format = Format::f32;
+  o.cases = 100;
+  o.seed = 12345;
+  // The curated edge cases catch it first, unshrunk (they have no shrink tree).
+  const Certificate curated = certify(o);
+  ASSERT_FALSE(curated.holds);
+  EXPECT_LT(Token::decode(curated.worst_token)->index, 0);
+  EXPECT_EQ(curated.random_run, 0);
+  // Random cases alone: caught, then shrunk.
+  o.curated = false;
+  const Certificate cert = certify(o);
+  ASSERT_FALSE(cert.holds);
+  ASSERT_FALSE(cert.worst_token.empty());
+  ASSERT_FALSE(cert.failure_elements.empty());
+
+  std::string why;
+  const std::optional<Token> token = Token::decode(cert.worst_token, &why);
+  ASSERT_TRUE(token) << why;
+  EXPECT_EQ(token->variant, "test.drops_last_key");
+  EXPECT_EQ(token->seed, 12345u);
+
+  // The token's case is the shrunk counterexample, bit for bit.
+  const Replay first = replay(*token, wrong), second = replay(*token, wrong);
+  EXPECT_FALSE(first.verdict.holds);
+  EXPECT_EQ(describe(first.spec), cert.failure_case);
+  ASSERT_EQ(first.c.inputs.size(), second.c.inputs.size());
+  EXPECT_TRUE(bitwise_equal(first.c.inputs, second.c.inputs));
+  // Shrinking took it to the edge of the defect: five keys, no causal mask.
+  EXPECT_EQ(first.spec.problem.dims.M, 5);
+  // The correct kernel passes on the very same case.
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.dnf");
+  EXPECT_TRUE(replay(*token, *dnf).verdict.holds);
+}
+
+TEST(Certify, ACorrectKernelHoldsAndNamesItsWorstCase) {
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::rmsnorm, "cpu.dnf");
+  CertifyOptions o;
+  o.variant = dnf;
+  o.cases = 40;
+  o.seed = 99;
+  const Certificate cert = certify(o);
+  EXPECT_TRUE(cert.holds) << cert.failure;
+  EXPECT_EQ(cert.random_run, 40);
+  EXPECT_GT(cert.curated_run, 0);
+  EXPECT_GT(cert.worst_ratio, 0);
+  EXPECT_LE(cert.worst_ratio, 1);
+  EXPECT_TRUE(cert.determinism_checked && cert.determinism_holds);
+  EXPECT_TRUE(Token::decode(cert.worst_token));
+}
+
+TEST(Tokens, RoundTripAndRefuseCorruption) {
+  Token t;
+  t.op = Op::attention_decode;
+  t.format = Format::bf16;
+  t.variant = "cpu.split";
+  t.rule = Rule{Rule::max_ulp, 2.5};
+  t.seed = 0xdeadbeefcafef00dull;
+  t.index = -3;
+  t.size = 77;
+  t.path = {0, 4, 1, 300};
+  t.tiles = {16, 64};
+  const std::string text = t.encode();
+  for (char c : text)
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
+  const std::optional<Token> back = Token::decode(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->op, t.op);
+  EXPECT_EQ(back->format, t.format);
+  EXPECT_EQ(back->variant, t.variant);
+  EXPECT_EQ(back->rule.kind, t.rule.kind);
+  EXPECT_EQ(back->rule.k, t.rule.k);
+  EXPECT_EQ(back->seed, t.seed);
+  EXPECT_EQ(back->index, t.index);
+  EXPECT_EQ(back->size, t.size);
+  EXPECT_EQ(back->path, t.path);
+  EXPECT_EQ(back->tiles, t.tiles);
+
+  std::string why;
+  EXPECT_FALSE(Token::decode("", &why));
+  EXPECT_FALSE(Token::decode("mc2." + text.substr(4), &why));
+  EXPECT_FALSE(Token::decode(text.substr(0, text.size() - 3), &why));
+  EXPECT_FALSE(Token::decode(text + "A", &why));
+  EXPECT_FALSE(Token::decode("mc1.!!!", &why));
+  EXPECT_NE(why, "");
+}
+
+}  // namespace
+}  // namespace moacert::properties
