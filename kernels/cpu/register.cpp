@@ -1,9 +1,13 @@
 // The CPU variants. Each op's kernels live in their own file and add
 // themselves here.
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels {
 
-void register_cpu_kernels(Registry&) {}
+void register_cpu_kernels(Registry& r) {
+  cpu::register_attention_fwd(r);
+  cpu::register_attention_decode(r);
+}
 
 }  // namespace moacert::kernels
