@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int status = 0;
   moacert::cli::add_list(app, status);
+  moacert::cli::add_bench(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -69,6 +69,7 @@ class Registry {
 // Each backend registers its variants here; builtin() calls those this build
 // has.
 void register_cpu_kernels(Registry& r);
+void register_torch_kernels(Registry& r);  // when the LibTorch adaptor is built
 
 // Which optional backends this build has.
 struct Backends {
