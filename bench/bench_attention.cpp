@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
     if (v->name != "cpu.naive") add(*v, fwd(2048, false), "N=M=2048,D=64");
     add(*v, fwd(512, true), "N=M=512,D=64,causal");
   }
-  for (const auto* v : reg.of(Op::attention_decode)) add(*v, decode(), "B=4,H=32,Hkv=8,L=8192,D=128");
+  for (const auto* v : reg.of(Op::attention_decode))
+    add(*v, decode(), "B=4,H=32,Hkv=8,L=8192,D=128");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -51,7 +51,8 @@ void fill(AnyTensor& t, std::mt19937_64& rng) {
       for (std::size_t i = 0; i < n; ++i) p[i] = f16(u(rng));
       break;
     }
-    case DType::i64: break;
+    case DType::i64:
+      break;
   }
 }
 
@@ -91,7 +92,8 @@ Inputs make_inputs(const Problem& p, std::uint64_t seed) {
   const auto shapes_in = input_shapes(p);
   for (std::size_t k = 0; k < shapes_in.size(); ++k) {
     const bool index = is_index_input(p, int(k));
-    x.in.emplace_back(index ? DType::i64 : dtype_of(p.format), moa::Layout::row_major(shapes_in[k]));
+    x.in.emplace_back(index ? DType::i64 : dtype_of(p.format),
+                      moa::Layout::row_major(shapes_in[k]));
     if (index) {
       auto* lens = static_cast<std::int64_t*>(x.in.back().data());
       for (moa::extent_t b = 0; b < shapes_in[k][0]; ++b) lens[b] = p.dims.M;

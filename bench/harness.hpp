@@ -43,9 +43,9 @@ struct Options {
 
 struct Result {
   std::string variant;
-  double seconds = 0;  // median of the timed repeats
-  double gflops = 0;   // cost.flops / seconds
-  double gbps = 0;     // (cost.bytes_read + cost.bytes_written) / seconds
+  double seconds = 0;               // median of the timed repeats
+  double gflops = 0;                // cost.flops / seconds
+  double gbps = 0;                  // (cost.bytes_read + cost.bytes_written) / seconds
   double peak_bytes = 0;            // cost.peak_extra_bytes
   double measured_extra_bytes = 0;  // peak RSS growth over the first call (see run)
   std::vector<double> samples;      // every timed repeat, seconds

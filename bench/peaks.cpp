@@ -63,7 +63,9 @@ float ReadLoop(const float* data, std::size_t n, int threads) {
   return result;
 }
 
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
 
 }  // namespace moacert::bench::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -117,7 +119,8 @@ Peaks measure_peaks(int threads) {
     const double t0 = now();
 #pragma omp parallel num_threads(threads)
     {
-      const std::size_t t = std::size_t(omp_get_thread_num()), T = std::size_t(omp_get_num_threads());
+      const std::size_t t = std::size_t(omp_get_thread_num()),
+                        T = std::size_t(omp_get_num_threads());
       const std::size_t per = n / T;
       std::memcpy(dst.get() + t * per, src.get() + t * per, per * sizeof(float));
     }

@@ -66,11 +66,12 @@ Dims parse_shape(Op op, const std::string& text) {
   if (text.empty()) return d;
   bool hkv_given = false;
   const std::map<std::string, moa::extent_t Dims::*> fields = {
-      {"B", &Dims::B}, {"H", &Dims::H},   {"Hkv", &Dims::Hkv}, {"N", &Dims::N}, {"M", &Dims::M},
-      {"L", &Dims::M}, {"D", &Dims::D},   {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
+      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
+      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
   for (const std::string& item : split(text, ',')) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos) throw UsageError("bench: --shape entry '" + item + "' is not NAME=VALUE");
+    if (eq == std::string::npos)
+      throw UsageError("bench: --shape entry '" + item + "' is not NAME=VALUE");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     const auto f = fields.find(key);
     if (f == fields.end()) throw UsageError("bench: --shape has no dimension named '" + key + "'");
@@ -125,8 +126,9 @@ int run_bench(const BenchArgs& a) {
     for (const std::string& name : split(names, ',')) {
       const kernels::Variant* v = registry.find(*op, name);
       if (!v) {
-        throw UsageError("bench: " + a.op + " has no variant '" + name + "' in this build" +
-                         (name == "torch" && !kernels::backends().torch ? " (built without LibTorch)" : ""));
+        throw UsageError(
+            "bench: " + a.op + " has no variant '" + name + "' in this build" +
+            (name == "torch" && !kernels::backends().torch ? " (built without LibTorch)" : ""));
       }
       if (!v->supports(*format)) {
         throw UsageError("bench: variant " + name + " does not run " + a.dtype);
@@ -171,8 +173,10 @@ int run_bench(const BenchArgs& a) {
   fmt::print("problem: {} {} {}{} threads={} (warm-up {}, median of {} repeats)\n", a.op,
              shape_text(*op, p.dims), a.dtype, p.causal() ? " causal" : "", threads, a.warmup,
              a.repeats);
-  fmt::print("measured peaks ({} threads): FMA {:.1f} GFLOP/s (f32, Highway {}), read {:.1f} GB/s, copy {:.1f} GB/s\n",
-             threads, peaks.gflops, peaks.target, peaks.gbps_read, peaks.gbps_copy);
+  fmt::print(
+      "measured peaks ({} threads): FMA {:.1f} GFLOP/s (f32, Highway {}), read {:.1f} GB/s, copy "
+      "{:.1f} GB/s\n",
+      threads, peaks.gflops, peaks.target, peaks.gbps_read, peaks.gbps_copy);
   fmt::print("\n{:<12} {:>10} {:>9} {:>7} {:>8} {:>7} {:>12} {:>12}\n", "variant", "seconds",
              "GFLOP/s", "%FMA", "GB/s", "%read", "peak_bytes", "measured");
   for (const bench::Result& r : results) {
@@ -194,7 +198,8 @@ int run_bench(const BenchArgs& a) {
   fmt::print("\nsamples (s):");
   for (const bench::Result& r : results) {
     fmt::print(" {} [", r.variant);
-    for (std::size_t k = 0; k < r.samples.size(); ++k) fmt::print("{}{:.4f}", k ? " " : "", r.samples[k]);
+    for (std::size_t k = 0; k < r.samples.size(); ++k)
+      fmt::print("{}{:.4f}", k ? " " : "", r.samples[k]);
     fmt::print("]");
   }
   fmt::print("\nBLAS mapped into this process: {}\n",
@@ -207,10 +212,13 @@ int run_bench(const BenchArgs& a) {
 
 void add_bench(CLI::App& app, int& status) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "time variants of an op against each other and the machine's peaks");
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "time variants of an op against each other and the machine's peaks");
   cmd->add_option("op", args->op, "the op, e.g. attention.fwd")->required();
-  cmd->add_option("--variants", args->variants, "comma-separated variants (default: all that run the dtype)");
-  cmd->add_option("--shape", args->shape, "dimensions, e.g. B=1,H=8,N=2048,M=2048,D=64 (Hkv defaults to H)");
+  cmd->add_option("--variants", args->variants,
+                  "comma-separated variants (default: all that run the dtype)");
+  cmd->add_option("--shape", args->shape,
+                  "dimensions, e.g. B=1,H=8,N=2048,M=2048,D=64 (Hkv defaults to H)");
   cmd->add_option("--dtype", args->dtype, "f64, f32, bf16 or f16 (default f32)");
   cmd->add_flag("--causal", args->causal, "causal mask (bottom-right aligned)");
   cmd->add_option("--threads", args->threads, "threads (default: the OpenMP default)");

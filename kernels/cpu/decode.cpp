@@ -74,6 +74,66 @@ HWY_INLINE T dot(DF df, const T* HWY_RESTRICT q, const T* HWY_RESTRICT k, std::s
 
 }  // namespace decode_detail
 
+// acc (HEADS, NV·L) += P (HEADS, n) · V (n, NV·L): one slab of D columns for
+// HEADS query heads, accumulators in registers; the last vector of the slab
+// is masked to `tail` lanes (L when full) so no position >= D is read.
+template <std::size_t HEADS, std::size_t NV, class DF, class T = hn::TFromD<DF>>
+HWY_INLINE void pv_slab(DF df, const T* HWY_RESTRICT v, std::ptrdiff_t v_l, std::size_t n,
+                        const T* HWY_RESTRICT p, std::size_t sp, T* HWY_RESTRICT acc,
+                        std::size_t dp, std::size_t tail) {
+  using V = hn::Vec<DF>;
+  const std::size_t L = hn::Lanes(df);
+  const auto last = hn::FirstN(df, tail);
+  V a[HEADS][NV];
+  for (std::size_t h = 0; h < HEADS; ++h)
+    for (std::size_t k = 0; k < NV; ++k) a[h][k] = hn::LoadU(df, acc + h * dp + k * L);
+  for (std::size_t j = 0; j < n; ++j) {
+    const T* row = v + static_cast<std::ptrdiff_t>(j) * v_l;
+    V vv[NV];
+    for (std::size_t k = 0; k + 1 < NV; ++k) vv[k] = hn::LoadU(df, row + k * L);
+    vv[NV - 1] = hn::MaskedLoad(last, df, row + (NV - 1) * L);
+    for (std::size_t h = 0; h < HEADS; ++h) {
+      const V pb = hn::Set(df, p[h * sp + j]);
+      for (std::size_t k = 0; k < NV; ++k) a[h][k] = hn::MulAdd(pb, vv[k], a[h][k]);
+    }
+  }
+  for (std::size_t h = 0; h < HEADS; ++h)
+    for (std::size_t k = 0; k < NV; ++k) hn::StoreU(a[h][k], df, acc + h * dp + k * L);
+}
+
+// Slabs of kSlab vectors (8 of 16 lanes on AVX-512: 2 heads x 8 accumulators
+// + 8 V vectors of 32 registers; 4 on narrower targets), heads in pairs; the
+// V chunk is re-read from cache for each pair, never from memory.
+template <class DF, class T = hn::TFromD<DF>>
+HWY_INLINE void pv_registers(DF df, const T* v, std::ptrdiff_t v_l, std::size_t n, std::size_t D,
+                             std::size_t G, const T* p, std::size_t sp, T* acc, std::size_t dp) {
+  constexpr std::size_t kSlab = HWY_LANES(T) * sizeof(T) >= 64 ? 8 : 4;
+  const std::size_t L = hn::Lanes(df);
+  std::fill_n(acc, G * dp, T(0));
+  for (std::size_t d0 = 0; d0 < D;) {
+    const std::size_t left = D - d0;
+    const bool full = left >= kSlab * L;
+    const std::size_t vecs = full ? kSlab : 1;
+    const std::size_t tail = full ? L : std::min(L, left);
+    for (std::size_t h = 0; h < G; h += 2) {
+      const T* ph = p + h * sp;
+      T* ah = acc + h * dp + d0;
+      if (h + 1 < G) {
+        if (full)
+          pv_slab<2, kSlab>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
+        else
+          pv_slab<2, 1>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
+      } else {
+        if (full)
+          pv_slab<1, kSlab>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
+        else
+          pv_slab<1, 1>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
+      }
+    }
+    d0 += vecs * L;
+  }
+}
+
 // The per-thread tiles of one task: O(G·(split + D)).
 template <class T>
 struct SplitScratch {
@@ -157,8 +217,15 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
     std::fill_n(part_acc + hh * dp, dp, T(0));
   }
 
-  // accumulate: acc (G, Dp) += P (G, n) · V (n, Dp), each V row read once
-  for (std::size_t j = 0; j < n; ++j) {
+  // accumulate: acc (G, Dp) += P (G, n) · V (n, Dp)
+  if constexpr (std::is_same_v<S, T>) {
+    if (v_d == 1) {  // contiguous rows of the compute type: accumulators in registers
+      pv_registers(df, v_bg + static_cast<std::ptrdiff_t>(j0) * v_l, v_l, n, D, G, s, sp, part_acc,
+                   dp);
+      return;
+    }
+  }
+  for (std::size_t j = 0; j < n; ++j) {  // each V row read once, converted
     const T* v_row = decode_detail::load_row<T>(v_bg + static_cast<std::ptrdiff_t>(j0 + j) * v_l,
                                                 v_d, D, w.row.get());
     for (std::size_t hh = 0; hh < G; ++hh) {

@@ -158,6 +158,30 @@ INSTANTIATE_TEST_SUITE_P(Cpu, FwdVariant, ::testing::Values("cpu.naive", "cpu.fl
                            return s;
                          });
 
+// The LibTorch baseline, when this build has it, in f64 over every case and
+// layout (its bf16 rounds S and P to bf16, so it is not held to the f32-
+// accumulation tolerances).
+TEST(TorchFwd, MatchesDnfInF64) {
+  const kernels::Variant* v = kernels::Registry::builtin().find(Op::attention_fwd, "torch");
+  if (!kernels::backends().torch) {
+    EXPECT_EQ(v, nullptr);
+    GTEST_SKIP() << "built without LibTorch";
+  }
+  ASSERT_NE(v, nullptr);
+  std::mt19937 rng(16);
+  int n = 0;
+  for (const Case& c : kCases) {
+    const Problem p = problem_of(c, Format::f64);
+    const Kind kind = kAllKinds[(n++) % 5];
+    Tensors r = make_run(p, kind, Kind::row_major, rng);
+    run_variant(*v, p, r, 2);
+    const auto [o, lse] = dnf_answer(p, r);
+    const Tol tol = tolerance(Format::f64, c.D, c.M, p.scale());
+    expect_close(r.out[0], o, tol.o, std::string("torch o ") + kind_name(kind));
+    expect_close(r.out[1], lse, tol.lse, std::string("torch lse ") + kind_name(kind));
+  }
+}
+
 // cpu.flash's result does not depend on the thread count: bitwise equal with
 // 1 and 2 threads, in every format.
 TEST(FlashFwd, DeterministicAcrossThreadCounts) {
