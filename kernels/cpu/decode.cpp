@@ -134,6 +134,81 @@ HWY_INLINE void pv_registers(DF df, const T* v, std::ptrdiff_t v_l, std::size_t 
   }
 }
 
+// S (HEADS, n) = scale · Q (HEADS, NV·L) K^T for one whole row of D = NV
+// vectors (the last masked to `tail` lanes): Q in registers, two keys at a
+// time so that four FMA chains run side by side.
+template <std::size_t HEADS, std::size_t NV, class DF, class T = hn::TFromD<DF>>
+HWY_INLINE void qk_slab(DF df, const T* HWY_RESTRICT q, std::size_t dp, const T* HWY_RESTRICT k,
+                        std::ptrdiff_t k_l, std::size_t n, std::size_t tail, T scale,
+                        T* HWY_RESTRICT s, std::size_t sp) {
+  using V = hn::Vec<DF>;
+  const std::size_t L = hn::Lanes(df);
+  const auto last = hn::FirstN(df, tail);
+  V qv[HEADS][NV];
+  for (std::size_t h = 0; h < HEADS; ++h)
+    for (std::size_t x = 0; x < NV; ++x) qv[h][x] = hn::LoadU(df, q + h * dp + x * L);
+  auto load = [&](const T* row, std::size_t x) {
+    return x + 1 < NV ? hn::LoadU(df, row + x * L) : hn::MaskedLoad(last, df, row + x * L);
+  };
+  std::size_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const T* r0 = k + static_cast<std::ptrdiff_t>(j) * k_l;
+    const T* r1 = r0 + k_l;
+    V a0[HEADS], a1[HEADS];
+    for (std::size_t h = 0; h < HEADS; ++h) a0[h] = a1[h] = hn::Zero(df);
+    for (std::size_t x = 0; x < NV; ++x) {
+      const V k0 = load(r0, x), k1 = load(r1, x);
+      for (std::size_t h = 0; h < HEADS; ++h) {
+        a0[h] = hn::MulAdd(qv[h][x], k0, a0[h]);
+        a1[h] = hn::MulAdd(qv[h][x], k1, a1[h]);
+      }
+    }
+    for (std::size_t h = 0; h < HEADS; ++h) {
+      s[h * sp + j] = scale * hn::GetLane(hn::SumOfLanes(df, a0[h]));
+      s[h * sp + j + 1] = scale * hn::GetLane(hn::SumOfLanes(df, a1[h]));
+    }
+  }
+  if (j < n) {  // odd key count: the last key alone
+    const T* r0 = k + static_cast<std::ptrdiff_t>(j) * k_l;
+    V a0[HEADS];
+    for (std::size_t h = 0; h < HEADS; ++h) a0[h] = hn::Zero(df);
+    for (std::size_t x = 0; x < NV; ++x) {
+      const V k0 = load(r0, x);
+      for (std::size_t h = 0; h < HEADS; ++h) a0[h] = hn::MulAdd(qv[h][x], k0, a0[h]);
+    }
+    for (std::size_t h = 0; h < HEADS; ++h)
+      s[h * sp + j] = scale * hn::GetLane(hn::SumOfLanes(df, a0[h]));
+  }
+}
+
+// Heads in pairs over qk_slab when a row of D is kSlab or kSlab/2 vectors
+// (D = 128 or 64 in f32 on AVX-512); false, computing nothing, otherwise.
+template <class DF, class T = hn::TFromD<DF>>
+HWY_INLINE bool qk_registers(DF df, const T* q, std::size_t dp, const T* k, std::ptrdiff_t k_l,
+                             std::size_t n, std::size_t D, std::size_t G, T scale, T* s,
+                             std::size_t sp) {
+  constexpr std::size_t kSlab = HWY_LANES(T) * sizeof(T) >= 64 ? 8 : 4;
+  const std::size_t L = hn::Lanes(df), nv = (D + L - 1) / L, tail = D - (nv - 1) * L;
+  if (nv != kSlab && nv != kSlab / 2) return false;
+  for (std::size_t h = 0; h < G; h += 2) {
+    const bool pair = h + 1 < G;
+    const T* qh = q + h * dp;
+    T* sh = s + h * sp;
+    if (nv == kSlab) {
+      if (pair)
+        qk_slab<2, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+      else
+        qk_slab<1, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+    } else {
+      if (pair)
+        qk_slab<2, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+      else
+        qk_slab<1, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+    }
+  }
+  return true;
+}
+
 // The per-thread tiles of one task: O(G·(split + D)).
 template <class T>
 struct SplitScratch {
@@ -188,9 +263,16 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
     for (std::size_t d = 0; d < D; ++d) q[hh * dp + d] = static_cast<T>(to_accum(q_row[d * q_d]));
   }
 
-  // scores: S (G, n) = scale · Q K^T, each K row read once for the group
+  // scores: S (G, n) = scale · Q K^T
   const T scale = static_cast<T>(a.scale);
-  for (std::size_t j = 0; j < n; ++j) {
+  bool scored = false;
+  if constexpr (std::is_same_v<S, T>) {
+    if (k_d == 1) {  // contiguous rows of the compute type: Q in registers
+      scored = qk_registers(df, q, dp, k_bg + static_cast<std::ptrdiff_t>(j0) * k_l, k_l, n, D, G,
+                            scale, s, sp);
+    }
+  }
+  for (std::size_t j = 0; !scored && j < n; ++j) {  // each K row read once for the group
     const T* k_row = decode_detail::load_row<T>(k_bg + static_cast<std::ptrdiff_t>(j0 + j) * k_l,
                                                 k_d, D, w.row.get());
     for (std::size_t hh = 0; hh < G; ++hh)
