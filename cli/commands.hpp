@@ -18,5 +18,6 @@ class UsageError : public std::runtime_error {
 void add_list(CLI::App& app, int& status);
 void add_certify(CLI::App& app, int& status);
 void add_reproduce(CLI::App& app, int& status);
+void add_bench(CLI::App& app, int& status);
 
 }  // namespace moacert::cli

@@ -34,6 +34,9 @@ const Registry& Registry::builtin() {
   static const Registry registry = [] {
     Registry r;
     register_cpu_kernels(r);
+#if MOACERT_HAVE_TORCH_FLAG
+    register_torch_kernels(r);
+#endif
     return r;
   }();
   return registry;

@@ -45,14 +45,14 @@ struct Variant {
   bool accepts_strided = false;
   bool deterministic = false;        // bitwise equal on every run and thread count
   std::string summary;               // one line: the ONF in words
-  std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
-  // Variants of different ops that share one loop nest (cpu.flash's forward
-  // inside cpu.fused, say) name the same family; empty means its own name.
-  std::string family_name;
 
   const std::string& family() const { return family_name.empty() ? name : family_name; }
   CostFn cost;
   RunFn run;
+  std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
+  // Variants of different ops that share one loop nest (cpu.flash's forward
+  // inside cpu.fused, say) name the same family; empty means its own name.
+  std::string family_name;
 
   bool supports(Format f) const;
 };
@@ -75,6 +75,7 @@ class Registry {
 // Each backend registers its variants here; builtin() calls those this build
 // has.
 void register_cpu_kernels(Registry& r);
+void register_torch_kernels(Registry& r);  // when the LibTorch adaptor is built
 
 // Which optional backends this build has.
 struct Backends {

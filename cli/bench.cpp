@@ -1,0 +1,231 @@
+// `moacert bench OP --variants V1,V2,torch [--shape B=1,H=8,N=2048,M=2048,D=64]
+//                [--dtype F] [--causal] [--threads T] [--json]`:
+// times variants of one op on one problem in the same run (warm-up, repeats,
+// median), reports GFLOP/s and GB/s from their cost functions, the ratio of
+// every pair, and percent of the machine's own measured peaks.
+#include <omp.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/harness.hpp"
+#include "cli/commands.hpp"
+#include "kernels/registry.hpp"
+
+namespace moacert::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string op;
+  std::string variants;
+  std::string shape;
+  std::string dtype = "f32";
+  bool causal = false;
+  int threads = 0;
+  bool json = false;
+  int warmup = 1;
+  int repeats = 5;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// The default problem of each op: the shapes of the performance targets.
+Dims default_dims(Op op) {
+  Dims d;
+  if (op == Op::attention_decode) {
+    d.B = 4, d.H = 32, d.Hkv = 8, d.N = 1, d.M = 8192, d.D = 128;
+  } else {
+    d.B = 1, d.H = 8, d.Hkv = 8, d.N = 2048, d.M = 2048, d.D = 64;
+  }
+  return d;
+}
+
+// "B=1,H=8,N=2048,M=2048,D=64" over the defaults; Hkv follows H unless
+// given; L is decode's name for M.
+Dims parse_shape(Op op, const std::string& text) {
+  Dims d = default_dims(op);
+  if (text.empty()) return d;
+  bool hkv_given = false;
+  const std::map<std::string, moa::extent_t Dims::*> fields = {
+      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
+      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
+  for (const std::string& item : split(text, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos)
+      throw UsageError("bench: --shape entry '" + item + "' is not NAME=VALUE");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    const auto f = fields.find(key);
+    if (f == fields.end()) throw UsageError("bench: --shape has no dimension named '" + key + "'");
+    try {
+      std::size_t used = 0;
+      d.*(f->second) = std::stoll(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::exception&) {
+      throw UsageError("bench: --shape " + key + "='" + value + "' is not an integer");
+    }
+    hkv_given = hkv_given || key == "Hkv";
+  }
+  if (!hkv_given) d.Hkv = d.H;
+  if (op == Op::attention_decode) d.N = 1;
+  return d;
+}
+
+std::string human_bytes(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string shape_text(Op op, const Dims& d) {
+  if (op == Op::attention_decode)
+    return fmt::format("B={},H={},Hkv={},L={},D={}", d.B, d.H, d.Hkv, d.M, d.D);
+  return fmt::format("B={},H={},Hkv={},N={},M={},D={}", d.B, d.H, d.Hkv, d.N, d.M, d.D);
+}
+
+int run_bench(const BenchArgs& a) {
+  const auto op = parse_op(a.op);
+  if (!op) throw UsageError("bench: unknown op '" + a.op + "'");
+  const auto format = parse_format(a.dtype);
+  if (!format) throw UsageError("bench: unknown --dtype '" + a.dtype + "'");
+  if (a.threads < 0) throw UsageError("bench: --threads must be positive");
+  if (a.repeats < 1 || a.warmup < 1) throw UsageError("bench: --repeats and --warmup must be >= 1");
+  Problem p;
+  p.op = *op;
+  p.format = *format;
+  p.dims = parse_shape(*op, a.shape);
+  p.params.causal = a.causal;
+  validate(p);  // std::invalid_argument: exit 2 with the message
+
+  const auto& registry = kernels::Registry::builtin();
+  std::vector<const kernels::Variant*> variants;
+  const std::string names = a.variants.empty() ? std::string() : a.variants;
+  if (names.empty()) {
+    for (const kernels::Variant* v : registry.of(*op))
+      if (v->supports(*format)) variants.push_back(v);
+  } else {
+    for (const std::string& name : split(names, ',')) {
+      const kernels::Variant* v = registry.find(*op, name);
+      if (!v) {
+        throw UsageError(
+            "bench: " + a.op + " has no variant '" + name + "' in this build" +
+            (name == "torch" && !kernels::backends().torch ? " (built without LibTorch)" : ""));
+      }
+      if (!v->supports(*format)) {
+        throw UsageError("bench: variant " + name + " does not run " + a.dtype);
+      }
+      variants.push_back(v);
+    }
+  }
+  if (variants.empty()) throw UsageError("bench: no variant of " + a.op + " runs " + a.dtype);
+
+  const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
+  omp_set_num_threads(threads);  // cost functions count scratch for this many threads
+
+  // The variants first (the first call of each measures its peak memory
+  // growth, before the peak loops' 1 GiB of buffers), then the peaks.
+  bench::Inputs inputs = bench::make_inputs(p, 42);
+  std::vector<bench::Result> results;
+  for (const kernels::Variant* v : variants)
+    results.push_back(bench::run(*v, p, inputs, {threads, a.warmup, a.repeats}));
+  const bench::Peaks peaks = bench::measure_peaks(threads);
+  const std::vector<std::string> blas = bench::blas_libraries();
+
+  if (a.json) {
+    nlohmann::json j;
+    j["op"] = a.op;
+    j["shape"] = shape_text(*op, p.dims);
+    j["dtype"] = a.dtype;
+    j["threads"] = threads;
+    j["peak"] = {{"gflops", peaks.gflops}, {"gbps", peaks.gbps_read}};
+    j["results"] = nlohmann::json::array();
+    for (const bench::Result& r : results) {
+      j["results"].push_back({{"variant", r.variant},
+                              {"seconds", r.seconds},
+                              {"gflops", r.gflops},
+                              {"gbps", r.gbps},
+                              {"peak_bytes", r.peak_bytes}});
+    }
+    fmt::print("{}\n", j.dump());
+    return 0;
+  }
+
+  fmt::print("machine: {}\n", bench::machine());
+  fmt::print("problem: {} {} {}{} threads={} (warm-up {}, median of {} repeats)\n", a.op,
+             shape_text(*op, p.dims), a.dtype, p.causal() ? " causal" : "", threads, a.warmup,
+             a.repeats);
+  fmt::print(
+      "measured peaks ({} threads): FMA {:.1f} GFLOP/s (f32, Highway {}), read {:.1f} GB/s, copy "
+      "{:.1f} GB/s\n",
+      threads, peaks.gflops, peaks.target, peaks.gbps_read, peaks.gbps_copy);
+  fmt::print("\n{:<12} {:>10} {:>9} {:>7} {:>8} {:>7} {:>12} {:>12}\n", "variant", "seconds",
+             "GFLOP/s", "%FMA", "GB/s", "%read", "peak_bytes", "measured");
+  for (const bench::Result& r : results) {
+    fmt::print("{:<12} {:>10.4f} {:>9.2f} {:>6.1f}% {:>8.2f} {:>6.1f}% {:>12} {:>12}\n", r.variant,
+               r.seconds, r.gflops, 100 * r.gflops / peaks.gflops, r.gbps,
+               100 * r.gbps / peaks.gbps_read, human_bytes(r.peak_bytes),
+               human_bytes(r.measured_extra_bytes));
+  }
+  if (results.size() > 1) {
+    fmt::print("\nspeed-up of the row over the column (column seconds / row seconds):\n{:<12}", "");
+    for (const bench::Result& c : results) fmt::print(" {:>12}", c.variant);
+    fmt::print("\n");
+    for (const bench::Result& r : results) {
+      fmt::print("{:<12}", r.variant);
+      for (const bench::Result& c : results) fmt::print(" {:>11.2f}x", c.seconds / r.seconds);
+      fmt::print("\n");
+    }
+  }
+  fmt::print("\nsamples (s):");
+  for (const bench::Result& r : results) {
+    fmt::print(" {} [", r.variant);
+    for (std::size_t k = 0; k < r.samples.size(); ++k)
+      fmt::print("{}{:.4f}", k ? " " : "", r.samples[k]);
+    fmt::print("]");
+  }
+  fmt::print("\nBLAS mapped into this process: {}\n",
+             blas.empty() ? std::string("none") : fmt::format("{}", fmt::join(blas, ", ")));
+  fmt::print("measured = peak resident growth over the first call (VmHWM after reset)\n");
+  return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app, int& status) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "time variants of an op against each other and the machine's peaks");
+  cmd->add_option("op", args->op, "the op, e.g. attention.fwd")->required();
+  cmd->add_option("--variants", args->variants,
+                  "comma-separated variants (default: all that run the dtype)");
+  cmd->add_option("--shape", args->shape,
+                  "dimensions, e.g. B=1,H=8,N=2048,M=2048,D=64 (Hkv defaults to H)");
+  cmd->add_option("--dtype", args->dtype, "f64, f32, bf16 or f16 (default f32)");
+  cmd->add_flag("--causal", args->causal, "causal mask (bottom-right aligned)");
+  cmd->add_option("--threads", args->threads, "threads (default: the OpenMP default)");
+  cmd->add_flag("--json", args->json, "print one JSON object (DESIGN.md)");
+  cmd->add_option("--warmup", args->warmup, "untimed calls before timing (default 1)");
+  cmd->add_option("--repeats", args->repeats, "timed calls; the median is reported (default 5)");
+  cmd->callback([args, &status] { status = run_bench(*args); });
+}
+
+}  // namespace moacert::cli
