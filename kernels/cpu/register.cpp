@@ -1,9 +1,16 @@
 // The CPU variants. Each op's kernels live in their own file and add
 // themselves here.
+#include "kernels/cpu/cpu_kernels_rest.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels {
 
-void register_cpu_kernels(Registry&) {}
+void register_cpu_kernels(Registry& r) {
+  cpu::register_attention_bwd(r);
+  cpu::register_fwdbwd(r);
+  cpu::register_rmsnorm(r);
+  cpu::register_mlp(r);
+  cpu::register_block(r);
+}
 
 }  // namespace moacert::kernels
