@@ -92,8 +92,8 @@ void rmsnorm_impl(const RmsJob<T>& job) {
   const T* w = w_buf.get();
 #pragma omp parallel num_threads(job.threads > 0 ? job.threads : omp_get_max_threads())
   {
-    auto x_row = hwy::AllocateAligned<T>(contiguous ? 0 : D);  // (D), strided rows only
-    auto y_row = hwy::AllocateAligned<T>(contiguous ? 0 : D);  // (D)
+    auto x_row = hwy::AllocateAligned<T>(contiguous ? 1 : D);  // (D), strided rows only
+    auto y_row = hwy::AllocateAligned<T>(contiguous ? 1 : D);  // (D)
 #pragma omp for schedule(static)
     for (extent_t t = 0; t < job.rows; ++t) {
       const T* x = job.x + t * job.x_rs;
