@@ -20,10 +20,10 @@ namespace moacert::kernels::cpu::gemm_detail {
 
 using moa::extent_t;
 
-constexpr extent_t kMR = 6;     // micro-tile rows
-constexpr extent_t kMC = 144;   // rows of a packed A block (a multiple of MR)
-constexpr extent_t kKC = 256;   // depth of a packed block
-constexpr extent_t kNC = 3072;  // columns of a packed B block (a multiple of NR)
+constexpr extent_t kMR = 6;        // micro-tile rows
+constexpr extent_t kMC = 144;      // rows of a packed A block (a multiple of MR)
+constexpr extent_t kKC = 256;      // depth of a packed block
+constexpr extent_t kNCTask = 256;  // columns of a task's packed B block (a multiple of NR)
 
 template <class P>
 struct Mat {
@@ -153,27 +153,33 @@ HWY_INLINE void update(D d, const GemmJob<T>& job, const T* HWY_RESTRICT tile, s
   }
 }
 
+// Tasks are (MC rows) × (NC_TASK columns) blocks of C, scheduled
+// dynamically; each runs the whole k loop with its own packing, so threads
+// never wait on each other inside a GEMM (the machine may be shared, and a
+// barrier per k-block would wait for the slowest thread each time).
 template <class T>
 void gemm_impl(const GemmJob<T>& job) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
   const extent_t NR = extent_t(2 * L);
-  const extent_t nc_max = std::max<extent_t>(NR, kNC / NR * NR);
+  const extent_t nc_task = std::max<extent_t>(NR, kNCTask / NR * NR);
   const extent_t m = job.m, n = job.n, k = job.k;
-  auto b_pack = hwy::AllocateAligned<T>(kKC * nc_max);  // (NC/NR panels, KC, NR), shared
-  const extent_t ic_blocks = (m + kMC - 1) / kMC;
+  const extent_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + nc_task - 1) / nc_task;
+  const extent_t tasks = row_blocks * col_blocks;
 
 #pragma omp parallel num_threads(thread_count(job.threads))
   {
-    auto a_pack = hwy::AllocateAligned<T>(kMC * kKC);  // (MC/MR slivers, KC, MR)
-    auto tile = hwy::AllocateAligned<T>(kMR * NR);     // (MR, NR)
-    for (extent_t jc = 0; jc < n; jc += nc_max) {
-      const extent_t nc = std::min(nc_max, n - jc);
-      const extent_t panels = (nc + NR - 1) / NR;
+    auto b_pack = hwy::AllocateAligned<T>(kKC * nc_task);  // (NC_TASK/NR panels, KC, NR)
+    auto a_pack = hwy::AllocateAligned<T>(kMC * kKC);      // (MC/MR slivers, KC, MR)
+    auto tile = hwy::AllocateAligned<T>(kMR * NR);         // (MR, NR)
+#pragma omp for schedule(dynamic, 1)
+    for (extent_t task = 0; task < tasks; ++task) {
+      const extent_t ic = (task / col_blocks) * kMC, jc = (task % col_blocks) * nc_task;
+      const extent_t mc = std::min(kMC, m - ic), nc = std::min(nc_task, n - jc);
+      const extent_t panels = (nc + NR - 1) / NR, slivers = (mc + kMR - 1) / kMR;
       for (extent_t pc = 0; pc < k; pc += kKC) {
         const extent_t kc = std::min(kKC, k - pc);
         // pack B: panels of NR columns, zero past the edge (tail tile)
-#pragma omp for schedule(static)
         for (extent_t jp = 0; jp < panels; ++jp) {
           T* dst = b_pack.get() + jp * kc * NR;
           const extent_t j_first = jc + jp * NR, width = std::min(NR, n - j_first);
@@ -187,32 +193,28 @@ void gemm_impl(const GemmJob<T>& job) {
             }
             std::fill(out + width, out + NR, T(0));
           }
-        }  // implicit barrier: B is packed
-#pragma omp for schedule(dynamic, 1)
-        for (extent_t ib = 0; ib < ic_blocks; ++ib) {
-          const extent_t ic = ib * kMC, mc = std::min(kMC, m - ic);
-          const extent_t slivers = (mc + kMR - 1) / kMR;
-          // pack A: slivers of MR rows, zero past the edge
+        }
+        // pack A: slivers of MR rows, zero past the edge
+        for (extent_t s = 0; s < slivers; ++s) {
+          T* dst = a_pack.get() + s * kc * kMR;
+          const extent_t i_first = ic + s * kMR, height = std::min(kMR, m - i_first);
+          for (extent_t p = 0; p < kc; ++p) {
+            T* out = dst + p * kMR;
+            for (extent_t r = 0; r < height; ++r) out[r] = job.a.at(i_first + r, pc + p);
+            for (extent_t r = height; r < kMR; ++r) out[r] = T(0);
+          }
+        }
+        // jr over B panels (one stays in L1), ir over A slivers
+        for (extent_t jp = 0; jp < panels; ++jp) {
+          const extent_t j_first = jc + jp * NR, cols = std::min(NR, n - j_first);
           for (extent_t s = 0; s < slivers; ++s) {
-            T* dst = a_pack.get() + s * kc * kMR;
-            const extent_t i_first = ic + s * kMR, height = std::min(kMR, m - i_first);
-            for (extent_t p = 0; p < kc; ++p) {
-              T* out = dst + p * kMR;
-              for (extent_t r = 0; r < height; ++r) out[r] = job.a.at(i_first + r, pc + p);
-              for (extent_t r = height; r < kMR; ++r) out[r] = T(0);
-            }
+            const extent_t i_first = ic + s * kMR, rows = std::min(kMR, m - i_first);
+            micro_kernel(d, kc, a_pack.get() + s * kc * kMR, b_pack.get() + jp * kc * NR,
+                         tile.get());
+            update(d, job, tile.get(), size_t(NR), i_first, j_first, rows, cols,
+                   /*first_k=*/pc == 0, /*last_k=*/pc + kc == k);
           }
-          for (extent_t jp = 0; jp < panels; ++jp) {
-            const extent_t j_first = jc + jp * NR, cols = std::min(NR, n - j_first);
-            for (extent_t s = 0; s < slivers; ++s) {
-              const extent_t i_first = ic + s * kMR, rows = std::min(kMR, m - i_first);
-              micro_kernel(d, kc, a_pack.get() + s * kc * kMR, b_pack.get() + jp * kc * NR,
-                           tile.get());
-              update(d, job, tile.get(), size_t(NR), i_first, j_first, rows, cols,
-                     /*first_k=*/pc == 0, /*last_k=*/pc + kc == k);
-            }
-          }
-        }  // implicit barrier: B may be repacked
+        }
       }
     }
   }
@@ -288,10 +290,12 @@ double gemm_scratch_elements(int element_bytes, moa::extent_t m, moa::extent_t n
   const size_t lanes = element_bytes == 8 ? HWY_DYNAMIC_DISPATCH(GemmLanesF64)()
                                           : HWY_DYNAMIC_DISPATCH(GemmLanesF32)();
   const double nr = 2.0 * double(lanes);
+  // Per thread: a packed B block (KC, NC_TASK), a packed A block (MC, KC), a tile.
   const double b_pack =
-      double(gemm_detail::kKC) * std::max(nr, std::floor(gemm_detail::kNC / nr) * nr);
-  const double per_thread = double(gemm_detail::kMC * gemm_detail::kKC) + gemm_detail::kMR * nr;
-  return b_pack + gemm_detail::thread_count(threads) * per_thread;
+      double(gemm_detail::kKC) * std::max(nr, std::floor(gemm_detail::kNCTask / nr) * nr);
+  const double per_thread =
+      b_pack + double(gemm_detail::kMC * gemm_detail::kKC) + gemm_detail::kMR * nr;
+  return gemm_detail::thread_count(threads) * per_thread;
 }
 
 }  // namespace moacert::kernels::cpu

@@ -2,11 +2,12 @@
 // with an epilogue, in f32 and f64, for mlp.swiglu (cpu.tiled) and block
 // (cpu.composed).
 //
-// ONF (the Goto/BLIS loop nest): jc over n by NC, pc over k by KC (B block
-// packed into NR-wide panels, shared), ic over m by MC (A block packed into
-// MR-high slivers, per thread; the OpenMP loop), then jr, ir and a register
-// micro-kernel of MR × NR = 6 × (2 vectors) accumulators, Highway-vectorised
-// with runtime dispatch. Packing reads any strides, so every operand may be
+// ONF (the Goto/BLIS loop nest, cut into tasks): OpenMP tasks are (MC rows)
+// × (NC_TASK columns) blocks of C, scheduled dynamically, each with its own
+// packing and no barrier inside; in a task, pc over k by KC (B block packed
+// into NR-wide panels, A block into MR-high slivers), then jr, ir and a
+// register micro-kernel of MR × NR = 6 × (2 vectors) accumulators,
+// Highway-vectorised with runtime dispatch. Packing reads any strides, so every operand may be
 // strided. Each C element sums its k-blocks in ascending order whatever the
 // thread count: deterministic, no atomics.
 #pragma once
