@@ -211,7 +211,7 @@ HWY_INLINE void recompute_p_ds(D d, const T* q_row, const T* do_row, const T* kt
 }
 
 // ---- forward ----------------------------------------------------------------
-template <class T>
+template <class T, bool kCausal>
 void forward_pass(const AttnJob<T>& job) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
@@ -241,7 +241,7 @@ void forward_pass(const AttnJob<T>& job) {
       std::fill(l.begin(), l.end(), T(0));
       for (extent_t r = 0; r < rows; ++r)
         gather_row(job.q.row(b, h, i0 + r), job.q.sd, D, q_blk.get() + r * DP);
-      const extent_t keys = key_end(job.causal, i0 + rows - 1, N, M);  // keys any row sees
+      const extent_t keys = key_end(kCausal, i0 + rows - 1, N, M);  // keys any row sees
       const T* k_base = job.k.row(b, g, 0);
       const T* v_base = job.v.row(b, g, 0);
       for (extent_t j0 = 0; j0 < keys; j0 += extent_t(BN)) {
@@ -250,7 +250,7 @@ void forward_pass(const AttnJob<T>& job) {
         pack_rows(v_base, job.v.sr, job.v.sd, j0, cols, D, BN, DP, v_tile.get());
         for (extent_t r = 0; r < rows; ++r) {
           const size_t visible = static_cast<size_t>(
-              std::clamp<extent_t>(key_end(job.causal, i0 + r, N, M) - j0, 0, cols));
+              std::clamp<extent_t>(key_end(kCausal, i0 + r, N, M) - j0, 0, cols));
           if (visible == 0) continue;  // no visible key in this tile
           // scores, masked; the tile's row max
           V s[kChunks];
@@ -287,7 +287,7 @@ void forward_pass(const AttnJob<T>& job) {
       for (extent_t r = 0; r < rows; ++r) {
         const extent_t i = i0 + r;
         T* o_row = job.o.row(b, h, i);
-        if (key_end(job.causal, i, N, M) == 0) {  // row with no visible key: O = 0, LSE = -inf
+        if (key_end(kCausal, i, N, M) == 0) {  // row with no visible key: O = 0, LSE = -inf
           for (extent_t e = 0; e < D; ++e) o_row[e * job.o.sd] = T(0);
           job.lse.at(b, h, i) = neg_inf;
           if (job.want_delta) job.delta[(b * job.H + h) * N + i] = T(0);
@@ -325,7 +325,7 @@ void delta_pass(const AttnJob<T>& job) {
 }
 
 // ---- dK, dV: each key tile owns its rows --------------------------------------
-template <class T>
+template <class T, bool kCausal>
 void dkdv_pass(const AttnJob<T>& job) {
   const hn::ScalableTag<T> d;
   const Tiles<T> tiles(job.D);
@@ -357,11 +357,11 @@ void dkdv_pass(const AttnJob<T>& job) {
       std::fill(dk_acc.get(), dk_acc.get() + BN * DP, T(0));
       std::fill(dv_acc.get(), dv_acc.get() + BN * DP, T(0));
       for (extent_t h = g * group; h < (g + 1) * group; ++h) {
-        for (extent_t i = row_begin(job.causal, j0, N, M); i < N; ++i) {
+        for (extent_t i = row_begin(kCausal, j0, N, M); i < N; ++i) {
           const T lse_i = job.lse_in.at(b, h, i);
           if (lse_i == neg_inf) continue;  // row with no visible key: contributes nothing
           const size_t visible =
-              static_cast<size_t>(std::clamp<extent_t>(key_end(job.causal, i, N, M) - j0, 0, cols));
+              static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
           if (visible == 0) continue;
           gather_row(job.q.row(b, h, i), job.q.sd, D, q_row.get());
           gather_row(job.dout.row(b, h, i), job.dout.sd, D, do_row.get());
@@ -387,7 +387,7 @@ void dkdv_pass(const AttnJob<T>& job) {
 }
 
 // ---- dQ: each query block owns its rows -----------------------------------------
-template <class T>
+template <class T, bool kCausal>
 void dq_pass(const AttnJob<T>& job) {
   const hn::ScalableTag<T> d;
   const Tiles<T> tiles(job.D);
@@ -419,7 +419,7 @@ void dq_pass(const AttnJob<T>& job) {
         gather_row(job.q.row(b, h, i0 + r), job.q.sd, D, q_blk.get() + r * DP);
         gather_row(job.dout.row(b, h, i0 + r), job.dout.sd, D, do_blk.get() + r * DP);
       }
-      const extent_t keys = key_end(job.causal, i0 + rows - 1, N, M);
+      const extent_t keys = key_end(kCausal, i0 + rows - 1, N, M);
       for (extent_t j0 = 0; j0 < keys; j0 += extent_t(BN)) {
         const extent_t cols = std::min<extent_t>(extent_t(BN), M - j0);  // tail tile
         pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
@@ -430,7 +430,7 @@ void dq_pass(const AttnJob<T>& job) {
           const T lse_i = job.lse_in.at(b, h, i);
           if (lse_i == neg_inf) continue;  // row with no visible key: dQ_i = 0
           const size_t visible =
-              static_cast<size_t>(std::clamp<extent_t>(key_end(job.causal, i, N, M) - j0, 0, cols));
+              static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
           if (visible == 0) continue;
           recompute_p_ds(d, q_blk.get() + r * DP, do_blk.get() + r * DP, kt.get(), vt.get(), D, BN,
                          visible, job.scale, lse_i, job.delta[(b * job.H + h) * N + i], p.get(),
@@ -448,11 +448,33 @@ void dq_pass(const AttnJob<T>& job) {
   }
 }
 
+// The one place where the runtime `causal` becomes a template parameter.
+template <class T, template <class, bool> class Pass>
+void with_causal(const AttnJob<T>& job) {
+  if (job.causal) {
+    Pass<T, /*causal=*/true>::run(job);
+  } else {
+    Pass<T, /*causal=*/false>::run(job);
+  }
+}
+template <class T, bool kCausal>
+struct Forward {
+  static void run(const AttnJob<T>& job) { forward_pass<T, kCausal>(job); }
+};
+template <class T, bool kCausal>
+struct DkDv {
+  static void run(const AttnJob<T>& job) { dkdv_pass<T, kCausal>(job); }
+};
+template <class T, bool kCausal>
+struct Dq {
+  static void run(const AttnJob<T>& job) { dq_pass<T, kCausal>(job); }
+};
+
 void ForwardF32(const AttnJob<float>& job) {
-  forward_pass(job);
+  with_causal<float, Forward>(job);
 }
 void ForwardF64(const AttnJob<double>& job) {
-  forward_pass(job);
+  with_causal<double, Forward>(job);
 }
 void DeltaF32(const AttnJob<float>& job) {
   delta_pass(job);
@@ -461,16 +483,16 @@ void DeltaF64(const AttnJob<double>& job) {
   delta_pass(job);
 }
 void DkDvF32(const AttnJob<float>& job) {
-  dkdv_pass(job);
+  with_causal<float, DkDv>(job);
 }
 void DkDvF64(const AttnJob<double>& job) {
-  dkdv_pass(job);
+  with_causal<double, DkDv>(job);
 }
 void DqF32(const AttnJob<float>& job) {
-  dq_pass(job);
+  with_causal<float, Dq>(job);
 }
 void DqF64(const AttnJob<double>& job) {
-  dq_pass(job);
+  with_causal<double, Dq>(job);
 }
 size_t LanesF32() {
   return hn::Lanes(hn::ScalableTag<float>());
