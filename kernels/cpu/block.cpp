@@ -43,20 +43,28 @@ void block_composed(View<const T> x, View<const T> attn_norm, View<const T> wq, 
                     View<T> y, int threads) {
   const extent_t B = x.shape()[0], N = x.shape()[1], Dm = x.shape()[2], D = wq.shape()[1] / H;
   const extent_t rows = B * N;
+  const extent_t x_sb = x.layout().stride(0), x_sn = x.layout().stride(1),
+                 x_sc = x.layout().stride(2);
+  const extent_t y_sb = y.layout().stride(0), y_sn = y.layout().stride(1),
+                 y_sc = y.layout().stride(2);
   // x as (B·N, Dm), row-major, whatever its layout: also the residual h
   Tensor<T> h(Shape{rows, Dm});  // (B·N, Dm)
+  T* const h_data = h.storage().data();
   for (extent_t b = 0; b < B; ++b)
     for (extent_t n = 0; n < N; ++n)
-      for (extent_t c = 0; c < Dm; ++c) h.view()(b * N + n, c) = x(b, n, c);
+      for (extent_t c = 0; c < Dm; ++c)
+        h_data[(b * N + n) * Dm + c] = x.data()[b * x_sb + n * x_sn + c * x_sc];
 
   // h = x + attn(rmsnorm(x))
-  Tensor<T> xn(Shape{rows, Dm}), q(Shape{rows, H * D}), k(Shape{rows, Hkv * D}),
-      v(Shape{rows, Hkv * D});
+  Tensor<T> xn(Shape{rows, Dm});                               // (B·N, Dm)
+  Tensor<T> q(Shape{rows, H * D});                             // (B·N, H·D)
+  Tensor<T> k(Shape{rows, Hkv * D}), v(Shape{rows, Hkv * D});  // (B·N, Hkv·D)
   rmsnorm_rows<T>(h.view(), attn_norm, eps, xn.view(), threads);
   gemm<T>(xn.view(), wq, q.view(), threads);
   gemm<T>(xn.view(), wk, k.view(), threads);
   gemm<T>(xn.view(), wv, v.view(), threads);
-  Tensor<T> o(Shape{rows, H * D}), lse(Shape{B, H, N});
+  Tensor<T> o(Shape{rows, H * D});  // (B·N, H·D)
+  Tensor<T> lse(Shape{B, H, N});    // (B, H, N)
   const AttentionParams params{1.0 / std::sqrt(double(D)), /*causal=*/true, threads};
   flash_attention_fwd<T>(as_heads<T>(q.view(), B, N, H, D), as_heads<T>(k.view(), B, N, Hkv, D),
                          as_heads<T>(v.view(), B, N, Hkv, D), as_heads<T>(o.view(), B, N, H, D),
@@ -64,12 +72,13 @@ void block_composed(View<const T> x, View<const T> attn_norm, View<const T> wq, 
   gemm<T>(o.view(), wo, h.view(), Epilogue::accumulate, View<const T>(), threads);
 
   // y = h + mlp(rmsnorm(h))
-  Tensor<T> hn(Shape{rows, Dm});
+  Tensor<T> hn(Shape{rows, Dm});  // (B·N, Dm)
   rmsnorm_rows<T>(h.view(), mlp_norm, eps, hn.view(), threads);
   mlp_swiglu_tiled<T>(hn.view(), w1, w3, w2, h.view(), /*accumulate=*/true, threads);
   for (extent_t b = 0; b < B; ++b)
     for (extent_t n = 0; n < N; ++n)
-      for (extent_t c = 0; c < Dm; ++c) y(b, n, c) = h.view()(b * N + n, c);
+      for (extent_t c = 0; c < Dm; ++c)
+        y.data()[b * y_sb + n * y_sn + c * y_sc] = h_data[(b * N + n) * Dm + c];
 }
 
 Cost block_cost(const Problem& p) {
