@@ -375,9 +375,12 @@ void dkdv_pass(const AttnJob<T>& job) {
     auto ds = hwy::AllocateAligned<T>(kRowBatch * BN);       // (ROW_BATCH, BLOCK_N)
     std::fill(q_rows.get(), q_rows.get() + kRowBatch * DP, T(0));
     std::fill(do_rows.get(), do_rows.get() + kRowBatch * DP, T(0));
-    size_t batch = 0, batch_visible = 0;  // rows waiting, and the most keys one of them sees
+    // Rows waiting, all seeing the same number of keys of the tile, so that a
+    // key never receives a term (0 · x) from a row that does not see it: a
+    // non-finite dO or Q in such a row must not reach that key's dK, dV.
+    size_t batch = 0, batch_visible = 0;
     // accumulate: dV_j += Σ_i P_ij dO_i, dK_j += Σ_i dS_ij Q_i over the batch,
-    // rows in ascending order (P = dS = 0 where row i does not see key j)
+    // rows in ascending order
     auto flush = [&] {
       for (size_t c = 0; c < batch_visible; ++c) {
         accumulate_rows(d, p.get() + c, BN, do_rows.get(), DP, batch, dv_acc.get() + c * DP, DP);
@@ -401,14 +404,15 @@ void dkdv_pass(const AttnJob<T>& job) {
           const size_t visible =
               static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
           if (visible == 0) continue;
-          T* q_row = q_rows.get() + batch * DP;    // (Dp)
-          T* do_row = do_rows.get() + batch * DP;  // (Dp)
+          if (batch > 0 && visible != batch_visible) flush();  // near the diagonal (causal)
+          T* q_row = q_rows.get() + batch * DP;                // (Dp)
+          T* do_row = do_rows.get() + batch * DP;              // (Dp)
           gather_row(job.q.row(b, h, i), job.q.sd, D, q_row);
           gather_row(job.dout.row(b, h, i), job.dout.sd, D, do_row);
           recompute_p_ds(d, q_row, do_row, kt.get(), vt.get(), D, BN, visible, job.scale, lse_i,
                          job.delta[(b * job.H + h) * N + i], p.get() + batch * BN,
                          ds.get() + batch * BN);
-          batch_visible = std::max(batch_visible, visible);
+          batch_visible = visible;
           if (++batch == kRowBatch) flush();
         }
       }

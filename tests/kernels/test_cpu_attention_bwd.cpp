@@ -97,5 +97,26 @@ TEST(FlashBwdEdge, RowsWithNoVisibleKeyContributeNothing) {
   }
 }
 
+// A key receives nothing from a row that does not see it: with causal
+// N = M = 12, row 0 sees key 0 only; a NaN in its dO must reach dV_0 and dK_0
+// (as in the DNF) and no other key.
+TEST(FlashBwdEdge, KeysARowDoesNotSeeGetNothingFromIt) {
+  for (const Format f : {Format::f64, Format::f32}) {
+    Problem p = attention_problem(Op::attention_bwd, f,
+                                  {1, 1, 1, 12, 12, 4, true, 0, LayoutKind::row_major});
+    BwdInputs c = make_case(p, LayoutKind::row_major, 14);
+    c.in[5].set({0, 0, 0, 1}, std::nan(""));
+    const auto out =
+        run_variant(variant(Op::attention_bwd, "cpu.flash_bwd"), p, c.in, LayoutKind::row_major);
+    EXPECT_TRUE(std::isnan(out[2].get({0, 0, 0, 1}))) << name(f) << " dv of key 0";
+    for (extent_t j = 1; j < 12; ++j) {
+      for (extent_t d = 0; d < 4; ++d) {
+        EXPECT_TRUE(std::isfinite(out[1].get({0, 0, j, d}))) << name(f) << " dk " << j;
+        EXPECT_TRUE(std::isfinite(out[2].get({0, 0, j, d}))) << name(f) << " dv " << j;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moacert::kernels::testing
