@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost-dev libboost-context-dev libmpfr-dev libgmp-dev libmpfi-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev libopenblas0-pthread libdlpack-dev
+  libtorch-dev libopenblas0-pthread libopenblas-dev libdlpack-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libhwy-dev libsleef-dev libhwloc-dev libomp-dev
   libopenmpi-dev openmpi-bin gnuplot-nox python3-mpmath

@@ -1,0 +1,57 @@
+// Kernel-internal entry points of the CPU flash-attention passes that
+// attention.bwd (cpu.flash_bwd), attention.fwdbwd (cpu.fused) and block
+// (cpu.composed) are built from. Vectorised with Highway (runtime dispatch),
+// threaded with OpenMP, deterministic: every output element has one owner
+// that sums in a fixed order, whatever the thread count. No atomics.
+//
+// Tensors are logical q, o, do, dq (B,H,N,D), k, v, dk, dv (B,Hkv,M,D),
+// lse (B,H,N), in any strides.
+#pragma once
+
+#include "reference/moa/moa.hpp"
+
+namespace moacert::kernels::cpu {
+
+struct AttentionParams {
+  double scale = 0;  // the scale actually used (never 0 here)
+  bool causal = false;
+  int threads = 0;  // 0: the OpenMP default
+};
+
+// The tiles the dispatched target uses: BLOCK_M query rows, BLOCK_N keys,
+// rows padded to d_padded elements. For cost functions and docs.
+struct AttentionTiles {
+  moa::extent_t block_m, block_n, d_padded;
+};
+AttentionTiles attention_tiles(int element_bytes, moa::extent_t D);
+
+// Scratch of the passes beyond inputs and outputs, in bytes, for `threads`
+// threads: per thread O((BLOCK_M + BLOCK_N) D), plus one D_i per query row.
+double attention_scratch_bytes(int element_bytes, moa::extent_t B, moa::extent_t H, moa::extent_t N,
+                               moa::extent_t D, int threads);
+
+// o, lse from q, k, v: tiled online softmax.
+template <class T>
+void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
+                         moa::View<T> o, moa::View<T> lse, const AttentionParams& params);
+
+// dq, dk, dv given o and lse: D_i = rowsum(dO ∘ O) from the given o, P
+// recomputed from the given lse.
+template <class T>
+void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
+                         moa::View<const T> o, moa::View<const T> lse, moa::View<const T> dout,
+                         moa::View<T> dq, moa::View<T> dk, moa::View<T> dv,
+                         const AttentionParams& params);
+
+// The fused forward+backward: o, lse, then dq, dk, dv with recomputation,
+// D_i taken from the forward's own O. No N×M intermediate.
+template <class T>
+void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
+                            moa::View<const T> dout, moa::View<T> o, moa::View<T> lse,
+                            moa::View<T> dq, moa::View<T> dk, moa::View<T> dv,
+                            const AttentionParams& params);
+
+// The number of (query row, key) pairs a head sees: N·M, or fewer with causal.
+double visible_pairs(bool causal, moa::extent_t N, moa::extent_t M);
+
+}  // namespace moacert::kernels::cpu

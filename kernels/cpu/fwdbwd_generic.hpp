@@ -1,0 +1,196 @@
+// The fused forward+backward ONF of attention (attention.fwdbwd, cpu.fused)
+// as a plain scalar template over T: the same loop nest, tiles and
+// owner-computes structure as the vectorised kernel in attention_bwd.cpp,
+// with none of its machinery. It includes neither Highway nor OpenMP, uses
+// only + - * /, exp and log by unqualified calls, comparisons and
+// dnf::ScalarTraits<T>, so the property engine can instantiate it with
+// boost::multiprecision::mpfr_float to prove the ONF rewrite right against
+// the DNF (reference/dnf/attention.hpp).
+//
+// The ONF, for batch b, query head h (kv head g = h / (H / Hkv)):
+//   forward   for each query block, for each key tile: online softmax
+//             (running max m, running sum l, unnormalised acc), then
+//             O = acc / l, LSE = m + log l, D_i = dO_i · O_i
+//   dK, dV    each key tile owns its rows of dK and dV: it loops over every
+//             query row of every query head of its group (in a fixed order),
+//             recomputing P_ij = exp(S_ij - LSE_i) and dS_ij
+//   dQ        each query block owns its rows of dQ: it loops over the key
+//             tiles in order, recomputing P and dS again
+// No N×M intermediate exists; scratch is O((BLOCK_M + BLOCK_N) D) per task
+// plus D_i, one scalar per query row. No atomics: every output element has
+// one owner, which sums in a fixed order.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "reference/dnf/scalar.hpp"
+#include "reference/moa/moa.hpp"
+
+namespace moacert::kernels::cpu {
+
+using moa::extent_t;
+using moa::View;
+
+// The first key a row may not see: keys [0, key_end(i)) are visible.
+// @post 0 <= result <= M; 0 means the row sees no key.
+inline extent_t key_end(bool causal, extent_t i, extent_t N, extent_t M) {
+  if (!causal) return M;
+  return std::clamp<extent_t>(i + (M - N) + 1, 0, M);
+}
+
+// The first query row that sees key j (causal): rows [row_begin(j), N).
+inline extent_t row_begin(bool causal, extent_t j, extent_t N, extent_t M) {
+  if (!causal) return 0;
+  return std::clamp<extent_t>(j - (M - N), 0, N);
+}
+
+template <class T>
+void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
+                          double scale_d, bool causal, View<T> o, View<T> lse, View<T> dq,
+                          View<T> dk, View<T> dv, extent_t block_m, extent_t block_n) {
+  using Tr = dnf::ScalarTraits<T>;
+  using std::exp;
+  using std::log;
+  const moa::Shape qs = q.shape(), ks = k.shape();
+  const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
+  if (block_m <= 0 || block_n <= 0)
+    throw std::invalid_argument("fused_fwdbwd_generic: block sizes must be positive");
+  const extent_t group = H / Hkv;
+  const T scale = Tr::from_double(scale_d);
+  const T zero = Tr::zero();
+  std::vector<T> delta(static_cast<std::size_t>(B * H * N), zero);  // D_i, (B, H, N)
+  auto delta_at = [&](extent_t b, extent_t h, extent_t i) -> T& {
+    return delta[static_cast<std::size_t>((b * H + h) * N + i)];
+  };
+
+  // ---- forward: online softmax over key tiles ------------------------------
+  for (extent_t b = 0; b < B; ++b) {
+    for (extent_t h = 0; h < H; ++h) {
+      const extent_t g = h / group;
+      for (extent_t i0 = 0; i0 < N; i0 += block_m) {
+        const extent_t rows = std::min(block_m, N - i0);
+        std::vector<T> m(rows, Tr::neg_inf()), l(rows, zero);          // (BLOCK_M)
+        std::vector<T> acc(static_cast<std::size_t>(rows * D), zero);  // (BLOCK_M, D)
+        for (extent_t j0 = 0; j0 < M; j0 += block_n) {
+          const extent_t cols = std::min(block_n, M - j0);  // tail tile: fewer keys
+          for (extent_t r = 0; r < rows; ++r) {
+            const extent_t i = i0 + r;
+            const extent_t visible = std::clamp<extent_t>(key_end(causal, i, N, M) - j0, 0, cols);
+            if (visible == 0) continue;  // no visible key in this tile
+            // scores and the tile's row max
+            std::vector<T> s(static_cast<std::size_t>(visible));  // (BLOCK_N)
+            T tile_max = Tr::neg_inf();
+            for (extent_t c = 0; c < visible; ++c) {
+              T dot = zero;
+              for (extent_t d = 0; d < D; ++d) dot += q(b, h, i, d) * k(b, g, j0 + c, d);
+              s[c] = scale * dot;
+              tile_max = Tr::max(tile_max, s[c]);
+            }
+            // rescale: the running max moves from m to m_new
+            const T m_new = Tr::max(m[r], tile_max);
+            const T shift = Tr::shift(m_new);
+            const bool first_tile = l[r] == zero;  // -inf max so far: nothing to rescale
+            const T alpha = first_tile ? zero : exp(Tr::shift(m[r]) - shift);
+            l[r] *= alpha;
+            for (extent_t d = 0; d < D; ++d) acc[r * D + d] *= alpha;
+            // exp, row_sum, accumulate
+            for (extent_t c = 0; c < visible; ++c) {
+              const T p = exp(s[c] - shift);
+              l[r] += p;
+              for (extent_t d = 0; d < D; ++d) acc[r * D + d] += p * v(b, g, j0 + c, d);
+            }
+            m[r] = m_new;
+          }
+        }
+        // normalise; D_i = dO_i · O_i
+        for (extent_t r = 0; r < rows; ++r) {
+          const extent_t i = i0 + r;
+          if (key_end(causal, i, N, M) == 0) {  // row with no visible key: O = 0, LSE = -inf
+            for (extent_t d = 0; d < D; ++d) o(b, h, i, d) = zero;
+            lse(b, h, i) = Tr::neg_inf();
+            delta_at(b, h, i) = zero;
+            continue;
+          }
+          T dsum = zero;
+          for (extent_t d = 0; d < D; ++d) {
+            o(b, h, i, d) = acc[r * D + d] / l[r];
+            dsum += dout(b, h, i, d) * o(b, h, i, d);
+          }
+          lse(b, h, i) = Tr::shift(m[r]) + log(l[r]);
+          delta_at(b, h, i) = dsum;
+        }
+      }
+    }
+  }
+
+  // One recomputed element: P_ij and dS_ij from the scores and LSE.
+  auto recompute = [&](extent_t b, extent_t h, extent_t g, extent_t i, extent_t j, T& p, T& ds) {
+    T dot = zero, dp = zero;
+    for (extent_t d = 0; d < D; ++d) {
+      dot += q(b, h, i, d) * k(b, g, j, d);
+      dp += dout(b, h, i, d) * v(b, g, j, d);
+    }
+    p = exp(scale * dot - T(lse(b, h, i)));
+    ds = p * (dp - delta_at(b, h, i));
+  };
+
+  // ---- dK, dV: each key tile owns its rows ---------------------------------
+  for (extent_t b = 0; b < B; ++b) {
+    for (extent_t g = 0; g < Hkv; ++g) {
+      for (extent_t j0 = 0; j0 < M; j0 += block_n) {
+        const extent_t cols = std::min(block_n, M - j0);
+        std::vector<T> dk_acc(static_cast<std::size_t>(cols * D), zero),  // (BLOCK_N, D)
+            dv_acc(static_cast<std::size_t>(cols * D), zero);             // (BLOCK_N, D)
+        for (extent_t h = g * group; h < (g + 1) * group; ++h) {
+          for (extent_t i = row_begin(causal, j0, N, M); i < N; ++i) {
+            const extent_t visible = std::clamp<extent_t>(key_end(causal, i, N, M) - j0, 0, cols);
+            for (extent_t c = 0; c < visible; ++c) {
+              T p, ds;
+              recompute(b, h, g, i, j0 + c, p, ds);
+              for (extent_t d = 0; d < D; ++d) {
+                dv_acc[c * D + d] += p * dout(b, h, i, d);
+                dk_acc[c * D + d] += ds * q(b, h, i, d);
+              }
+            }
+          }
+        }
+        for (extent_t c = 0; c < cols; ++c) {
+          for (extent_t d = 0; d < D; ++d) {
+            dk(b, g, j0 + c, d) = scale * dk_acc[c * D + d];
+            dv(b, g, j0 + c, d) = dv_acc[c * D + d];
+          }
+        }
+      }
+    }
+  }
+
+  // ---- dQ: each query block owns its rows ----------------------------------
+  for (extent_t b = 0; b < B; ++b) {
+    for (extent_t h = 0; h < H; ++h) {
+      const extent_t g = h / group;
+      for (extent_t i0 = 0; i0 < N; i0 += block_m) {
+        const extent_t rows = std::min(block_m, N - i0);
+        std::vector<T> dq_acc(static_cast<std::size_t>(rows * D), zero);  // (BLOCK_M, D)
+        for (extent_t j0 = 0; j0 < M; j0 += block_n) {
+          const extent_t cols = std::min(block_n, M - j0);
+          for (extent_t r = 0; r < rows; ++r) {
+            const extent_t visible =
+                std::clamp<extent_t>(key_end(causal, i0 + r, N, M) - j0, 0, cols);
+            for (extent_t c = 0; c < visible; ++c) {
+              T p, ds;
+              recompute(b, h, g, i0 + r, j0 + c, p, ds);
+              for (extent_t d = 0; d < D; ++d) dq_acc[r * D + d] += ds * k(b, g, j0 + c, d);
+            }
+          }
+        }
+        for (extent_t r = 0; r < rows; ++r)
+          for (extent_t d = 0; d < D; ++d) dq(b, h, i0 + r, d) = scale * dq_acc[r * D + d];
+      }
+    }
+  }
+}
+
+}  // namespace moacert::kernels::cpu
