@@ -101,14 +101,15 @@ double max_ratio(const properties::Verdict& v) {
   return r;
 }
 
-// Random f32 attention.fwd cases with N, M, D <= max_d and plain values.
-rc::Gen<properties::CaseSpec> gen_plain_fwd(moa::extent_t max_d) {
+// Random f32 attention.fwd cases with min_d <= N, M, D <= max_d and plain
+// values.
+rc::Gen<properties::CaseSpec> gen_plain_fwd(moa::extent_t min_d, moa::extent_t max_d) {
   return rc::gen::exec([=] {
     properties::CaseSpec s = *properties::gen_case_spec(Op::attention_fwd, Format::f32, {}, false);
     Dims& d = s.problem.dims;
-    d.N = *rc::gen::inRange<moa::extent_t>(1, max_d + 1);
-    d.M = *rc::gen::inRange<moa::extent_t>(1, max_d + 1);
-    d.D = *rc::gen::inRange<moa::extent_t>(1, max_d + 1);
+    d.N = *rc::gen::inRange<moa::extent_t>(min_d, max_d + 1);
+    d.M = *rc::gen::inRange<moa::extent_t>(min_d, max_d + 1);
+    d.D = *rc::gen::inRange<moa::extent_t>(min_d, max_d + 1);
     d.B = 1;
     d.H = d.Hkv = 1;
     s.problem.params.causal = false;
@@ -122,8 +123,10 @@ rc::Gen<properties::CaseSpec> gen_plain_fwd(moa::extent_t max_d) {
   });
 }
 
-// Not vacuous: on every random case the naive kernel reaches a fraction
-// 1 / (20 (M + D + 10)) of the bound somewhere. The bound's leading terms
+// Not vacuous: on every random case with 8 <= N, M, D <= 64 the naive
+// kernel reaches a fraction 1 / (20 (M + D + 10)) of the bound somewhere.
+// (Below 8, the bound's constant terms — one exp, one log, a few roundings —
+// dominate errors that are often exactly zero: one key gives O = V.) The bound's leading terms
 // grow like (M + D) u (the worst summation order and up to M online
 // rescales), while a sequential loop on random data errs like a random walk;
 // measured over 300 cases with N, M, D <= 256 (docs/bounds.md),
@@ -134,7 +137,7 @@ TEST(AprioriBounds, NaiveKernelReachesAFractionOfTheBound) {
   const kernels::Variant* naive = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.dnf");
   ASSERT_NE(naive, nullptr);
   const bool ok = rc::check("cpu.dnf reaches 1/(20(M+D+10)) of the bound", [&] {
-    const Case c = properties::make_case(*gen_plain_fwd(64));
+    const Case c = properties::make_case(*gen_plain_fwd(8, 64));
     const oracle::Answer exact = oracle::evaluate(c);
     const auto bounds = oracle::apriori_bounds(c);
     const properties::Verdict v =
@@ -152,7 +155,7 @@ TEST(AprioriBounds, NaiveKernelReachesAFractionOfTheBound) {
 template <class S>
 bool planted_kernel_passes_everywhere() {
   return rc::check(std::string("planted lossy kernel passes (expected to be falsified)"), [] {
-    const Case c = properties::make_case(*gen_plain_fwd(64));
+    const Case c = properties::make_case(*gen_plain_fwd(1, 64));
     const oracle::Answer exact = oracle::evaluate(c);
     const auto bounds = oracle::apriori_bounds(c);
     RC_ASSERT(properties::judge(c, exact, planted_fwd<S>(c), {}, &bounds).holds);
