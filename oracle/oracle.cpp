@@ -147,21 +147,25 @@ class Driver {
     pending_.assign(units.size(), 0);
 
     // First pass: store the enclosures (the sink runs under round-upward),
-    // then decide under round-to-nearest.
-    detail::fast_pass(case_, units, opt_.threads,
-                      [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
-                        const auto i = static_cast<std::size_t>(flat);
-                        lo_[out][i] = lo;
-                        hi_[out][i] = hi;
-                        unit_of_[out][i] = u;
-                      });
-    answer_.max_precision_used = 53;
-    for (std::size_t out = 0; out < lo_.size(); ++out) {
-      for (std::size_t i = 0; i < lo_[out].size(); ++i) {
-        if (decide_fast(out, i)) {
-          ++answer_.decided_first;
-        } else {
-          pending_[unit_of_[out][i]] = 1;
+    // then decide under round-to-nearest. Block has none (passes.hpp).
+    if (case_.problem.op == Op::block) {
+      pending_.assign(units.size(), 1);
+    } else {
+      detail::fast_pass(case_, units, opt_.threads,
+                        [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
+                          const auto i = static_cast<std::size_t>(flat);
+                          lo_[out][i] = lo;
+                          hi_[out][i] = hi;
+                          unit_of_[out][i] = u;
+                        });
+      answer_.max_precision_used = 53;
+      for (std::size_t out = 0; out < lo_.size(); ++out) {
+        for (std::size_t i = 0; i < lo_[out].size(); ++i) {
+          if (decide_fast(out, i)) {
+            ++answer_.decided_first;
+          } else {
+            pending_[unit_of_[out][i]] = 1;
+          }
         }
       }
     }

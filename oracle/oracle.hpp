@@ -42,7 +42,7 @@ struct TensorAnswer {
 
 struct Answer {
   std::vector<TensorAnswer> outputs;  // ops-table order
-  std::int64_t decided_first = 0;     // elements decided at the first precision
+  std::int64_t decided_first = 0;  // elements decided by the first pass (doubles; none for block)
   std::int64_t elements = 0;
   int max_precision_used = 0;     // 53 when the first pass decided everything
   std::int64_t undetermined = 0;  // elements left undetermined at the cap
