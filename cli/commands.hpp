@@ -16,5 +16,6 @@ class UsageError : public std::runtime_error {
 };
 
 void add_list(CLI::App& app, int& status);
+void add_oracle(CLI::App& app, int& status);
 
 }  // namespace moacert::cli

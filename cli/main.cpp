@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <exception>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 
@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int status = 0;
   moacert::cli::add_list(app, status);
+  moacert::cli::add_oracle(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
