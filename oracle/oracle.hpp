@@ -34,8 +34,10 @@ struct DD {
 struct TensorAnswer {
   std::string name;
   moa::Shape shape;
-  std::vector<double> rounded;             // correctly rounded to the format (exact in double)
-  std::vector<DD> exact;                   // the exact value to ~106 bits (±inf where infinite)
+  std::vector<double> rounded;  // correctly rounded to the format (exact in double)
+  std::vector<DD> exact;  // the midpoint of the element's final enclosure (±inf where infinite):
+                          // as accurate as Answer::max_relative_width says; ~106 bits with
+                          // Options::exact_digits >= 32
   std::vector<std::uint8_t> undetermined;  // 1 where the cap was reached undecided
   std::vector<std::string> exact_decimal;  // with Options::exact_digits > 0: "d.ddd…e±XX"
 };
@@ -48,8 +50,9 @@ struct Answer {
   std::int64_t undetermined = 0;  // elements left undetermined at the cap
   // The largest relative width (hi - lo) / min(|lo|, |hi|) of the enclosure
   // an element's `exact` was taken from, over finite non-zero elements: the
-  // DD is that accurate (about 2^-45 after the first pass alone, 2^-106
-  // after a narrowing pass). 0 when every such enclosure was a point.
+  // accuracy of the DDs. After the first pass alone it is largest where a
+  // sum cancels (2^-31 in the f32 benchmark); after MPFI at 128 bits about
+  // 2^-106. 0 when every such enclosure was a point (docs/oracle.md).
   double max_relative_width = 0;
 };
 
