@@ -188,6 +188,24 @@ TEST_P(EveryFormat, LayoutsAndThreadsDoNotMatter) {
   }
 }
 
+// attention.bwd's answer depends on q, k, v and dO alone: it equals the
+// backward half of fwdbwd, whatever o and lse hold.
+TEST_P(EveryFormat, BackwardIgnoresOAndLse) {
+  const Dims d = small_dims(Op::attention_bwd);
+  const Case fused = make_case(Op::attention_fwdbwd, GetParam(), d, 12, /*causal=*/true);
+  Case bwd = make_case(Op::attention_bwd, GetParam(), d, 13, /*causal=*/true);
+  bwd.inputs[0] = fused.inputs[0];
+  bwd.inputs[1] = fused.inputs[1];
+  bwd.inputs[2] = fused.inputs[2];
+  bwd.inputs[5] = fused.inputs[3];  // do; o and lse stay random
+  const Answer a = evaluate(fused), b = evaluate(bwd);
+  for (std::size_t k = 0; k < 3; ++k) {
+    ASSERT_EQ(a.outputs[2 + k].rounded.size(), b.outputs[k].rounded.size());
+    for (std::size_t i = 0; i < b.outputs[k].rounded.size(); ++i)
+      EXPECT_TRUE(same_bits(a.outputs[2 + k].rounded[i], b.outputs[k].rounded[i]));
+  }
+}
+
 // Non-finite inputs propagate as the IEEE DNF says: an infinity in a seen
 // value row makes O infinite, a NaN query makes its row NaN, and a NaN
 // behind the causal mask is never read.

@@ -176,9 +176,10 @@ TEST_P(EveryOp, EnclosuresContainThePointValue) {
 TEST_P(EveryOp, RoundsCorrectlyAgainst2000Bits) {
   Precision precision(2000);
   for (Format f : kAllFormats) {
-    for (bool causal : {false, true}) {
-      SCOPED_TRACE(std::string(name(f)) + (causal ? " causal" : ""));
-      const Case c = make_case(GetParam(), f, small_dims(GetParam()), 22, causal);
+    for (unsigned seed = 40; seed < 44; ++seed) {
+      const bool causal = seed % 2 == 1;
+      SCOPED_TRACE(std::string(name(f)) + " seed " + std::to_string(seed));
+      const Case c = make_case(GetParam(), f, small_dims(GetParam()), seed, causal);
       const auto exact = dnf_outputs(c);
       const Answer a = evaluate(c);
       EXPECT_EQ(a.undetermined, 0);
