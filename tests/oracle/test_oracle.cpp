@@ -206,6 +206,39 @@ TEST_P(EveryFormat, BackwardIgnoresOAndLse) {
   }
 }
 
+// y = silu(x w1) · (x w3) · w2 with one-element weights lands past the
+// format's overflow threshold, or just under half its smallest subnormal:
+// the oracle rounds to inf and to a signed zero while the exact value stays
+// finite and non-zero.
+TEST(Oracle, OverflowAndUnderflowOfTheOutput) {
+  auto mlp = [](Format f, double w1, double w3, double w2) {
+    Case c = make_case(Op::mlp_swiglu, f, {.T = 1, .Dm = 1, .F = 1}, 14);
+    c.inputs[0].set({0, 0}, 1);
+    c.inputs[1].set({0, 0}, w1);
+    c.inputs[2].set({0, 0}, w3);
+    c.inputs[3].set({0, 0}, w2);
+    return evaluate(c).outputs[0];
+  };
+  // f16: 64 · 1024 · 2 · (1 - e^-64) > 65504 + 16
+  TensorAnswer y = mlp(Format::f16, 64, 1024, 2);
+  EXPECT_EQ(y.rounded[0], kInf);
+  EXPECT_NEAR(y.exact[0].hi, 131072, 131072 * 0x1p-45);  // (the first pass decided it)
+  // f16: 64 · 2^-7 · 2^-24 · (1 - e^-64) = 2^-25 (1 - e^-64): just under
+  // half the smallest subnormal, so +0; with w1 = -64 a tiny negative, -0.
+  y = mlp(Format::f16, 64, 0x1p-7, 0x1p-24);
+  EXPECT_TRUE(same_bits(y.rounded[0], 0.0));
+  EXPECT_GT(y.exact[0].hi, 0);
+  y = mlp(Format::f16, -64, 0x1p-7, 0x1p-24);
+  EXPECT_TRUE(same_bits(y.rounded[0], -0.0));
+  // bf16 and f32: 2^100 · 2^100 · 2^100 overflows both; f64 holds it.
+  EXPECT_EQ(mlp(Format::bf16, 0x1p100, 0x1p100, 0x1p100).rounded[0], kInf);
+  EXPECT_EQ(mlp(Format::f32, 0x1p100, 0x1p100, 0x1p100).rounded[0], kInf);
+  EXPECT_EQ(mlp(Format::f64, 0x1p100, 0x1p100, 0x1p100).rounded[0], 0x1p300);
+  // bf16: a result just above half its smallest subnormal rounds up to it.
+  y = mlp(Format::bf16, 0x1p-60, 0x1p-60, 0x1p-13);  // silu(z) = z/2 + z²/4 - ...: > 2^-134
+  EXPECT_EQ(y.rounded[0], 0x1p-133);
+}
+
 // Non-finite inputs propagate as the IEEE DNF says: an infinity in a seen
 // value row makes O infinite, a NaN query makes its row NaN, and a NaN
 // behind the causal mask is never read.
