@@ -6,6 +6,7 @@
 //     forward to many digits.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <mutex>
@@ -170,6 +171,44 @@ TEST_P(EveryOp, EnclosuresContainThePointValue) {
     }
     EXPECT_GT(checked, 0);
     EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first " << failures.front();
+  }
+}
+
+// Larger attention cases with a wide spread of scores (scale 4), where
+// exp underflows far below the row max: the first pass's enclosures still
+// contain the 300-bit value.
+TEST(Oracle, FirstPassEnclosesWideSoftmaxRows) {
+  Precision precision(300);
+  for (unsigned seed = 50; seed < 54; ++seed) {
+    const Dims d{.B = 1, .H = 2, .Hkv = 2, .N = 9, .M = 16, .D = 8};
+    Case c = make_case(Op::attention_fwdbwd, Format::f32, d, seed, seed % 2 == 1);
+    c.problem.params.scale = 4 + seed;
+    const auto exact = dnf_outputs(c);
+    std::vector<std::array<double, 2>> lo_hi;
+    std::vector<std::pair<int, moa::extent_t>> where;
+    std::mutex m;
+    detail::fast_pass(c, detail::units_of(c.problem), 2,
+                      [&](std::size_t, int out, moa::extent_t flat, double l, double h) {
+                        std::lock_guard<std::mutex> lock(m);
+                        lo_hi.push_back({l, h});
+                        where.emplace_back(out, flat);
+                      });
+    ASSERT_EQ(lo_hi.size(), 2u * 9 * 8 + 2 * 9 + 2 * 9 * 8 + 2 * 2 * 16 * 8);
+    mpfr_t lo, hi;
+    mpfr_init2(lo, 53);
+    mpfr_init2(hi, 53);
+    int failures = 0;
+    for (std::size_t n = 0; n < lo_hi.size(); ++n) {
+      mpfr_set_d(lo, lo_hi[n][0], MPFR_RNDN);
+      mpfr_set_d(hi, lo_hi[n][1], MPFR_RNDN);
+      const Real& v = exact[static_cast<std::size_t>(where[n].first)]
+                          .storage()[static_cast<std::size_t>(where[n].second)];
+      if (std::isnan(lo_hi[n][0])) continue;  // no enclosure: MPFI decides it
+      if (!contains(lo, hi, v)) ++failures;
+    }
+    mpfr_clear(lo);
+    mpfr_clear(hi);
+    EXPECT_EQ(failures, 0) << "seed " << seed;
   }
 }
 
