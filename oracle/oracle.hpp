@@ -22,6 +22,13 @@ struct Options {
   // narrow (an exact zero reached through inexact operations) stop at the
   // cap, with their decision unaffected.
   int exact_digits = 0;
+  // Every element's DD `exact` is within 2^-exact_ulp_bits ulp of the
+  // format of the exact value (half its enclosure's width), so that an error
+  // measured against it in ulps is right to that much: a correctly rounded
+  // result measures at most 0.5 + 2^-12 by default. Elements the first pass
+  // decided with a coarser enclosure (where a sum cancels) are narrowed by
+  // MPFI for their DD alone. 0: no such narrowing.
+  int exact_ulp_bits = 12;
 };
 
 // A double-double: hi + lo with |lo| <= ulp(hi)/2, about 106 bits; enough to
@@ -36,7 +43,7 @@ struct TensorAnswer {
   moa::Shape shape;
   std::vector<double> rounded;  // correctly rounded to the format (exact in double)
   std::vector<DD> exact;  // the midpoint of the element's final enclosure (±inf where infinite):
-                          // as accurate as Answer::max_relative_width says; ~106 bits with
+                          // within 2^-exact_ulp_bits ulp (Options); ~106 bits with
                           // Options::exact_digits >= 32
   std::vector<std::uint8_t> undetermined;  // 1 where the cap was reached undecided
   std::vector<std::string> exact_decimal;  // with Options::exact_digits > 0: "d.ddd…e±XX"
@@ -50,9 +57,8 @@ struct Answer {
   std::int64_t undetermined = 0;  // elements left undetermined at the cap
   // The largest relative width (hi - lo) / min(|lo|, |hi|) of the enclosure
   // an element's `exact` was taken from, over finite non-zero elements: the
-  // accuracy of the DDs. After the first pass alone it is largest where a
-  // sum cancels (2^-31 in the f32 benchmark); after MPFI at 128 bits about
-  // 2^-106. 0 when every such enclosure was a point (docs/oracle.md).
+  // relative accuracy of the DDs (docs/oracle.md). 0 when every such
+  // enclosure was a point.
   double max_relative_width = 0;
 };
 

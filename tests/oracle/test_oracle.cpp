@@ -10,6 +10,7 @@
 
 #include "oracle/oracle.hpp"
 #include "oracle/rounding.hpp"
+#include "oracle/ulp.hpp"
 #include "tests/oracle/make_case.hpp"
 
 namespace moacert::oracle {
@@ -77,6 +78,10 @@ TEST_P(EveryFormat, EveryOpAnswers) {
           EXPECT_TRUE(std::isfinite(t.rounded[i])) << t.name << "[" << i << "]";
           EXPECT_TRUE(same_bits(round_to_format(t.exact[i].hi, f), t.rounded[i]) ||
                       t.rounded[i] == 0)
+              << t.name << "[" << i << "]";
+          // The DD is within 2^-12 ulp (Options::exact_ulp_bits): the
+          // correctly rounded value measures at most 0.5 + 2^-12 against it.
+          EXPECT_LE(ulp_error(f, t.rounded[i], t.exact[i]), 0.5 + 0x1p-12)
               << t.name << "[" << i << "]";
         }
       }
