@@ -34,7 +34,7 @@ void BM_OracleAttentionFwd(benchmark::State& state) {
   const Case c = reference_case(f, state.range(1) != 0);
   oracle::Answer a;
   for (auto _ : state) {
-    a = oracle::evaluate(c, {.threads = 1});
+    a = oracle::evaluate(c, {.threads = 1, .exact_ulp_bits = static_cast<int>(state.range(2))});
     benchmark::DoNotOptimize(a);
   }
   state.counters["decided_first_pct"] = 100.0 * double(a.decided_first) / double(a.elements);
@@ -42,13 +42,18 @@ void BM_OracleAttentionFwd(benchmark::State& state) {
   state.counters["max_bits"] = a.max_precision_used;
   state.counters["log2_max_rel_width"] =
       a.max_relative_width > 0 ? std::log2(a.max_relative_width) : -9999;
-  state.SetLabel(std::string(name(f)) + (state.range(1) ? " causal" : ""));
+  state.SetLabel(std::string(name(f)) + (state.range(1) ? " causal" : "") + " exact_ulp_bits " +
+                 std::to_string(state.range(2)));
 }
 BENCHMARK(BM_OracleAttentionFwd)
-    ->Args({static_cast<int>(Format::f32), 0})
-    ->Args({static_cast<int>(Format::f32), 1})
-    ->Args({static_cast<int>(Format::bf16), 0})
-    ->Args({static_cast<int>(Format::f64), 0})
+    // (format, causal, exact_ulp_bits): the default DD accuracy (10), the
+    // first pass alone (0), and a stricter DD (12)
+    ->Args({static_cast<int>(Format::f32), 0, 10})
+    ->Args({static_cast<int>(Format::f32), 0, 0})
+    ->Args({static_cast<int>(Format::f32), 0, 12})
+    ->Args({static_cast<int>(Format::f32), 1, 10})
+    ->Args({static_cast<int>(Format::bf16), 0, 10})
+    ->Args({static_cast<int>(Format::f64), 0, 10})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();

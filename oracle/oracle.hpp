@@ -25,10 +25,10 @@ struct Options {
   // Every element's DD `exact` is within 2^-exact_ulp_bits ulp of the
   // format of the exact value (half its enclosure's width), so that an error
   // measured against it in ulps is right to that much: a correctly rounded
-  // result measures at most 0.5 + 2^-12 by default. Elements the first pass
+  // result measures at most 0.5 + 2^-10 by default. Elements the first pass
   // decided with a coarser enclosure (where a sum cancels) are narrowed by
   // MPFI for their DD alone. 0: no such narrowing.
-  int exact_ulp_bits = 12;
+  int exact_ulp_bits = 10;
 };
 
 // A double-double: hi + lo with |lo| <= ulp(hi)/2, about 106 bits; enough to
