@@ -33,7 +33,11 @@ int run_oracle(const OracleArgs& args) {
   options.threads = args.threads;
   options.exact_digits = 40;  // the case files' "exact" strings
   const oracle::Answer a = oracle::evaluate(c, options);
-  oracle::write_json_file(args.output, oracle::write_answer(c, a));
+  try {
+    oracle::write_json_file(args.output, oracle::write_answer(c, a));
+  } catch (const std::runtime_error& e) {  // a path we cannot write: bad usage
+    throw UsageError(std::string("oracle: ") + e.what());
+  }
   if (a.undetermined > 0) {
     fmt::print(stderr,
                "moacert: oracle: {} of {} elements undetermined at {} bits (listed in {})\n",
