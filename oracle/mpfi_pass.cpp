@@ -7,6 +7,7 @@
 // and every unit of one call runs at the same precision (the Ziv loop in
 // oracle.cpp raises it level by level, between calls).
 #include <limits>
+#include <string>
 
 #include <omp.h>
 #include <boost/multiprecision/mpfi.hpp>

@@ -18,6 +18,7 @@
 //   block                one unit per batch b (attention mixes the rows)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
