@@ -63,7 +63,8 @@ struct Answer {
 };
 
 // Evaluates the case's DNF; throws std::invalid_argument on a case the op
-// does not define (or whose inputs do not match its problem). Non-finite
+// does not define (or whose inputs do not match its problem). Safe to call
+// from several threads at once (their MPFI passes take turns). Non-finite
 // inputs: see docs/oracle.md#non-finite.
 Answer evaluate(const Case& c, const Options& options = {});
 

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include <mpfr.h>
 
@@ -242,6 +243,21 @@ TEST(Oracle, OverflowAndUnderflowOfTheOutput) {
   // bf16: a result just above half its smallest subnormal rounds up to it.
   y = mlp(Format::bf16, 0x1p-60, 0x1p-60, 0x1p-13);  // silu(z) = z/2 + z²/4 - ...: > 2^-134
   EXPECT_EQ(y.rounded[0], 0x1p-133);
+}
+
+// Concurrent evaluate() calls give the answers of sequential ones.
+TEST(Oracle, ConcurrentCallsAgree) {
+  const Case c = make_case(Op::attention_fwdbwd, Format::f64, small_dims(Op::attention_fwdbwd), 15);
+  const Answer want = evaluate(c, {.threads = 1});
+  std::vector<Answer> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = evaluate(c, {.threads = 1}); });
+  for (std::thread& t : threads) t.join();
+  for (const Answer& a : got)
+    for (std::size_t k = 0; k < a.outputs.size(); ++k)
+      for (std::size_t i = 0; i < a.outputs[k].rounded.size(); ++i)
+        EXPECT_TRUE(same_bits(a.outputs[k].rounded[i], want.outputs[k].rounded[i]));
 }
 
 // Non-finite inputs propagate as the IEEE DNF says: an infinity in a seen
