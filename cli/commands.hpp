@@ -19,5 +19,6 @@ void add_list(CLI::App& app, int& status);
 void add_certify(CLI::App& app, int& status);
 void add_reproduce(CLI::App& app, int& status);
 void add_bench(CLI::App& app, int& status);
+void add_oracle(CLI::App& app, int& status);
 
 }  // namespace moacert::cli

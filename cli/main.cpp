@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   moacert::cli::add_certify(app, status);
   moacert::cli::add_reproduce(app, status);
   moacert::cli::add_bench(app, status);
+  moacert::cli::add_oracle(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

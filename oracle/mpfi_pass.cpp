@@ -5,8 +5,11 @@
 // Boost 1.74 keeps mpfi_float's default precision in a plain static, shared
 // by all threads, so the precision is set once before the parallel region
 // and every unit of one call runs at the same precision (the Ziv loop in
-// oracle.cpp raises it level by level, between calls).
+// oracle.cpp raises it level by level, between calls); a mutex keeps
+// concurrent calls from different threads apart.
 #include <limits>
+#include <mutex>
+#include <string>
 
 #include <omp.h>
 #include <boost/multiprecision/mpfi.hpp>
@@ -69,6 +72,12 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
   unsigned digits10 = 1;
   while (boost::multiprecision::detail::digits10_2_2(digits10) < static_cast<unsigned long>(bits))
     ++digits10;
+  // One MPFI pass at a time in the process: concurrent evaluate() calls
+  // (say, certify checking cases in parallel) would otherwise change the
+  // precision under each other's feet.
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> lock(one_at_a_time);
+  const unsigned saved = Mpfi::default_precision();
   Mpfi::default_precision(digits10);
   const Inputs<Mpfi> in = make_inputs<Mpfi>(c);
   const int used = static_cast<int>(mpfi_get_prec(Mpfi(0).backend().data()));
@@ -91,6 +100,7 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
       }
     }
   }
+  Mpfi::default_precision(saved);
   if (failed) throw std::logic_error(error);
   return used;
 }

@@ -27,6 +27,13 @@ bool same_bits(double a, double b) {
   return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
+// The exponent of ulp_F(x) (MPFR/Goldberg), for a finite double x.
+int ulp_exponent(double x, Format f) {
+  const FormatInfo fi = info(f);
+  const int e = x == 0 ? fi.emin : std::max(std::ilogb(x), fi.emin);
+  return e - fi.precision + 1;
+}
+
 // The bits of relative width an enclosure must reach for exact_digits.
 int bits_for_digits(int digits) {
   return digits > 0 ? static_cast<int>(std::ceil(digits * 3.3219280948873623)) + 4 : 0;
@@ -138,6 +145,8 @@ class Driver {
       lo_.emplace_back(n, kNaN);
       hi_.emplace_back(n, kNaN);
       unit_of_.emplace_back(n, 0);
+      refine_.emplace_back(n, 0);
+      width_.emplace_back(n, 0.0);
       answer_.elements += static_cast<std::int64_t>(n);
     }
   }
@@ -147,21 +156,24 @@ class Driver {
     pending_.assign(units.size(), 0);
 
     // First pass: store the enclosures (the sink runs under round-upward),
-    // then decide under round-to-nearest.
-    detail::fast_pass(case_, units, opt_.threads,
-                      [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
-                        const auto i = static_cast<std::size_t>(flat);
-                        lo_[out][i] = lo;
-                        hi_[out][i] = hi;
-                        unit_of_[out][i] = u;
-                      });
-    answer_.max_precision_used = 53;
-    for (std::size_t out = 0; out < lo_.size(); ++out) {
-      for (std::size_t i = 0; i < lo_[out].size(); ++i) {
-        if (decide_fast(out, i)) {
-          ++answer_.decided_first;
-        } else {
-          pending_[unit_of_[out][i]] = 1;
+    // then decide under round-to-nearest. Block has none (passes.hpp).
+    if (case_.problem.op == Op::block) {
+      pending_.assign(units.size(), 1);
+    } else {
+      detail::fast_pass(case_, units, opt_.threads,
+                        [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
+                          const auto i = static_cast<std::size_t>(flat);
+                          lo_[out][i] = lo;
+                          hi_[out][i] = hi;
+                          unit_of_[out][i] = u;
+                        });
+      answer_.max_precision_used = 53;
+      for (std::size_t out = 0; out < lo_.size(); ++out) {
+        for (std::size_t i = 0; i < lo_[out].size(); ++i) {
+          if (decide_fast(out, i)) ++answer_.decided_first;
+          // Undecided, or decided with a DD too coarse: on to MPFI.
+          if (answer_.outputs[out].undetermined[i] || refine_[out][i])
+            pending_[unit_of_[out][i]] = 1;
         }
       }
     }
@@ -181,8 +193,11 @@ class Driver {
           detail::mpfi_pass(case_, todo, bits, opt_.threads,
                             [&](std::size_t u, int out, moa::extent_t flat, mpfi_srcptr x) {
                               const auto i = static_cast<std::size_t>(flat);
-                              if (!answer_.outputs[out].undetermined[i]) return;  // decided earlier
-                              if (!decide_mpfi(out, i, x, last)) still[u] = 1;
+                              if (answer_.outputs[out].undetermined[i]) {
+                                if (!decide_mpfi(out, i, x, last)) still[u] = 1;
+                              } else if (refine_[out][i]) {
+                                if (!refine_mpfi(out, i, x, last)) still[u] = 1;
+                              }
                             });
       answer_.max_precision_used = std::max(answer_.max_precision_used, used);
       if (last) break;
@@ -194,16 +209,12 @@ class Driver {
 
     for (const TensorAnswer& t : answer_.outputs)
       for (std::uint8_t flag : t.undetermined) answer_.undetermined += flag;
+    for (const auto& w : width_)
+      for (double x : w) answer_.max_relative_width = std::max(answer_.max_relative_width, x);
     return std::move(answer_);
   }
 
  private:
-  void note_width(double w) {
-    // Called from the MPFI sinks, in parallel.
-#pragma omp critical(moacert_oracle_width)
-    answer_.max_relative_width = std::max(answer_.max_relative_width, w);
-  }
-
   void set(std::size_t out, std::size_t i, double rounded, DD exact) {
     TensorAnswer& t = answer_.outputs[out];
     t.rounded[i] = rounded;
@@ -227,8 +238,10 @@ class Driver {
     if (!same_bits(rlo, rhi)) return false;
     set(out, i, rlo, DD{lo + (hi - lo) / 2, 0});
     const double m = std::min(std::fabs(lo), std::fabs(hi));
-    if ((lo > 0) == (hi > 0) && m > 0)
-      answer_.max_relative_width = std::max(answer_.max_relative_width, (hi - lo) / m);
+    if ((lo > 0) == (hi > 0) && m > 0) width_[out][i] = (hi - lo) / m;
+    if (opt_.exact_ulp_bits > 0 &&
+        hi - lo > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
+      refine_[out][i] = 1;
     return true;
   }
 
@@ -252,16 +265,46 @@ class Driver {
     const double width = relative_width(lo, hi);
     const bool narrow = need_bits_ == 0 || width <= std::ldexp(1.0, -need_bits_);
     const bool decided = same_bits(rlo, rhi) && !std::isnan(rlo);
-    if ((decided && narrow) || last) {
+    if ((decided && narrow && dd_accurate(lo, hi)) || last) {
       Mpfr mid(static_cast<mpfr_prec_t>(mpfi_get_prec(x)) + 1);
       mpfi_mid(mid.v, x);
       set(out, i, decided ? rlo : round_to_format(mid.v, fmt_), dd_of(mid.v));
       if (opt_.exact_digits > 0) t.exact_decimal[i] = decimal_of(mid.v, opt_.exact_digits);
-      if (std::isfinite(width)) note_width(width);
+      width_[out][i] = std::isfinite(width) ? width : 0;
       if (!decided) t.undetermined[i] = 1;
       return decided;
     }
     return false;
+  }
+
+  // Whether the midpoint of [lo, hi] is within 2^-exact_ulp_bits ulp of every
+  // point of it (for decided enclosures, whose ends have one sign).
+  bool dd_accurate(mpfr_srcptr lo, mpfr_srcptr hi) const {
+    if (opt_.exact_ulp_bits <= 0) return true;
+    Mpfr w(64);
+    mpfr_sub(w.v, hi, lo, MPFR_RNDU);
+    const double small =
+        mpfr_cmpabs(lo, hi) < 0 ? mpfr_get_d(lo, MPFR_RNDZ) : mpfr_get_d(hi, MPFR_RNDZ);
+    return mpfr_cmp_d(w.v, std::ldexp(1.0, ulp_exponent(std::fabs(small), fmt_) -
+                                               opt_.exact_ulp_bits + 1)) <= 0;
+  }
+
+  // A decided element whose first-pass DD was too coarse takes the MPFI
+  // enclosure's midpoint once that is accurate enough (or at the cap).
+  bool refine_mpfi(std::size_t out, std::size_t i, mpfi_srcptr x, bool last) {
+    mpfr_srcptr lo = &x->left, hi = &x->right;
+    if (mpfr_nan_p(lo) || mpfr_nan_p(hi)) return true;  // keep the first pass's
+    const bool accurate = mpfr_equal_p(lo, hi) || dd_accurate(lo, hi);
+    if (!accurate && !last) return false;
+    if (accurate) {
+      Mpfr mid(static_cast<mpfr_prec_t>(mpfi_get_prec(x)) + 1);
+      mpfi_mid(mid.v, x);
+      answer_.outputs[out].exact[i] = dd_of(mid.v);
+      const double width = relative_width(lo, hi);
+      width_[out][i] = std::isfinite(width) ? width : 0;
+    }
+    refine_[out][i] = 0;
+    return true;
   }
 
   const Case& case_;
@@ -271,6 +314,8 @@ class Driver {
   Answer answer_;
   std::vector<std::vector<double>> lo_, hi_;
   std::vector<std::vector<std::size_t>> unit_of_;
+  std::vector<std::vector<std::uint8_t>> refine_;  // decided, but the DD needs MPFI
+  std::vector<std::vector<double>> width_;         // relative width behind each DD
   std::vector<std::uint8_t> pending_;
 };
 

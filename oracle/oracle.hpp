@@ -22,6 +22,13 @@ struct Options {
   // narrow (an exact zero reached through inexact operations) stop at the
   // cap, with their decision unaffected.
   int exact_digits = 0;
+  // Every element's DD `exact` is within 2^-exact_ulp_bits ulp of the
+  // format of the exact value (half its enclosure's width), so that an error
+  // measured against it in ulps is right to that much: a correctly rounded
+  // result measures at most 0.5 + 2^-10 by default. Elements the first pass
+  // decided with a coarser enclosure (where a sum cancels) are narrowed by
+  // MPFI for their DD alone. 0: no such narrowing.
+  int exact_ulp_bits = 10;
 };
 
 // A double-double: hi + lo with |lo| <= ulp(hi)/2, about 106 bits; enough to
@@ -34,27 +41,30 @@ struct DD {
 struct TensorAnswer {
   std::string name;
   moa::Shape shape;
-  std::vector<double> rounded;             // correctly rounded to the format (exact in double)
-  std::vector<DD> exact;                   // the exact value to ~106 bits (±inf where infinite)
+  std::vector<double> rounded;  // correctly rounded to the format (exact in double)
+  std::vector<DD> exact;  // the midpoint of the element's final enclosure (±inf where infinite):
+                          // within 2^-exact_ulp_bits ulp (Options); ~106 bits with
+                          // Options::exact_digits >= 32
   std::vector<std::uint8_t> undetermined;  // 1 where the cap was reached undecided
   std::vector<std::string> exact_decimal;  // with Options::exact_digits > 0: "d.ddd…e±XX"
 };
 
 struct Answer {
   std::vector<TensorAnswer> outputs;  // ops-table order
-  std::int64_t decided_first = 0;     // elements decided at the first precision
+  std::int64_t decided_first = 0;  // elements decided by the first pass (doubles; none for block)
   std::int64_t elements = 0;
   int max_precision_used = 0;     // 53 when the first pass decided everything
   std::int64_t undetermined = 0;  // elements left undetermined at the cap
   // The largest relative width (hi - lo) / min(|lo|, |hi|) of the enclosure
   // an element's `exact` was taken from, over finite non-zero elements: the
-  // DD is that accurate (about 2^-45 after the first pass alone, 2^-106
-  // after a narrowing pass). 0 when every such enclosure was a point.
+  // relative accuracy of the DDs (docs/oracle.md). 0 when every such
+  // enclosure was a point.
   double max_relative_width = 0;
 };
 
 // Evaluates the case's DNF; throws std::invalid_argument on a case the op
-// does not define (or whose inputs do not match its problem). Non-finite
+// does not define (or whose inputs do not match its problem). Safe to call
+// from several threads at once (their MPFI passes take turns). Non-finite
 // inputs: see docs/oracle.md#non-finite.
 Answer evaluate(const Case& c, const Options& options = {});
 

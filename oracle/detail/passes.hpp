@@ -24,6 +24,9 @@ using MpfiSink =
 
 // The first pass: the DNF over intervals of doubles with directed rounding.
 // The sink runs under round-upward: it should store, not compute.
+// Not for block (UnitKind::batch): its DNF computes its attention scale
+// 1/sqrt(D) in double inside the template, which under round-upward would
+// be a different double from the definition's; block goes straight to MPFI.
 void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink);
 
 // The DNF over MPFI intervals of (at least) `bits` bits of precision.

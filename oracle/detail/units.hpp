@@ -18,6 +18,7 @@
 //   block                one unit per batch b (attention mixes the rows)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -81,15 +82,21 @@ inline std::vector<Unit> units_of(const Problem& p) {
 
 // The case's inputs as row-major tensors of the enclosure type T (points:
 // every input value is exact in T), and decode's lens.
+//
+// `scale` is Problem::scale() computed here, once: make_inputs runs under
+// the default rounding mode, while the first pass runs the units under
+// round-upward, where 1/sqrt(D) would come out as another double.
 template <class T>
 struct Inputs {
   std::vector<moa::Tensor<T>> t;  // ops-table order; lens' slot left empty
   moa::Tensor<std::int64_t> lens;
+  double scale = 0;
 };
 
 template <class T>
 Inputs<T> make_inputs(const Case& c) {
   Inputs<T> in;
+  in.scale = c.problem.scale();
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
     const AnyTensor& src = c.inputs[k];
     if (is_index_input(c.problem, static_cast<int>(k))) {
@@ -134,7 +141,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       const auto k = slice(input(1), {b, g, 0, 0}, {1, 1, seen, d.D});  // (1,1,seen,D)
       const auto v = slice(input(2), {b, g, 0, 0}, {1, 1, seen, d.D});
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
-      dnf::attention_fwd<T>(q, k, v, p.scale(), /*causal=*/false, o.view(), lse.view());
+      dnf::attention_fwd<T>(q, k, v, in.scale, /*causal=*/false, o.view(), lse.view());
       const Shape os{d.B, d.H, d.N, d.D}, ls{d.B, d.H, d.N};
       for (extent_t x = 0; x < d.D; ++x) emit(0, flat(os, {b, h, i, x}), o.view()(0, 0, 0, x));
       emit(1, flat(ls, {b, h, i}), lse.view()(0, 0, 0));
@@ -151,7 +158,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       const auto v = slice(input(2), {b, g, 0, 0}, ks);
       const auto dout = slice(input(do_input), {b, g * group, 0, 0}, qs);
       Tensor dq(qs), dk(ks), dv(ks);
-      dnf::attention_bwd<T>(q, k, v, dout, p.scale(), p.causal(), dq.view(), dk.view(), dv.view());
+      dnf::attention_bwd<T>(q, k, v, dout, in.scale, p.causal(), dq.view(), dk.view(), dv.view());
       const Shape qfull{d.B, d.H, d.N, d.D}, kfull{d.B, d.Hkv, d.M, d.D};
       for (const Index& x : moa::iota(qs))
         emit(first_output, flat(qfull, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
@@ -169,7 +176,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       const View<const std::int64_t> lens =
           slice(View<const std::int64_t>(in.lens.view()), {b}, {1});
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
-      dnf::attention_decode<T>(q, k, v, lens, p.scale(), o.view(), lse.view());
+      dnf::attention_decode<T>(q, k, v, lens, in.scale, o.view(), lse.view());
       const Shape os{d.B, d.H, 1, d.D}, ls{d.B, d.H, 1};
       for (extent_t x = 0; x < d.D; ++x) emit(0, flat(os, {b, h, 0, x}), o.view()(0, 0, 0, x));
       emit(1, flat(ls, {b, h, 0}), lse.view()(0, 0, 0));

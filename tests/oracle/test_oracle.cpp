@@ -5,11 +5,13 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include <mpfr.h>
 
 #include "oracle/oracle.hpp"
 #include "oracle/rounding.hpp"
+#include "oracle/ulp.hpp"
 #include "tests/oracle/make_case.hpp"
 
 namespace moacert::oracle {
@@ -77,6 +79,10 @@ TEST_P(EveryFormat, EveryOpAnswers) {
           EXPECT_TRUE(std::isfinite(t.rounded[i])) << t.name << "[" << i << "]";
           EXPECT_TRUE(same_bits(round_to_format(t.exact[i].hi, f), t.rounded[i]) ||
                       t.rounded[i] == 0)
+              << t.name << "[" << i << "]";
+          // The DD is within 2^-10 ulp (Options::exact_ulp_bits): the
+          // correctly rounded value measures at most 0.5 + 2^-10 against it.
+          EXPECT_LE(ulp_error(f, t.rounded[i], t.exact[i]), 0.5 + 0x1p-10)
               << t.name << "[" << i << "]";
         }
       }
@@ -186,6 +192,72 @@ TEST_P(EveryFormat, LayoutsAndThreadsDoNotMatter) {
       }
     }
   }
+}
+
+// attention.bwd's answer depends on q, k, v and dO alone: it equals the
+// backward half of fwdbwd, whatever o and lse hold.
+TEST_P(EveryFormat, BackwardIgnoresOAndLse) {
+  const Dims d = small_dims(Op::attention_bwd);
+  const Case fused = make_case(Op::attention_fwdbwd, GetParam(), d, 12, /*causal=*/true);
+  Case bwd = make_case(Op::attention_bwd, GetParam(), d, 13, /*causal=*/true);
+  bwd.inputs[0] = fused.inputs[0];
+  bwd.inputs[1] = fused.inputs[1];
+  bwd.inputs[2] = fused.inputs[2];
+  bwd.inputs[5] = fused.inputs[3];  // do; o and lse stay random
+  const Answer a = evaluate(fused), b = evaluate(bwd);
+  for (std::size_t k = 0; k < 3; ++k) {
+    ASSERT_EQ(a.outputs[2 + k].rounded.size(), b.outputs[k].rounded.size());
+    for (std::size_t i = 0; i < b.outputs[k].rounded.size(); ++i)
+      EXPECT_TRUE(same_bits(a.outputs[2 + k].rounded[i], b.outputs[k].rounded[i]));
+  }
+}
+
+// y = silu(x w1) · (x w3) · w2 with one-element weights lands past the
+// format's overflow threshold, or just under half its smallest subnormal:
+// the oracle rounds to inf and to a signed zero while the exact value stays
+// finite and non-zero.
+TEST(Oracle, OverflowAndUnderflowOfTheOutput) {
+  auto mlp = [](Format f, double w1, double w3, double w2) {
+    Case c = make_case(Op::mlp_swiglu, f, {.T = 1, .Dm = 1, .F = 1}, 14);
+    c.inputs[0].set({0, 0}, 1);
+    c.inputs[1].set({0, 0}, w1);
+    c.inputs[2].set({0, 0}, w3);
+    c.inputs[3].set({0, 0}, w2);
+    return evaluate(c).outputs[0];
+  };
+  // f16: 64 · 1024 · 2 · (1 - e^-64) > 65504 + 16
+  TensorAnswer y = mlp(Format::f16, 64, 1024, 2);
+  EXPECT_EQ(y.rounded[0], kInf);
+  EXPECT_NEAR(y.exact[0].hi, 131072, 131072 * 0x1p-45);  // (the first pass decided it)
+  // f16: 64 · 2^-7 · 2^-24 · (1 - e^-64) = 2^-25 (1 - e^-64): just under
+  // half the smallest subnormal, so +0; with w1 = -64 a tiny negative, -0.
+  y = mlp(Format::f16, 64, 0x1p-7, 0x1p-24);
+  EXPECT_TRUE(same_bits(y.rounded[0], 0.0));
+  EXPECT_GT(y.exact[0].hi, 0);
+  y = mlp(Format::f16, -64, 0x1p-7, 0x1p-24);
+  EXPECT_TRUE(same_bits(y.rounded[0], -0.0));
+  // bf16 and f32: 2^100 · 2^100 · 2^100 overflows both; f64 holds it.
+  EXPECT_EQ(mlp(Format::bf16, 0x1p100, 0x1p100, 0x1p100).rounded[0], kInf);
+  EXPECT_EQ(mlp(Format::f32, 0x1p100, 0x1p100, 0x1p100).rounded[0], kInf);
+  EXPECT_EQ(mlp(Format::f64, 0x1p100, 0x1p100, 0x1p100).rounded[0], 0x1p300);
+  // bf16: a result just above half its smallest subnormal rounds up to it.
+  y = mlp(Format::bf16, 0x1p-60, 0x1p-60, 0x1p-13);  // silu(z) = z/2 + z²/4 - ...: > 2^-134
+  EXPECT_EQ(y.rounded[0], 0x1p-133);
+}
+
+// Concurrent evaluate() calls give the answers of sequential ones.
+TEST(Oracle, ConcurrentCallsAgree) {
+  const Case c = make_case(Op::attention_fwdbwd, Format::f64, small_dims(Op::attention_fwdbwd), 15);
+  const Answer want = evaluate(c, {.threads = 1});
+  std::vector<Answer> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = evaluate(c, {.threads = 1}); });
+  for (std::thread& t : threads) t.join();
+  for (const Answer& a : got)
+    for (std::size_t k = 0; k < a.outputs.size(); ++k)
+      for (std::size_t i = 0; i < a.outputs[k].rounded.size(); ++i)
+        EXPECT_TRUE(same_bits(a.outputs[k].rounded[i], want.outputs[k].rounded[i]));
 }
 
 // Non-finite inputs propagate as the IEEE DNF says: an infinity in a seen

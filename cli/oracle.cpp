@@ -1,0 +1,66 @@
+// `moacert oracle OP --input CASE.json --output OUT.json [--precision BITS]`:
+// the oracle's answer to one case file, in the same form (DESIGN.md, "Case
+// files"; docs/case-files.md). A bad case file exits 2 with one line naming
+// the field, and nothing is written.
+#include <string>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "oracle/case_json.hpp"
+#include "oracle/oracle.hpp"
+
+namespace moacert::cli {
+
+namespace {
+
+struct OracleArgs {
+  std::string op, input, output;
+  int precision = oracle::Options{}.max_precision;
+  int threads = 0;
+};
+
+int run_oracle(const OracleArgs& args) {
+  if (!parse_op(args.op)) throw UsageError("oracle: unknown op \"" + args.op + "\"");
+  const Case c = oracle::read_case_file(args.input);
+  if (info(c.problem.op).name != args.op) {
+    throw UsageError("oracle: " + args.input + " is a case of " +
+                     std::string(info(c.problem.op).name) + ", not " + args.op);
+  }
+  oracle::Options options;
+  options.max_precision = args.precision;
+  options.threads = args.threads;
+  options.exact_digits = 40;  // the case files' "exact" strings
+  const oracle::Answer a = oracle::evaluate(c, options);
+  try {
+    oracle::write_json_file(args.output, oracle::write_answer(c, a));
+  } catch (const std::runtime_error& e) {  // a path we cannot write: bad usage
+    throw UsageError(std::string("oracle: ") + e.what());
+  }
+  if (a.undetermined > 0) {
+    fmt::print(stderr,
+               "moacert: oracle: {} of {} elements undetermined at {} bits (listed in {})\n",
+               a.undetermined, a.elements, args.precision, args.output);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_oracle(CLI::App& app, int& status) {
+  auto args = std::make_shared<OracleArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("oracle", "the oracle's correctly rounded answer to a case file");
+  cmd->add_option("op", args->op, "the op (must match the case's)")->required();
+  cmd->add_option("--input", args->input, "the case file (JSON)")->required();
+  cmd->add_option("--output", args->output, "where to write the answer (JSON)")->required();
+  cmd->add_option("--precision", args->precision,
+                  "the precision cap in bits (elements still undecided are reported)")
+      ->check(CLI::Range(53, 1 << 20));
+  cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([args, &status] { status = run_oracle(*args); });
+}
+
+}  // namespace moacert::cli

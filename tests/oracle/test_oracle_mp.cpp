@@ -1,0 +1,283 @@
+// The oracle against the DNF in plain MPFR arithmetic (Boost's mpfr_float),
+// evaluated on whole tensors, independently of the oracle's units:
+//   - every enclosure of both passes contains the point value,
+//   - every rounded answer equals the 2000-bit value rounded by MPFR,
+//   - attention's backward equals a 256-bit finite difference of the
+//     forward to many digits.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <mutex>
+
+#include <boost/multiprecision/mpfr.hpp>
+
+#include "oracle/detail/passes.hpp"
+#include "oracle/detail/units.hpp"
+#include "oracle/oracle.hpp"
+#include "oracle/rounding.hpp"
+#include "reference/dnf/attention.hpp"
+#include "reference/dnf/block.hpp"
+#include "reference/dnf/norm_mlp.hpp"
+#include "tests/oracle/make_case.hpp"
+
+namespace moacert::oracle {
+namespace {
+
+using Real = boost::multiprecision::mpfr_float;
+using moa::Index;
+using moa::Shape;
+using moa::Tensor;
+using test::make_case;
+using test::small_dims;
+
+// Sets Real's precision to at least `bits` while alive.
+class Precision {
+ public:
+  explicit Precision(int bits) : saved_(Real::default_precision()) {
+    unsigned d = 1;
+    while (boost::multiprecision::detail::digits10_2_2(d) < static_cast<unsigned long>(bits)) ++d;
+    Real::default_precision(d);
+  }
+  ~Precision() { Real::default_precision(saved_); }
+
+ private:
+  unsigned saved_;
+};
+
+// The DNF of the whole case in Real, outputs in ops-table order.
+std::vector<Tensor<Real>> dnf_outputs(const Case& c) {
+  const Problem& p = c.problem;
+  std::vector<Tensor<Real>> in;
+  Tensor<std::int64_t> lens;
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    Tensor<Real> t(c.inputs[k].shape());
+    if (is_index_input(p, static_cast<int>(k))) {
+      lens = Tensor<std::int64_t>(c.inputs[k].shape());
+      for (const Index& i : moa::iota(t.shape()))
+        lens.view()(i) = static_cast<std::int64_t>(c.inputs[k].get(i));
+    } else {
+      for (const Index& i : moa::iota(t.shape())) t.view()(i) = Real(c.inputs[k].get(i));
+    }
+    in.push_back(std::move(t));
+  }
+  std::vector<Tensor<Real>> out;
+  for (const Shape& s : output_shapes(p)) out.emplace_back(s);
+  auto i = [&](int k) { return moa::View<const Real>(in[static_cast<std::size_t>(k)].view()); };
+  auto o = [&](int k) { return out[static_cast<std::size_t>(k)].view(); };
+  const Dims& d = p.dims;
+  switch (p.op) {
+    case Op::attention_fwd:
+      dnf::attention_fwd<Real>(i(0), i(1), i(2), p.scale(), p.causal(), o(0), o(1));
+      break;
+    case Op::attention_bwd:
+      dnf::attention_bwd<Real>(i(0), i(1), i(2), i(5), p.scale(), p.causal(), o(0), o(1), o(2));
+      break;
+    case Op::attention_fwdbwd:
+      dnf::attention_fwdbwd<Real>(i(0), i(1), i(2), i(3), p.scale(), p.causal(), o(0), o(1), o(2),
+                                  o(3), o(4));
+      break;
+    case Op::attention_decode:
+      dnf::attention_decode<Real>(i(0), i(1), i(2), lens.view(), p.scale(), o(0), o(1));
+      break;
+    case Op::rmsnorm:
+      dnf::rmsnorm<Real>(i(0), i(1), p.params.eps, o(0));
+      break;
+    case Op::mlp_swiglu:
+      dnf::mlp_swiglu<Real>(i(0), i(1), i(2), i(3), o(0));
+      break;
+    case Op::block:
+      dnf::block<Real>(i(0), i(1), i(2), i(3), i(4), i(5), i(6), i(7), i(8), i(9), d.H, d.Hkv,
+                       p.params.eps, o(0));
+      break;
+  }
+  return out;
+}
+
+// The point value, rounded-to-nearest at 300 bits, is within 2^-280 of the
+// exact value (the DNF is at most a few hundred operations deep here).
+bool contains(mpfr_srcptr lo, mpfr_srcptr hi, const Real& v) {
+  if (boost::multiprecision::isinf(v))
+    return mpfr_equal_p(lo, hi) && mpfr_cmp(lo, v.backend().data()) == 0;
+  const Real tol = abs(v) * Real(std::ldexp(1.0, -280));
+  return mpfr_cmp(lo, Real(v + tol).backend().data()) <= 0 &&
+         mpfr_cmp(hi, Real(v - tol).backend().data()) >= 0;
+}
+
+class EveryOp : public ::testing::TestWithParam<Op> {};
+INSTANTIATE_TEST_SUITE_P(Oracle, EveryOp,
+                         ::testing::Values(Op::attention_fwd, Op::attention_bwd,
+                                           Op::attention_fwdbwd, Op::attention_decode, Op::rmsnorm,
+                                           Op::mlp_swiglu, Op::block),
+                         [](const auto& p) {
+                           std::string s(moacert::info(p.param).name);
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return s;
+                         });
+
+TEST_P(EveryOp, EnclosuresContainThePointValue) {
+  Precision precision(300);
+  for (unsigned seed = 21; seed < 21 + 8; ++seed) {
+    const bool causal = seed % 2 == 1;
+    const Case c = make_case(GetParam(), Format::f32, small_dims(GetParam()), seed, causal);
+    const auto exact = dnf_outputs(c);
+    const auto units = detail::units_of(c.problem);
+    std::mutex m;
+    std::vector<std::string> failures;
+    int checked = 0;
+    struct Fast {
+      int out;
+      moa::extent_t flat;
+      double lo, hi;
+    };
+    std::vector<Fast> fast;         // the sink runs under round-upward: store only
+    if (GetParam() != Op::block) {  // block has no first pass
+      detail::fast_pass(c, units, 1,
+                        [&](std::size_t, int out, moa::extent_t flat, double l, double h) {
+                          std::lock_guard<std::mutex> lock(m);
+                          fast.push_back({out, flat, l, h});
+                        });
+    }
+    mpfr_t lo, hi;
+    mpfr_init2(lo, 53);
+    mpfr_init2(hi, 53);
+    for (const Fast& e : fast) {
+      mpfr_set_d(lo, e.lo, MPFR_RNDN);
+      mpfr_set_d(hi, e.hi, MPFR_RNDN);
+      const Real& v =
+          exact[static_cast<std::size_t>(e.out)].storage()[static_cast<std::size_t>(e.flat)];
+      ++checked;
+      if (!contains(lo, hi, v)) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, " [%a, %a] ", e.lo, e.hi);
+        failures.push_back("fast " + std::to_string(e.out) + ":" + std::to_string(e.flat) + buf +
+                           v.str(20));
+      }
+    }
+    mpfr_clear(lo);
+    mpfr_clear(hi);
+    for (int bits : {64, 128, 256}) {
+      detail::mpfi_pass(
+          c, units, bits, 1, [&](std::size_t, int out, moa::extent_t flat, mpfi_srcptr x) {
+            const Real& v =
+                exact[static_cast<std::size_t>(out)].storage()[static_cast<std::size_t>(flat)];
+            ++checked;
+            if (!contains(&x->left, &x->right, v)) {
+              failures.push_back("mpfi" + std::to_string(bits) + " " + std::to_string(out) + ":" +
+                                 std::to_string(flat));
+            }
+          });
+    }
+    EXPECT_GT(checked, 0);
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first " << failures.front();
+  }
+}
+
+// Larger attention cases with a wide spread of scores (scale 4), where
+// exp underflows far below the row max: the first pass's enclosures still
+// contain the 300-bit value.
+TEST(Oracle, FirstPassEnclosesWideSoftmaxRows) {
+  Precision precision(300);
+  for (unsigned seed = 50; seed < 54; ++seed) {
+    const Dims d{.B = 1, .H = 2, .Hkv = 2, .N = 9, .M = 16, .D = 8};
+    Case c = make_case(Op::attention_fwdbwd, Format::f32, d, seed, seed % 2 == 1);
+    c.problem.params.scale = 4 + seed;
+    const auto exact = dnf_outputs(c);
+    std::vector<std::array<double, 2>> lo_hi;
+    std::vector<std::pair<int, moa::extent_t>> where;
+    std::mutex m;
+    detail::fast_pass(c, detail::units_of(c.problem), 2,
+                      [&](std::size_t, int out, moa::extent_t flat, double l, double h) {
+                        std::lock_guard<std::mutex> lock(m);
+                        lo_hi.push_back({l, h});
+                        where.emplace_back(out, flat);
+                      });
+    ASSERT_EQ(lo_hi.size(), 2u * 9 * 8 + 2 * 9 + 2 * 9 * 8 + 2 * 2 * 16 * 8);
+    mpfr_t lo, hi;
+    mpfr_init2(lo, 53);
+    mpfr_init2(hi, 53);
+    int failures = 0;
+    for (std::size_t n = 0; n < lo_hi.size(); ++n) {
+      mpfr_set_d(lo, lo_hi[n][0], MPFR_RNDN);
+      mpfr_set_d(hi, lo_hi[n][1], MPFR_RNDN);
+      const Real& v = exact[static_cast<std::size_t>(where[n].first)]
+                          .storage()[static_cast<std::size_t>(where[n].second)];
+      if (std::isnan(lo_hi[n][0])) continue;  // no enclosure: MPFI decides it
+      if (!contains(lo, hi, v)) ++failures;
+    }
+    mpfr_clear(lo);
+    mpfr_clear(hi);
+    EXPECT_EQ(failures, 0) << "seed " << seed;
+  }
+}
+
+TEST_P(EveryOp, RoundsCorrectlyAgainst2000Bits) {
+  Precision precision(2000);
+  for (Format f : kAllFormats) {
+    for (unsigned seed = 40; seed < 44; ++seed) {
+      const bool causal = seed % 2 == 1;
+      SCOPED_TRACE(std::string(name(f)) + " seed " + std::to_string(seed));
+      const Case c = make_case(GetParam(), f, small_dims(GetParam()), seed, causal);
+      const auto exact = dnf_outputs(c);
+      const Answer a = evaluate(c);
+      EXPECT_EQ(a.undetermined, 0);
+      for (std::size_t k = 0; k < a.outputs.size(); ++k) {
+        for (std::size_t i = 0; i < a.outputs[k].rounded.size(); ++i) {
+          const double want = round_to_format(exact[k].storage()[i].backend().data(), f);
+          const double got = a.outputs[k].rounded[i];
+          EXPECT_TRUE(std::bit_cast<std::uint64_t>(want) == std::bit_cast<std::uint64_t>(got) ||
+                      (want == 0 && got == 0))
+              << a.outputs[k].name << "[" << i << "] want " << want << " got " << got;
+        }
+      }
+    }
+  }
+}
+
+// L = Σ dO · O; its gradient is (dq, dk, dv). A central difference with
+// step 2^-80 at 256 bits has truncation error ~2^-160 and rounding error
+// ~2^-176: it agrees with the oracle's exact DD to about 30 digits.
+TEST(Oracle, BackwardIsTheDerivativeOfForward) {
+  Precision precision(256);
+  for (bool causal : {false, true}) {
+    const Dims d{.B = 1, .H = 2, .Hkv = 1, .N = 3, .M = 4, .D = 3};
+    const Case c = make_case(Op::attention_fwdbwd, Format::f64, d, 23, causal);
+    const Answer a = evaluate(c);
+    ASSERT_EQ(a.undetermined, 0);
+
+    auto loss = [&](int input, const Index& at, const Real& step) {
+      Case fwd;
+      fwd.problem = c.problem;
+      fwd.problem.op = Op::attention_fwd;
+      fwd.inputs = {c.inputs[0], c.inputs[1], c.inputs[2]};
+      Tensor<Real> q(input_shapes(fwd.problem)[0]), k(input_shapes(fwd.problem)[1]),
+          v(input_shapes(fwd.problem)[2]);
+      Tensor<Real>* in[] = {&q, &k, &v};
+      for (int n = 0; n < 3; ++n)
+        for (const Index& i : moa::iota(in[n]->shape()))
+          in[n]->view()(i) = Real(c.inputs[n].get(i));
+      in[input]->view()(at) += step;
+      Tensor<Real> o(Shape{d.B, d.H, d.N, d.D}), lse(Shape{d.B, d.H, d.N});
+      dnf::attention_fwd<Real>(q.view(), k.view(), v.view(), c.problem.scale(), causal, o.view(),
+                               lse.view());
+      Real sum = 0;
+      for (const Index& i : moa::iota(o.shape())) sum += Real(c.inputs[3].get(i)) * o.view()(i);
+      return sum;
+    };
+    const Real h = ldexp(Real(1), -80);
+    for (int input = 0; input < 3; ++input) {
+      const TensorAnswer& grad = a.outputs[static_cast<std::size_t>(2 + input)];
+      for (const Index& i : moa::iota(c.inputs[input].shape())) {
+        const Real fd = (loss(input, i, h) - loss(input, i, -h)) / (2 * h);
+        const DD& x = grad.exact[static_cast<std::size_t>(moa::row_major_offset(grad.shape, i))];
+        const Real err = abs(fd - Real(x.hi) - Real(x.lo));
+        EXPECT_LT(err, ldexp(Real(1), -95) * (1 + abs(fd)))
+            << grad.name << i.str() << " fd " << fd.str(30) << " oracle " << x.hi;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moacert::oracle
