@@ -118,30 +118,35 @@ HWY_INLINE void pv_micro(DF df, const T* HWY_RESTRICT p, std::size_t ldp, const 
 
 // ---- one (b, h, query block) --------------------------------------------------
 
-// The per-thread tiles, O(BLOCK·D) whatever N and M (cost: flash_scratch_bytes).
+// The per-thread scratch (cost: flash_scratch_bytes): the tiles, O(BLOCK·D),
+// and the packed K^T and V of the (b, kv head) the thread works on, O(M·D).
+// Tasks run in (b, h, query block) order, so a thread packs a kv head once
+// for the many query blocks it then takes, not once per block.
 template <class T>
 struct FlashScratch {
-  std::size_t dp, bnp;                         // D and BLOCK_N rounded up to whole vectors
-  hwy::AlignedFreeUniquePtr<T[]> q;            // (BLOCK_M, Dp)
-  hwy::AlignedFreeUniquePtr<T[]> kt;           // (D, BLOCK_Np)
-  hwy::AlignedFreeUniquePtr<T[]> v;            // (BLOCK_N, Dp)
+  std::size_t dp, bnp, mp;            // D, BLOCK_N, M rounded up to whole vectors/tiles
+  hwy::AlignedFreeUniquePtr<T[]> q;   // (BLOCK_M, Dp)
+  hwy::AlignedFreeUniquePtr<T[]> kt;  // (Mp / BLOCK_N, D, BLOCK_Np): K^T tiles of one (b, kv head)
+  hwy::AlignedFreeUniquePtr<T[]> v;   // (Mp, Dp): V of one (b, kv head)
+  std::size_t packed_b = ~std::size_t{0}, packed_g = ~std::size_t{0};  // whose K, V are packed
   hwy::AlignedFreeUniquePtr<T[]> s;            // (BLOCK_M, BLOCK_Np): scores, then probabilities
   hwy::AlignedFreeUniquePtr<T[]> acc;          // (BLOCK_M, Dp)
   hwy::AlignedFreeUniquePtr<T[]> m, l, alpha;  // (BLOCK_M)
   hwy::AlignedFreeUniquePtr<bool[]> seen;      // (BLOCK_M) a visible key so far
 
-  FlashScratch(std::size_t D, std::size_t lanes)
-      : dp(round_up(D, lanes)), bnp(round_up(kBlockN, lanes)) {
+  FlashScratch(std::size_t D, std::size_t M, std::size_t lanes)
+      : dp(round_up(D, lanes)), bnp(round_up(kBlockN, lanes)), mp(round_up(M, kBlockN)) {
     q = hwy::AllocateAligned<T>(kBlockM * dp);
-    kt = hwy::AllocateAligned<T>(D * bnp);
-    v = hwy::AllocateAligned<T>(kBlockN * dp);
+    kt = hwy::AllocateAligned<T>(mp / kBlockN * D * bnp);
+    v = hwy::AllocateAligned<T>(mp * dp);
     s = hwy::AllocateAligned<T>(kBlockM * bnp);
     acc = hwy::AllocateAligned<T>(kBlockM * dp);
     m = hwy::AllocateAligned<T>(kBlockM);
     l = hwy::AllocateAligned<T>(kBlockM);
     alpha = hwy::AllocateAligned<T>(kBlockM);
     seen = hwy::AllocateAligned<bool>(kBlockM);
-    std::fill_n(v.get(), kBlockN * dp, T(0));  // the padding columns stay 0
+    std::fill_n(kt.get(), mp / kBlockN * D * bnp, T(0));  // the padding keys M..Mp stay 0
+    std::fill_n(v.get(), mp * dp, T(0));                  // the padding columns D..Dp stay 0
   }
 };
 
@@ -169,8 +174,8 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
 
   const std::size_t bm = std::min(kBlockM, N - i0);  // tail tile: bm < BLOCK_M
   T* HWY_RESTRICT q = w.q.get();                     // (BLOCK_M, Dp)
-  T* HWY_RESTRICT kt = w.kt.get();                   // (D, BLOCK_Np)
-  T* HWY_RESTRICT vt = w.v.get();                    // (BLOCK_N, Dp)
+  T* HWY_RESTRICT kt = w.kt.get();                   // (Mp / BLOCK_N, D, BLOCK_Np)
+  T* HWY_RESTRICT vt = w.v.get();                    // (Mp, Dp)
   T* HWY_RESTRICT s = w.s.get();                     // (BLOCK_M, BLOCK_Np)
   T* HWY_RESTRICT acc = w.acc.get();                 // (BLOCK_M, Dp)
   T* HWY_RESTRICT m = w.m.get();                     // (BLOCK_M)
@@ -178,6 +183,17 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
   T* HWY_RESTRICT alpha = w.alpha.get();             // (BLOCK_M)
   bool* seen = w.seen.get();                         // (BLOCK_M)
 
+  if (w.packed_b != b || w.packed_g != g) {  // K^T (D, M) and V (M, Dp) of this kv head
+    // K^T tile-major, each (D, BLOCK_N) tile contiguous: a row stride of M
+    // would put the D rows of a tile in the same L1 sets when M is a power of 2.
+    for (std::size_t t0 = 0; t0 < M; t0 += kBlockN) {
+      pack_transposed(k_bg + static_cast<std::ptrdiff_t>(t0) * k_m, k_m, k_d,
+                      std::min(kBlockN, M - t0), D, kt + t0 / kBlockN * D * bnp, bnp);
+    }
+    pack_rows(v_bg, v_m, v_d, M, D, vt, dp);
+    w.packed_b = b;
+    w.packed_g = g;
+  }
   pack_rows(q_bh + static_cast<std::ptrdiff_t>(i0) * q_n, q_n, q_d, bm, D, q, dp);
   std::fill_n(acc, kBlockM * dp, T(0));
   std::fill_n(m, kBlockM, kNegInf);
@@ -193,28 +209,24 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
   for (std::ptrdiff_t j0 = 0; j0 < key_end; j0 += static_cast<std::ptrdiff_t>(kBlockN)) {
     const std::size_t bn = std::min<std::size_t>(kBlockN, static_cast<std::size_t>(key_end - j0));
     const std::size_t bn_vec = round_up(bn, L);  // tail tile: columns bn..bn_vec are padding
-    // K^T and V tiles of keys [j0, j0 + bn)
-    if (bn_vec != bn) {
-      for (std::size_t d = 0; d < D; ++d) std::fill(kt + d * bnp + bn, kt + d * bnp + bn_vec, T(0));
-    }
-    pack_transposed(k_bg + j0 * k_m, k_m, k_d, bn, D, kt, bnp);
-    pack_rows(v_bg + j0 * v_m, v_m, v_d, bn, D, vt, dp);
+    const T* kt_j = kt + static_cast<std::size_t>(j0) / kBlockN * D * bnp;  // (D, BLOCK_Np)
+    const T* v_j = vt + j0 * dp;                                            // (bn, Dp)
 
     // scores: S (bm, bn_vec) = Q · K^T
     std::size_t r = 0;
     for (; r + kRows <= bm; r += kRows) {
       std::size_t c = 0;
       for (; c + NV * L <= bn_vec; c += NV * L)
-        qk_micro<kRows, NV>(df, q + r * dp, dp, kt + c, bnp, D, s + r * bnp + c, bnp);
+        qk_micro<kRows, NV>(df, q + r * dp, dp, kt_j + c, bnp, D, s + r * bnp + c, bnp);
       for (; c < bn_vec; c += L)
-        qk_micro<kRows, 1>(df, q + r * dp, dp, kt + c, bnp, D, s + r * bnp + c, bnp);
+        qk_micro<kRows, 1>(df, q + r * dp, dp, kt_j + c, bnp, D, s + r * bnp + c, bnp);
     }
     for (; r < bm; ++r) {
       std::size_t c = 0;
       for (; c + NV * L <= bn_vec; c += NV * L)
-        qk_micro<1, NV>(df, q + r * dp, dp, kt + c, bnp, D, s + r * bnp + c, bnp);
+        qk_micro<1, NV>(df, q + r * dp, dp, kt_j + c, bnp, D, s + r * bnp + c, bnp);
       for (; c < bn_vec; c += L)
-        qk_micro<1, 1>(df, q + r * dp, dp, kt + c, bnp, D, s + r * bnp + c, bnp);
+        qk_micro<1, 1>(df, q + r * dp, dp, kt_j + c, bnp, D, s + r * bnp + c, bnp);
     }
 
     // softmax step per row: scale and mask, row_max, rescale, exp, row_sum
@@ -269,17 +281,18 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
       std::size_t c = 0;
       if (rows == kRows) {
         for (; c + NV * L <= dp; c += NV * L)
-          pv_micro<kRows, NV>(df, s + r * bnp, bnp, vt + c, dp, bn, alpha + r, acc + r * dp + c,
+          pv_micro<kRows, NV>(df, s + r * bnp, bnp, v_j + c, dp, bn, alpha + r, acc + r * dp + c,
                               dp);
         for (; c < dp; c += L)
-          pv_micro<kRows, 1>(df, s + r * bnp, bnp, vt + c, dp, bn, alpha + r, acc + r * dp + c, dp);
+          pv_micro<kRows, 1>(df, s + r * bnp, bnp, v_j + c, dp, bn, alpha + r, acc + r * dp + c,
+                             dp);
       } else {
         for (std::size_t rr = r; rr < r + rows; ++rr) {
           for (c = 0; c + NV * L <= dp; c += NV * L)
-            pv_micro<1, NV>(df, s + rr * bnp, bnp, vt + c, dp, bn, alpha + rr, acc + rr * dp + c,
+            pv_micro<1, NV>(df, s + rr * bnp, bnp, v_j + c, dp, bn, alpha + rr, acc + rr * dp + c,
                             dp);
           for (; c < dp; c += L)
-            pv_micro<1, 1>(df, s + rr * bnp, bnp, vt + c, dp, bn, alpha + rr, acc + rr * dp + c,
+            pv_micro<1, 1>(df, s + rr * bnp, bnp, v_j + c, dp, bn, alpha + rr, acc + rr * dp + c,
                            dp);
         }
       }
@@ -309,7 +322,7 @@ void flash_run(const FlashArgs& a) {
   // is bitwise the same for every thread count and schedule.
 #pragma omp parallel num_threads(a.threads)
   {
-    FlashScratch<T> w(a.D, lanes);
+    FlashScratch<T> w(a.D, a.M, lanes);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const std::size_t task = static_cast<std::size_t>(t);
@@ -553,8 +566,10 @@ double flash_scratch_bytes(const Problem& p) {
   const double elem = f64 ? 8 : 4;
   const double dp = std::ceil(double(p.dims.D) / lanes) * lanes;
   const double bm = 64, bn = std::ceil(64 / lanes) * lanes;  // kBlockM, kBlockN
+  const double mp = std::ceil(double(p.dims.M) / 64) * 64;   // M in whole key tiles
+  // q, s, acc tiles and m, l, alpha, seen; packed K^T (D, Mp) and V (Mp, Dp)
   const double per_thread =
-      elem * (bm * dp + double(p.dims.D) * bn + bn * dp + bm * bn + bm * dp + 3 * bm) + bm;
+      elem * (bm * dp + bm * bn + bm * dp + 3 * bm) + bm + elem * (double(p.dims.D) * mp + mp * dp);
   return per_thread;
 }
 
@@ -572,13 +587,12 @@ Cost flash_cost(const Problem& p) {
       pairs += double(std::clamp<extent_t>(i + d.M - d.N + 1, 0, d.M));
   }
   const double bh = double(d.B) * d.H;
-  const double q_blocks = std::ceil(double(d.N) / 64.0);
   Cost c;
   c.flops = bh * (4.0 * pairs * d.D + 5.0 * pairs);
-  // Q once; K and V once per query block (they stream from cache, but count
-  // them as the tile loads the ONF issues).
-  c.bytes_read =
-      bytes * (bh * d.N * d.D + 2.0 * bh * q_blocks * d.M * d.D * (pairs / (double(d.N) * d.M)));
+  // Q once; K and V once per query head (each thread packs a kv head once
+  // for all the query blocks it takes of that head; a head shared by two
+  // threads is read by each, which this does not count).
+  c.bytes_read = bytes * (bh * d.N * d.D + 2.0 * bh * d.M * d.D);
   c.bytes_written = bytes * (bh * d.N * d.D + bh * d.N);
   c.peak_extra_bytes = flash_scratch_bytes(p) * omp_get_max_threads();
   return c;

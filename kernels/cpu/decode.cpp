@@ -15,6 +15,7 @@
 #include "kernels/cpu/vec_exp-inl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -332,54 +333,70 @@ void split_run(const DecodeArgs& a) {
   // The chunk grid depends on L and split_len only, never on the thread
   // count, and the merge runs in ascending chunk order: deterministic.
   const std::size_t chunks = (a.L + a.split_len - 1) / a.split_len;
-  std::vector<T> part_m(a.B * a.H * chunks), part_l(a.B * a.H * chunks);  // (B, H, chunks)
-  std::vector<T> part_acc(a.B * a.H * chunks * dp);                       // (B, H, chunks, Dp)
+  // The partial triples live in a per-calling-thread workspace kept across
+  // calls: freshly mapped megabytes cost first-touch page faults on every
+  // call (about a tenth of the call at the bench shape). Every slot read is
+  // written first in this call.
+  static thread_local std::vector<T> workspace;
+  const std::size_t slots = a.B * a.H * chunks;
+  if (workspace.size() < slots * (dp + 2)) workspace.resize(slots * (dp + 2));
+  T* part_m = workspace.data();  // (B, H, chunks)
+  T* part_l = part_m + slots;    // (B, H, chunks)
+  T* part_acc = part_l + slots;  // (B, H, chunks, Dp)
   // partial (b, h, c) lives at ((b·Hkv + g)·chunks + c)·G + hh, h = g·G + hh
   const std::int64_t tasks = static_cast<std::int64_t>(a.B * a.Hkv * chunks);
+
+  // merge: head h of batch b rescales its chunks' triples to their common
+  // max, in ascending chunk order (whichever thread runs it: deterministic).
+  auto merge = [&](std::size_t b, std::size_t h, T* acc /*(Dp)*/) {
+    const std::size_t g = h / G, hh = h % G;
+    const std::size_t len = static_cast<std::size_t>(a.lens[b * a.lens_stride]);
+    const std::size_t used =
+        (len + a.split_len - 1) / a.split_len;  // chunks past lens[b] are empty
+    auto slot = [&](std::size_t c) { return ((b * a.Hkv + g) * chunks + c) * G + hh; };
+    T m = part_m[slot(0)];
+    for (std::size_t c = 1; c < used; ++c) m = std::max(m, part_m[slot(c)]);
+    T l = 0;
+    std::fill_n(acc, dp, T(0));
+    const hn::ScalableTag<T> df;
+    const std::size_t L = hn::Lanes(df);
+    for (std::size_t c = 0; c < used; ++c) {
+      const T alpha = hn::GetLane(VecExp(df, hn::Set(df, part_m[slot(c)] - m)));
+      l += alpha * part_l[slot(c)];
+      const auto va = hn::Set(df, alpha);
+      const T* pa = &part_acc[slot(c) * dp];
+      for (std::size_t d = 0; d < dp; d += L)
+        hn::StoreU(hn::MulAdd(va, hn::LoadU(df, pa + d), hn::LoadU(df, acc + d)), df, acc + d);
+    }
+    // lens[b] >= 1: every decode row sees a key, so l >= 1.
+    S* o_row = static_cast<S*>(a.o_data) + b * a.o.b + h * a.o.h;
+    for (std::size_t d = 0; d < a.D; ++d)
+      o_row[static_cast<std::ptrdiff_t>(d) * a.o.d] = from_compute<S>(acc[d] / l);
+    static_cast<S*>(a.lse_data)[b * a.lse.b + h * a.lse.h] = from_compute<S>(m + std::log(l));
+  };
+
+  // No barrier between split and merge: the task that completes the last
+  // chunk of a (b, kv head) merges its G heads (an acq_rel countdown makes
+  // the other tasks' partials visible to it). On an oversubscribed machine a
+  // barrier waits for the slowest thread's time slice.
+  std::vector<std::atomic<std::size_t>> remaining(a.B * a.Hkv);  // (B, Hkv)
+  for (auto& r : remaining) r.store(chunks, std::memory_order_relaxed);
 
 #pragma omp parallel num_threads(a.threads)
   {
     SplitScratch<T> w(G, a.D, a.split_len, lanes);
-    // split
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const std::size_t task = static_cast<std::size_t>(t);
       const std::size_t c = task % chunks, bg = task / chunks;
       const std::size_t slot = task * G;
+      // split
       split_task<T, S>(a, bg / a.Hkv, bg % a.Hkv, c, w, &part_m[slot], &part_l[slot],
                        &part_acc[slot * dp]);
-    }
-    // merge: each (b, h) rescales its chunks' triples to their common max,
-    // in ascending chunk order
-#pragma omp for schedule(static)
-    for (std::int64_t t = 0; t < static_cast<std::int64_t>(a.B * a.H); ++t) {
-      const std::size_t b = static_cast<std::size_t>(t) / a.H,
-                        h = static_cast<std::size_t>(t) % a.H;
-      const std::size_t g = h / G, hh = h % G;
-      const std::size_t len = static_cast<std::size_t>(a.lens[b * a.lens_stride]);
-      const std::size_t used =
-          (len + a.split_len - 1) / a.split_len;  // chunks past lens[b] are empty
-      auto slot = [&](std::size_t c) { return ((b * a.Hkv + g) * chunks + c) * G + hh; };
-      T m = part_m[slot(0)];
-      for (std::size_t c = 1; c < used; ++c) m = std::max(m, part_m[slot(c)]);
-      T l = 0;
-      T* acc = w.row.get();  // (Dp)
-      std::fill_n(acc, dp, T(0));
-      const hn::ScalableTag<T> df;
-      const std::size_t L = hn::Lanes(df);
-      for (std::size_t c = 0; c < used; ++c) {
-        const T alpha = hn::GetLane(VecExp(df, hn::Set(df, part_m[slot(c)] - m)));
-        l += alpha * part_l[slot(c)];
-        const auto va = hn::Set(df, alpha);
-        const T* pa = &part_acc[slot(c) * dp];
-        for (std::size_t d = 0; d < dp; d += L)
-          hn::StoreU(hn::MulAdd(va, hn::LoadU(df, pa + d), hn::LoadU(df, acc + d)), df, acc + d);
+      if (remaining[bg].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        const std::size_t b = bg / a.Hkv, g = bg % a.Hkv;
+        for (std::size_t hh = 0; hh < G; ++hh) merge(b, g * G + hh, w.row.get());
       }
-      // lens[b] >= 1: every decode row sees a key, so l >= 1.
-      S* o_row = static_cast<S*>(a.o_data) + b * a.o.b + h * a.o.h;
-      for (std::size_t d = 0; d < a.D; ++d)
-        o_row[static_cast<std::ptrdiff_t>(d) * a.o.d] = from_compute<S>(acc[d] / l);
-      static_cast<S*>(a.lse_data)[b * a.lse.b + h * a.lse.h] = from_compute<S>(m + std::log(l));
     }
   }
 }
@@ -508,6 +525,7 @@ Cost split_cost(const Problem& p) {
   const double partials = acc_bytes * d.B * d.H * chunks * (double(d.D) + 2);
   const double per_thread = acc_bytes * (G * d.D + G * kSplitLen + d.D);
   c.peak_extra_bytes = partials + per_thread * omp_get_max_threads();
+  c.atomics = double(d.B) * d.Hkv * chunks;  // one countdown per task
   return c;
 }
 
