@@ -3,7 +3,7 @@
 // (cpu.tiled) at the sizes, with the references the targets are
 // stated against: a streaming copy (rmsnorm) and OpenBLAS's cblas_sgemm on
 // the same GEMMs (mlp.swiglu). Built, not run by CTest; the figures and
-// commands are in docs/performance-kernels-rest.md.
+// commands are in docs/performance.md ("Backward, fused, RMSNorm and MLP kernels").
 //
 // Threads: every kernel and OpenBLAS run on --threads (default 2), set by the
 // MOACERT_BENCH_THREADS environment variable.

@@ -53,6 +53,10 @@ struct Variant {
   // Variants of different ops that share one loop nest (cpu.flash's forward
   // inside cpu.fused, say) name the same family; empty means its own name.
   std::string family_name;
+  // Bitwise the same result whatever the input layouts: false when packing
+  // or a contiguous fast path changes the order of a reduction (the results
+  // then agree within the rule instead).
+  bool same_bits_any_layout = true;
 
   bool supports(Format f) const;
 };

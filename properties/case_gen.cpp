@@ -139,8 +139,11 @@ void draw_heads(Dims& d) {
 }
 
 bool allows_broadcast(Op op, int input) {
-  // Batch (and kv-head) broadcast of the attention tensors; never of lens.
-  return is_attention(op) && !(op == Op::attention_decode && input == 3);
+  // Batch (and head) broadcast of the attention tensors; never of lens, nor
+  // of attention.bwd's o and lse, which must stay the forward of q, k, v.
+  if (op == Op::attention_decode && input == 3) return false;
+  if (op == Op::attention_bwd && (input == 3 || input == 4)) return false;
+  return is_attention(op);
 }
 
 Layout realise(Placement pl, const Shape& s) {

@@ -542,7 +542,8 @@ void register_attention_decode(Registry& r) {
        "split-K over the cache (256-position chunks) with an exact LSE merge; GQA shares K/V reads",
        split_cost,
        run_split,
-       /*tiles=*/{256}});
+       /*tiles=*/{256}, /*family_name=*/{},
+         /*same_bits_any_layout=*/false});
 }
 
 }  // namespace moacert::kernels::cpu

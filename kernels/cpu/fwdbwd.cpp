@@ -62,7 +62,8 @@ void register_fwdbwd(Registry& r) {
            throw std::invalid_argument("attention.fwdbwd cpu.fused: format " +
                                        std::string(name(p.format)) + " is not supported");
          },
-         /*tiles=*/{64, 32}});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on AVX-512)
+         /*tiles=*/{64, 32}, /*family_name=*/{},
+         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on AVX-512)
 }
 
 }  // namespace moacert::kernels::cpu

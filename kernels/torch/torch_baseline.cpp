@@ -65,6 +65,14 @@ void run_torch_fwd(const Problem& p, std::span<const TensorRef> inputs,
       inputs, outputs, [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
         const Dims& d = p.dims;
         torch::Tensor q = wrap(in[0]), k = wrap(in[1]), v = wrap(in[2]);  // (B,H,N,D), (B,Hkv,M,D)
+        if (q.scalar_type() == torch::kBFloat16) {
+          // bf16 storage, f32 accumulation (DESIGN.md, "Formats"), as
+          // PyTorch's fused attention kernels do: eager bf16 matmul and
+          // softmax would round S and P to bf16 between the steps.
+          q = q.to(torch::kFloat);
+          k = k.to(torch::kFloat);
+          v = v.to(torch::kFloat);
+        }
         if (d.Hkv != d.H) {  // GQA/MQA: each kv head serves H/Hkv consecutive query heads
           k = k.repeat_interleave(d.H / d.Hkv, /*dim=*/1);
           v = v.repeat_interleave(d.H / d.Hkv, /*dim=*/1);
