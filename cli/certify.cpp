@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "reports/certificate.hpp"
 
@@ -154,7 +155,8 @@ int run_certify(const CertifyArgs& a) {
   return all_hold ? 0 : 1;
 }
 
-int run_reproduce(const std::string& text, const std::string& variant_override) {
+int run_reproduce(const std::string& text, const std::string& variant_override,
+                  const std::string& save) {
   std::string why;
   const std::optional<properties::Token> token = properties::Token::decode(text, &why);
   if (!token) throw UsageError("bad token: " + why);
@@ -168,6 +170,15 @@ int run_reproduce(const std::string& text, const std::string& variant_override) 
     throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
   }
   const properties::Replay r = properties::replay(*token, *v);
+  if (!save.empty()) {
+    // The case file of DESIGN.md, e.g. for tests/regressions/.
+    try {
+      oracle::write_json_file(save, oracle::write_case(r.c));
+    } catch (const std::exception& e) {
+      throw UsageError(std::string("cannot write the case: ") + e.what());
+    }
+    fmt::print("case written to {}\n", save);
+  }
   fmt::print("{}\n", properties::describe(r.spec));
   fmt::print("variant {}, rule {}: {}\n", vname, token->rule.str(),
              r.verdict.holds ? "holds" : "FAILS");
@@ -200,10 +211,12 @@ void add_certify(CLI::App& app, int& status) {
 void add_reproduce(CLI::App& app, int& status) {
   auto token = std::make_shared<std::string>();
   auto variant = std::make_shared<std::string>();
+  auto save = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("reproduce", "re-create a counterexample from its token");
   cmd->add_option("token", *token, "the token printed by certify")->required();
   cmd->add_option("--variant", *variant, "judge another variant on the same case");
-  cmd->callback([token, variant, &status] { status = run_reproduce(*token, *variant); });
+  cmd->add_option("--save", *save, "also write the case as a case file (tests/regressions/NAME.json)");
+  cmd->callback([token, variant, save, &status] { status = run_reproduce(*token, *variant, *save); });
 }
 
 }  // namespace moacert::cli

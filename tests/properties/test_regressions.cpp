@@ -1,0 +1,50 @@
+// The regression corpus: every case file in tests/regressions/ (a
+// counterexample once found and fixed) is replayed against every variant of
+// its op that supports its format, under the a priori rule.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "oracle/bounds.hpp"
+#include "oracle/case_json.hpp"
+#include "properties/properties.hpp"
+
+namespace moacert::properties {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Regression : public ::testing::Test {
+ public:
+  explicit Regression(fs::path file) : file_(std::move(file)) {}
+  void TestBody() override {
+    const Case c = oracle::read_case_file(file_.string());
+    const oracle::Answer exact = oracle::evaluate(c);
+    const auto bounds = oracle::apriori_bounds(c);
+    const auto variants = variants_for(c.problem.op, c.problem.format);
+    ASSERT_FALSE(variants.empty()) << "no variant of the case's op and format in this build";
+    for (const kernels::Variant* v : variants) {
+      const Verdict verdict = judge(c, exact, run_variant(*v, c), Rule{}, &bounds);
+      EXPECT_TRUE(verdict.holds) << v->name << ": " << verdict.why;
+    }
+  }
+
+ private:
+  fs::path file_;
+};
+
+}  // namespace
+}  // namespace moacert::properties
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(MOACERT_REGRESSIONS_DIR))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    ::testing::RegisterTest("Regression", f.stem().c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [f]() -> ::testing::Test* { return new moacert::properties::Regression(f); });
+  }
+  return RUN_ALL_TESTS();
+}
