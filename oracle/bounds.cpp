@@ -44,6 +44,13 @@ Units units(Format f, const BoundConstants& k) {
   return u;
 }
 
+// Relative error factors are carried as θ (the factor is 1 + θ) and
+// composed without forming 1 + θ, which rounds to 1 for θ near u of f64.
+// (1 + a)(1 + b) - 1:
+double compose(double a, double b) { return a + b + a * b; }
+// (1 + x)^k - 1:
+double power(double x, double k) { return std::expm1(k * std::log1p(x)); }
+
 // A tensor's logical values as a row-major double tensor (exact).
 Mat widen(const AnyTensor& t) {
   Mat m(t.shape());
@@ -122,9 +129,8 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
         // E_ij: the weight's relative error from the exponent's rounding,
         // the exp, and up to n online rescales (any tiling).
         auto E = [&](extent_t j) {
-          return std::exp(u.ua * (smax - s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
-                          (nn + 1) * std::log1p(u.ua)) -
-                 1;
+          return std::expm1(u.ua * (smax - s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
+                            (nn + 1) * std::log1p(u.ua));
         };
         double L = 0;
         for (extent_t j = 0; j < len; ++j) {
@@ -144,7 +150,7 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
           for (extent_t j = 0; j < len; ++j) {
             if (!dnf::visible(causal, i, j, N, M)) continue;
             const double P = p[j] / l, vv = v.view()(b, g, j, d);
-            const double F = (1 + E(j)) * (1 + u.gamma(nn + 2)) - 1;
+            const double F = compose(E(j), u.gamma(nn + 2));
             c += P * std::fabs(vv);
             f += P * std::fabs(vv) * F;
             o += P * vv;
@@ -214,15 +220,15 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           const double x = std::fabs(s - lse);
           const double P = std::exp(s - lse);
           // Π_ij: relative error of the recomputed P̂_ij = exp(ŝ_ij - lse_i).
-          const double Pi = std::exp(delta + el + u.ua * (x + delta + el) + std::log1p(u.eps_exp) +
-                                     3 * std::log1p(u.ua)) -
-                            1;
+          const double Pi = std::expm1(delta + el + u.ua * (x + delta + el) +
+                                       std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
           const double ds = P * (dp - Drow);
-          const double sigma =
-              P * (((1 + Pi) * (1 + u.ua) * (1 + u.ua) - 1) * std::fabs(dp - Drow) +
-                   (1 + Pi) * (1 + u.ua) * (1 + u.ua) *
-                       (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
-              u.eta_a;
+          // P̂ may also underflow (x beyond the exponent range): an absolute
+          // η_a next to its relative Π, carried through dS and its products.
+          const double two = compose(Pi, power(u.ua, 2));
+          const double sigma = P * (two * std::fabs(dp - Drow) +
+                                    (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
+                               u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
           const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
           for (extent_t d = 0; d < D; ++d) {
             const double kv = k.view()(b, g, j, d), qv = q.view()(b, h, i, d),
@@ -234,7 +240,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
                 scale * (std::fabs(ds) * gq + sigma * (1 + gq)) * std::fabs(kv);
             r.dk.view()(b, g, j, d) +=
                 scale * (std::fabs(ds) * gk + sigma * (1 + gk)) * std::fabs(qv);
-            r.dv.view()(b, g, j, d) += P * std::fabs(dov) * ((1 + Pi) * (1 + gv) - 1) + u.eta_a;
+            r.dv.view()(b, g, j, d) += P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
           }
         }
       }
@@ -252,17 +258,6 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
   finish(r.dk, dk_val, nq);
   finish(r.dv, dv_val, nq);
   return r;
-}
-
-// The error bound of a value correctly rounded to the storage format:
-// what attention.bwd's given o and lse carry.
-Mat rounding_bound(const Mat& val, const Units& u) {
-  Mat e(val.shape());
-  for (const Index& i : moa::iota(val.shape())) {
-    const double x = val.view()(i);
-    e.view()(i) = std::isinf(x) ? 0 : u.us * std::fabs(x) + u.eta_s / 2;
-  }
-  return e;
 }
 
 // ---- rmsnorm and the MLP ----------------------------------------------------
@@ -285,7 +280,7 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* 
     // relative error of the computed mean square + eps, then of 1/rms
     const double rho =
         (u.gamma(double(D + 2)) * ss / double(D) + u.eta_a * double(D) + u.ua * eps) / ms;
-    const double rel = (1 + rho) * std::pow(1 + u.ua, 6) - 1;
+    const double rel = compose(rho, power(u.ua, 6));
     for (extent_t d = 0; d < D; ++d) {
       const double xv = x.view()(t, d), wv = w.view()(d), y = xv / rms * wv;
       double e = std::fabs(y) * rel + 2 * u.eta_a * std::fabs(wv);
@@ -332,7 +327,7 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
   const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false);
   const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false);
   Mat hv(Shape{T, F}), eh(Shape{T, F});
-  const double eps_silu = (1 + u.eps_exp) * std::pow(1 + u.ua, 3) - 1;
+  const double eps_silu = compose(u.eps_exp, power(u.ua, 3));
   const double overflow = std::log(u.ua == 0x1p-53 ? 0x1p1023 : 0x1p127) - 1;  // exp(-z) overflows
   for (extent_t t = 0; t < T; ++t) {
     for (extent_t f = 0; f < F; ++f) {
@@ -341,7 +336,7 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
       const double e_g = eg.view()(t, f), e_u = eu.view()(t, f);
       const double s_hat = std::fabs(s) + 1.1 * e_g;  // |silu'| <= 1.1
       double e = 1.1 * e_g * (std::fabs(uv) + e_u) + std::fabs(s) * e_u +
-                 s_hat * (std::fabs(uv) + e_u) * ((1 + eps_silu) * (1 + u.ua) - 1) + u.eta_a;
+                 s_hat * (std::fabs(uv) + e_u) * compose(eps_silu, u.ua) + u.eta_a;
       if (z - e_g < -overflow) e += s_hat * (std::fabs(uv) + e_u);  // silu may flush to 0
       hv.view()(t, f) = s * uv;
       eh.view()(t, f) = e;
@@ -373,9 +368,10 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
     case Op::attention_bwd: {
       const ForwardBounds f =
           attention_forward_bounds(x[0], x[1], x[2], scale, p.causal(), nullptr, u);
+      // The kernel may use the given o and lse (correctly rounded) or
+      // recompute them (as the DNF does): the forward's bounds cover both.
       const BackwardBounds bb =
-          attention_backward_bounds(x[0], x[1], x[2], x[5], scale, p.causal(), f,
-                                    rounding_bound(f.o_val, u), rounding_bound(f.lse_val, u), u);
+          attention_backward_bounds(x[0], x[1], x[2], x[5], scale, p.causal(), f, f.o, f.lse, u);
       return {rav(bb.dq), rav(bb.dk), rav(bb.dv)};
     }
     case Op::attention_fwdbwd: {
