@@ -159,7 +159,7 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
           }
           const double acc =
               Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
-              2 * nn * u.eta_a * vmax / (1 - L) + ev * (1 + Delta) * (1 + L) / (1 - L);
+              (2 * nn * vmax + nn + 2) * u.eta_a / (1 - L) + ev * (1 + Delta) * (1 + L) / (1 - L);
           r.o_val.view()(b, h, i, d) = o;
           r.o.view()(b, h, i, d) =
               kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
@@ -283,7 +283,7 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* 
     const double rel = compose(rho, power(u.ua, 6));
     for (extent_t d = 0; d < D; ++d) {
       const double xv = x.view()(t, d), wv = w.view()(d), y = xv / rms * wv;
-      double e = std::fabs(y) * rel + 2 * u.eta_a * std::fabs(wv);
+      double e = std::fabs(y) * rel + 2 * u.eta_a * (1 + std::fabs(wv));
       if (ex)
         e += 2 * std::fabs(wv) / rms * (ex->view()(t, d) + std::fabs(xv) * sx / (double(D) * ms));
       r.view()(t, d) = kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_s / 2);
