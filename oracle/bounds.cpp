@@ -246,10 +246,11 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
       }
     }
   }
-  // The scale's own product, the storage rounding, and the slack.
+  // The scale's own product, the storage rounding, the slack, and two
+  // underflows per term (σ·dS, then its product with K, Q or dO).
   auto finish = [&](Mat& bound, const Mat& val, double terms) {
     for (const Index& i : moa::iota(bound.shape())) {
-      const double e = bound.view()(i) * (1 + u.ua) * (1 + u.ua) + terms * u.eta_a;
+      const double e = bound.view()(i) * (1 + u.ua) * (1 + u.ua) + 2 * terms * u.eta_a;
       bound.view()(i) =
           kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(val.view()(i)) + u.eta_s / 2);
     }
