@@ -5,15 +5,18 @@
 // Passes (each an OpenMP loop over independent tasks, each output element
 // owned by one task that sums in a fixed order, so results are bitwise equal
 // for any thread count; no atomics):
-//   forward  task (b, h, query block): online softmax over key tiles
-//   delta    task (b, h): D_i = dO_i · O_i
-//   dK, dV   task (b, g, key tile): loops over all rows of every query head
-//            of the group, recomputing P_ij = exp(scale S_ij - LSE_i)
-//   dQ       task (b, h, query block): loops over key tiles, recomputing P
-// Inner loops: a row against a key tile is a pair of vector "tile dot"
-// products over the transposed tile (4 vectors of keys, no horizontal sums),
-// then accumulations over the padded head dimension held in registers
-// (dK/dV: a batch of 8 rows at a time per key).
+//   forward   task (b, h, query block): online softmax over key tiles
+//   delta     task (b, h): D_i = dO_i · O_i
+//   backward  task (b, g, split): the key tiles t ≡ split (mod S) of kv head
+//             g, each owning its rows of dK and dV; for every row of every
+//             query head of the group, P_ij = exp(scale S_ij - LSE_i) and
+//             dS_ij are recomputed once and feed dV, dK and a partial dQ
+//             of the task; dQ = the partials summed in split order
+// Inner loops: rows against a key tile are vector "tile dot" products over
+// the transposed tile (4 vectors of keys, no horizontal sums), four rows at
+// a time so that each tile vector feeds four FMAs; accumulations into dK,
+// dV (16 rows a batch) and dQ run on 4 outputs × 4 vectors held in
+// registers.
 //
 // exp: Highway's hwy/contrib/math Exp, documented max error 1 ULP (f32 and
 // f64) on [-FLT_MAX, 104] / [-DBL_MAX, 706]; it returns 0 below -104 (f32)
@@ -100,7 +103,8 @@ using detail::AttnJob;
 
 constexpr size_t kChunks = 4;  // a key tile is kChunks vectors wide: BLOCK_N = 4 lanes
 constexpr extent_t kBlockM = 64;
-constexpr size_t kRowBatch = 8;  // query rows whose dK/dV terms are added together
+constexpr size_t kRows = 4;       // query rows of one register tile (P, dS)
+constexpr size_t kRowBatch = 16;  // query rows whose dK/dV terms are added together
 
 template <class T>
 struct Tiles {
@@ -218,26 +222,6 @@ HWY_INLINE hn::Mask<D> visible_lanes(D d, size_t c, size_t visible) {
   return hn::FirstN(d, visible > c * L ? visible - c * L : 0);
 }
 
-// P_ij and dS_ij of one row against a key tile, recomputed from LSE_i:
-// p = exp(scale S - LSE), dS = p (dP - D_i), zero past `visible`.
-template <class D, class T = hn::TFromD<D>>
-HWY_INLINE void recompute_p_ds(D d, const T* q_row, const T* do_row, const T* kt, const T* vt,
-                               extent_t depth, size_t block_n, size_t visible, T scale, T lse_i,
-                               T delta_i, T* HWY_RESTRICT p_out, T* HWY_RESTRICT ds_out) {
-  using V = hn::Vec<D>;
-  const size_t L = hn::Lanes(d);
-  V s[kChunks], dp[kChunks];
-  tile_dots(d, q_row, kt, depth, block_n, s);    // S / scale    (BLOCK_N)
-  tile_dots(d, do_row, vt, depth, block_n, dp);  // dP = dO · V  (BLOCK_N)
-  const V vscale = hn::Set(d, scale), vlse = hn::Set(d, lse_i), vdelta = hn::Set(d, delta_i);
-  for (size_t c = 0; c < kChunks; ++c) {
-    const V p = hn::IfThenElseZero(visible_lanes(d, c, visible),
-                                   hn::Exp(d, hn::MulSub(vscale, s[c], vlse)));
-    hn::Store(p, d, p_out + c * L);
-    hn::Store(hn::Mul(p, hn::Sub(dp[c], vdelta)), d, ds_out + c * L);
-  }
-}
-
 // ---- forward ----------------------------------------------------------------
 template <class T, bool kCausal>
 void forward_pass(const AttnJob<T>& job) {
@@ -352,139 +336,243 @@ void delta_pass(const AttnJob<T>& job) {
   }
 }
 
-// ---- dK, dV: each key tile owns its rows --------------------------------------
+// ---- backward micro-kernels ---------------------------------------------------
+// s[r][c] = Σ_e x_r[e] · Xt[e, c·L .. c·L+L) for R rows against a transposed
+// tile (D, BLOCK_N): each tile vector loaded once feeds R FMAs. Each element
+// sums in ascending e.
+template <size_t R, class D, class T = hn::TFromD<D>, class V = hn::Vec<D>>
+HWY_INLINE void tile_dots_rows(D d, const T* HWY_RESTRICT x, size_t x_stride,
+                               const T* HWY_RESTRICT xt, extent_t depth, size_t block_n,
+                               V (&s)[kRows][kChunks]) {
+  const size_t L = hn::Lanes(d);
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < kChunks; ++c) s[r][c] = hn::Zero(d);
+  for (extent_t e = 0; e < depth; ++e) {
+    const T* t = xt + static_cast<size_t>(e) * block_n;
+    V tv[kChunks];
+    for (size_t c = 0; c < kChunks; ++c) tv[c] = hn::Load(d, t + c * L);
+    for (size_t r = 0; r < R; ++r) {
+      const V xr = hn::Set(d, x[r * x_stride + static_cast<size_t>(e)]);
+      for (size_t c = 0; c < kChunks; ++c) s[r][c] = hn::MulAdd(xr, tv[c], s[r][c]);
+    }
+  }
+}
+
+// P and dS of R rows against a key tile, recomputed from their LSE:
+// p = exp(scale S - LSE_r), dS = p (dP - D_r), zero past `visible`.
+template <size_t R, class D, class T = hn::TFromD<D>>
+HWY_INLINE void p_ds_rows(D d, const T* q_rows, const T* do_rows, size_t dp_stride, const T* kt,
+                          const T* vt, extent_t depth, size_t block_n, size_t visible, T scale,
+                          const T* lse, const T* delta, T* HWY_RESTRICT p, T* HWY_RESTRICT ds) {
+  using V = hn::Vec<D>;
+  const size_t L = hn::Lanes(d);
+  V acc[kRows][kChunks];
+  tile_dots_rows<R>(d, q_rows, dp_stride, kt, depth, block_n, acc);  // S / scale  (R, BLOCK_N)
+  const V vscale = hn::Set(d, scale);
+  for (size_t r = 0; r < R; ++r) {
+    const V vlse = hn::Set(d, lse[r]);
+    for (size_t c = 0; c < kChunks; ++c) {
+      const V pc = hn::IfThenElseZero(visible_lanes(d, c, visible),
+                                      hn::Exp(d, hn::MulSub(vscale, acc[r][c], vlse)));
+      hn::Store(pc, d, p + r * block_n + c * L);
+    }
+  }
+  tile_dots_rows<R>(d, do_rows, dp_stride, vt, depth, block_n, acc);  // dP = dO V^T  (R, BLOCK_N)
+  for (size_t r = 0; r < R; ++r) {
+    const V vdelta = hn::Set(d, delta[r]);
+    for (size_t c = 0; c < kChunks; ++c) {
+      const V pc = hn::Load(d, p + r * block_n + c * L);
+      hn::Store(hn::Mul(pc, hn::Sub(acc[r][c], vdelta)), d, ds + r * block_n + c * L);
+    }
+  }
+}
+
+// y_k[e .. e + VB·L) += Σ_{t < n} w[t·w_ts + k·w_ks] · x[t·x_ts + e ..] for
+// k < KB: KB outputs, VB vectors wide, held in registers while t runs; each
+// x vector loaded once feeds KB FMAs. Each element sums in ascending t.
+template <size_t KB, size_t VB, class D, class T = hn::TFromD<D>>
+HWY_INLINE void accumulate_block(D d, const T* HWY_RESTRICT w, size_t w_ts, size_t w_ks,
+                                 const T* HWY_RESTRICT x, size_t x_ts, size_t n, T* const* y,
+                                 size_t e) {
+  using V = hn::Vec<D>;
+  const size_t L = hn::Lanes(d);
+  V a[KB][VB];
+  for (size_t k = 0; k < KB; ++k)
+    for (size_t v = 0; v < VB; ++v) a[k][v] = hn::Load(d, y[k] + e + v * L);
+  for (size_t t = 0; t < n; ++t) {
+    V xv[VB];
+    for (size_t v = 0; v < VB; ++v) xv[v] = hn::Load(d, x + t * x_ts + e + v * L);
+    for (size_t k = 0; k < KB; ++k) {
+      const V wk = hn::Set(d, w[t * w_ts + k * w_ks]);
+      for (size_t v = 0; v < VB; ++v) a[k][v] = hn::MulAdd(wk, xv[v], a[k][v]);
+    }
+  }
+  for (size_t k = 0; k < KB; ++k)
+    for (size_t v = 0; v < VB; ++v) hn::Store(a[k][v], d, y[k] + e + v * L);
+}
+
+// The runtime count 1..4 as a compile-time one (1, 2, 3 for tails).
+template <class F>
+HWY_INLINE void with_count(size_t count, F&& f) {
+  switch (count) {
+    case 1:
+      return f(std::integral_constant<size_t, 1>());
+    case 2:
+      return f(std::integral_constant<size_t, 2>());
+    case 3:
+      return f(std::integral_constant<size_t, 3>());
+    default:
+      return f(std::integral_constant<size_t, 4>());
+  }
+}
+
+// y_k += Σ_{t < n} w[t·w_ts + k·w_ks] x_t over padded rows of dp elements,
+// for k < outs: blocks of 4 outputs × 4 vectors.
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE void accumulate(D d, const T* w, size_t w_ts, size_t w_ks, const T* x, size_t x_ts,
+                           size_t n, T* const* y, size_t outs, size_t dp) {
+  const size_t L = hn::Lanes(d);
+  for (size_t k0 = 0; k0 < outs; k0 += 4) {
+    with_count(std::min<size_t>(4, outs - k0), [&](auto kb) {
+      size_t e = 0;
+      for (; e + 4 * L <= dp; e += 4 * L)
+        accumulate_block<kb.value, 4>(d, w + k0 * w_ks, w_ts, w_ks, x, x_ts, n, y + k0, e);
+      for (; e < dp; e += L)
+        accumulate_block<kb.value, 1>(d, w + k0 * w_ks, w_ts, w_ks, x, x_ts, n, y + k0, e);
+    });
+  }
+}
+
+// ---- backward: one pass over key tiles -------------------------------------------
+// A task (b, g, split) owns the key tiles t ≡ split (mod S) of kv head g:
+// their rows of dK and dV, summed over every query row of every query head
+// of the group in ascending (h, i), and a partial sum of dQ over those tiles
+// for every row of the group. With S = 1 that partial is dQ; otherwise
+// dQ = Σ_split partial, splits in ascending order. S depends on the problem
+// alone (key_splits), so results are bitwise equal for any thread count.
 template <class T, bool kCausal>
-void dkdv_pass(const AttnJob<T>& job) {
+void backward_pass(const AttnJob<T>& job) {
   const hn::ScalableTag<T> d;
   const Tiles<T> tiles(job.D);
   const size_t BN = tiles.block_n, DP = tiles.d_padded;
   const extent_t D = job.D, N = job.N, M = job.M, group = job.H / job.Hkv;
   const extent_t k_tiles = (M + extent_t(BN) - 1) / extent_t(BN);
-  const extent_t tasks = job.B * job.Hkv * k_tiles;
+  const extent_t splits = key_splits(job.B, job.Hkv, k_tiles);
+  const extent_t tasks = job.B * job.Hkv * splits;
+  const size_t part_size = static_cast<size_t>(group * N) * DP;  // (group, N, Dp)
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+  // dQ partial sums of every task when keys are split; else each thread's own
+  hwy::AlignedFreeUniquePtr<T[]> parts;
+  if (splits > 1) parts = hwy::AllocateAligned<T>(static_cast<size_t>(tasks) * part_size);
 
 #pragma omp parallel num_threads(detail::thread_count(job.threads))
   {
     auto kt = hwy::AllocateAligned<T>(D * BN);               // (D, BLOCK_N)
     auto vt = hwy::AllocateAligned<T>(D * BN);               // (D, BLOCK_N)
+    auto k_tile = hwy::AllocateAligned<T>(BN * DP);          // (BLOCK_N, Dp)
     auto dk_acc = hwy::AllocateAligned<T>(BN * DP);          // (BLOCK_N, Dp)
     auto dv_acc = hwy::AllocateAligned<T>(BN * DP);          // (BLOCK_N, Dp)
     auto q_rows = hwy::AllocateAligned<T>(kRowBatch * DP);   // (ROW_BATCH, Dp)
     auto do_rows = hwy::AllocateAligned<T>(kRowBatch * DP);  // (ROW_BATCH, Dp)
     auto p = hwy::AllocateAligned<T>(kRowBatch * BN);        // (ROW_BATCH, BLOCK_N)
     auto ds = hwy::AllocateAligned<T>(kRowBatch * BN);       // (ROW_BATCH, BLOCK_N)
+    hwy::AlignedFreeUniquePtr<T[]> own_part;                 // (group, N, Dp)
+    if (splits == 1) own_part = hwy::AllocateAligned<T>(part_size);
+    T lse_b[kRowBatch], delta_b[kRowBatch];    // (ROW_BATCH)
+    T* dq_rows[kRowBatch];                     // the batch's rows of the partial
+    std::vector<T*> dk_keys(BN), dv_keys(BN);  // rows of dk_acc, dv_acc
+    for (size_t c = 0; c < BN; ++c) {
+      dk_keys[c] = dk_acc.get() + c * DP;
+      dv_keys[c] = dv_acc.get() + c * DP;
+    }
     std::fill(q_rows.get(), q_rows.get() + kRowBatch * DP, T(0));
     std::fill(do_rows.get(), do_rows.get() + kRowBatch * DP, T(0));
     // Rows waiting, all seeing the same number of keys of the tile, so that a
-    // key never receives a term (0 · x) from a row that does not see it: a
-    // non-finite dO or Q in such a row must not reach that key's dK, dV.
-    size_t batch = 0, batch_visible = 0;
-    // accumulate: dV_j += Σ_i P_ij dO_i, dK_j += Σ_i dS_ij Q_i over the batch,
-    // rows in ascending order
+    // key never receives a term (0 · x) from a row that does not see it, nor
+    // a row from a key it does not see: a non-finite dO, Q or K there must not
+    // reach dK, dV or dQ.
+    size_t batch = 0, visible = 0;
     auto flush = [&] {
-      for (size_t c = 0; c < batch_visible; ++c) {
-        accumulate_rows(d, p.get() + c, BN, do_rows.get(), DP, batch, dv_acc.get() + c * DP, DP);
-        accumulate_rows(d, ds.get() + c, BN, q_rows.get(), DP, batch, dk_acc.get() + c * DP, DP);
+      // P, dS of the batch, four rows at a time          (ROW_BATCH, BLOCK_N)
+      for (size_t r0 = 0; r0 < batch; r0 += kRows) {
+        with_count(std::min(kRows, batch - r0), [&](auto rows) {
+          p_ds_rows<rows.value>(d, q_rows.get() + r0 * DP, do_rows.get() + r0 * DP, DP, kt.get(),
+                                vt.get(), D, BN, visible, job.scale, lse_b + r0, delta_b + r0,
+                                p.get() + r0 * BN, ds.get() + r0 * BN);
+        });
       }
-      batch = batch_visible = 0;
+      // accumulate: dV_j += Σ_i P_ij dO_i, dK_j += Σ_i dS_ij Q_i (rows ascending)
+      accumulate(d, p.get(), BN, 1, do_rows.get(), DP, batch, dv_keys.data(), visible, DP);
+      accumulate(d, ds.get(), BN, 1, q_rows.get(), DP, batch, dk_keys.data(), visible, DP);
+      // accumulate: dQ_i += Σ_j dS_ij K_j (keys ascending)
+      accumulate(d, ds.get(), 1, BN, k_tile.get(), DP, visible, dq_rows, batch, DP);
+      batch = visible = 0;
     };
 #pragma omp for schedule(dynamic, 1)
     for (extent_t task = 0; task < tasks; ++task) {
-      const extent_t t = task % k_tiles, bg = task / k_tiles;
+      const extent_t split = task % splits, bg = task / splits;
       const extent_t b = bg / job.Hkv, g = bg % job.Hkv;
-      const extent_t j0 = t * extent_t(BN), cols = std::min<extent_t>(extent_t(BN), M - j0);
-      pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
-      pack_transposed(job.v.row(b, g, 0), job.v.sr, job.v.sd, j0, cols, D, BN, vt.get());
-      std::fill(dk_acc.get(), dk_acc.get() + BN * DP, T(0));
-      std::fill(dv_acc.get(), dv_acc.get() + BN * DP, T(0));
-      for (extent_t h = g * group; h < (g + 1) * group; ++h) {
-        for (extent_t i = row_begin(kCausal, j0, N, M); i < N; ++i) {
-          const T lse_i = job.lse_in.at(b, h, i);
-          if (lse_i == neg_inf) continue;  // row with no visible key: contributes nothing
-          const size_t visible =
-              static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
-          if (visible == 0) continue;
-          if (batch > 0 && visible != batch_visible) flush();  // near the diagonal (causal)
-          T* q_row = q_rows.get() + batch * DP;                // (Dp)
-          T* do_row = do_rows.get() + batch * DP;              // (Dp)
-          gather_row(job.q.row(b, h, i), job.q.sd, D, q_row);
-          gather_row(job.dout.row(b, h, i), job.dout.sd, D, do_row);
-          recompute_p_ds(d, q_row, do_row, kt.get(), vt.get(), D, BN, visible, job.scale, lse_i,
-                         job.delta[(b * job.H + h) * N + i], p.get() + batch * BN,
-                         ds.get() + batch * BN);
-          batch_visible = visible;
-          if (++batch == kRowBatch) flush();
+      T* part = splits > 1 ? parts.get() + static_cast<size_t>(task) * part_size : own_part.get();
+      std::fill(part, part + part_size, T(0));
+      for (extent_t t = split; t < k_tiles; t += splits) {
+        const extent_t j0 = t * extent_t(BN), cols = std::min<extent_t>(extent_t(BN), M - j0);
+        pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
+        pack_transposed(job.v.row(b, g, 0), job.v.sr, job.v.sd, j0, cols, D, BN, vt.get());
+        pack_rows(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, DP, k_tile.get());
+        std::fill(dk_acc.get(), dk_acc.get() + BN * DP, T(0));
+        std::fill(dv_acc.get(), dv_acc.get() + BN * DP, T(0));
+        for (extent_t h = g * group; h < (g + 1) * group; ++h) {
+          for (extent_t i = row_begin(kCausal, j0, N, M); i < N; ++i) {
+            const T lse_i = job.lse_in.at(b, h, i);
+            if (lse_i == neg_inf) continue;  // row with no visible key: contributes nothing
+            const size_t row_visible =
+                static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
+            if (row_visible == 0) continue;
+            if (batch > 0 && row_visible != visible) flush();  // near the diagonal (causal)
+            gather_row(job.q.row(b, h, i), job.q.sd, D, q_rows.get() + batch * DP);
+            gather_row(job.dout.row(b, h, i), job.dout.sd, D, do_rows.get() + batch * DP);
+            lse_b[batch] = lse_i;
+            delta_b[batch] = job.delta[(b * job.H + h) * N + i];
+            dq_rows[batch] = part + static_cast<size_t>((h - g * group) * N + i) * DP;
+            visible = row_visible;
+            if (++batch == kRowBatch) flush();
+          }
+        }
+        flush();  // the tail batch
+        for (extent_t c = 0; c < cols; ++c) {
+          T* dk_row = job.dk.row(b, g, j0 + c);
+          T* dv_row = job.dv.row(b, g, j0 + c);
+          for (extent_t e = 0; e < D; ++e) {
+            dk_row[e * job.dk.sd] = job.scale * dk_acc[c * DP + e];
+            dv_row[e * job.dv.sd] = dv_acc[c * DP + e];
+          }
         }
       }
-      flush();  // the tail batch
-      for (extent_t c = 0; c < cols; ++c) {
-        T* dk_row = job.dk.row(b, g, j0 + c);
-        T* dv_row = job.dv.row(b, g, j0 + c);
-        for (extent_t e = 0; e < D; ++e) {
-          dk_row[e * job.dk.sd] = job.scale * dk_acc[c * DP + e];
-          dv_row[e * job.dv.sd] = dv_acc[c * DP + e];
+      if (splits == 1) {  // the partial is dQ (a row with no visible key stays 0)
+        for (extent_t h = g * group; h < (g + 1) * group; ++h) {
+          for (extent_t i = 0; i < N; ++i) {
+            const T* acc = part + static_cast<size_t>((h - g * group) * N + i) * DP;
+            T* dq_row = job.dq.row(b, h, i);
+            for (extent_t e = 0; e < D; ++e) dq_row[e * job.dq.sd] = job.scale * acc[e];
+          }
         }
       }
     }
   }
-}
-
-// ---- dQ: each query block owns its rows -----------------------------------------
-template <class T, bool kCausal>
-void dq_pass(const AttnJob<T>& job) {
-  const hn::ScalableTag<T> d;
-  const Tiles<T> tiles(job.D);
-  const size_t BN = tiles.block_n, DP = tiles.d_padded;
-  const extent_t D = job.D, N = job.N, M = job.M, group = job.H / job.Hkv;
-  const extent_t q_blocks = (N + kBlockM - 1) / kBlockM;
-  const extent_t tasks = job.B * job.H * q_blocks;
-  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-
-#pragma omp parallel num_threads(detail::thread_count(job.threads))
-  {
-    auto q_blk = hwy::AllocateAligned<T>(kBlockM * DP);   // (BLOCK_M, Dp)
-    auto do_blk = hwy::AllocateAligned<T>(kBlockM * DP);  // (BLOCK_M, Dp)
-    auto dq_acc = hwy::AllocateAligned<T>(kBlockM * DP);  // (BLOCK_M, Dp)
-    auto kt = hwy::AllocateAligned<T>(D * BN);            // (D, BLOCK_N)
-    auto vt = hwy::AllocateAligned<T>(D * BN);            // (D, BLOCK_N)
-    auto k_tile = hwy::AllocateAligned<T>(BN * DP);       // (BLOCK_N, Dp)
-    auto p = hwy::AllocateAligned<T>(BN);                 // (BLOCK_N)
-    auto ds = hwy::AllocateAligned<T>(BN);                // (BLOCK_N)
-#pragma omp for schedule(dynamic, 1)
-    for (extent_t task = 0; task < tasks; ++task) {
-      const extent_t blk = task % q_blocks, bh = task / q_blocks;
-      const extent_t b = bh / job.H, h = bh % job.H, g = h / group;
-      const extent_t i0 = blk * kBlockM, rows = std::min(kBlockM, N - i0);
-      std::fill(q_blk.get(), q_blk.get() + kBlockM * DP, T(0));
-      std::fill(do_blk.get(), do_blk.get() + kBlockM * DP, T(0));
-      std::fill(dq_acc.get(), dq_acc.get() + kBlockM * DP, T(0));
-      for (extent_t r = 0; r < rows; ++r) {
-        gather_row(job.q.row(b, h, i0 + r), job.q.sd, D, q_blk.get() + r * DP);
-        gather_row(job.dout.row(b, h, i0 + r), job.dout.sd, D, do_blk.get() + r * DP);
-      }
-      const extent_t keys = key_end(kCausal, i0 + rows - 1, N, M);
-      for (extent_t j0 = 0; j0 < keys; j0 += extent_t(BN)) {
-        const extent_t cols = std::min<extent_t>(extent_t(BN), M - j0);  // tail tile
-        pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
-        pack_transposed(job.v.row(b, g, 0), job.v.sr, job.v.sd, j0, cols, D, BN, vt.get());
-        pack_rows(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, DP, k_tile.get());
-        for (extent_t r = 0; r < rows; ++r) {
-          const extent_t i = i0 + r;
-          const T lse_i = job.lse_in.at(b, h, i);
-          if (lse_i == neg_inf) continue;  // row with no visible key: dQ_i = 0
-          const size_t visible =
-              static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
-          if (visible == 0) continue;
-          recompute_p_ds(d, q_blk.get() + r * DP, do_blk.get() + r * DP, kt.get(), vt.get(), D, BN,
-                         visible, job.scale, lse_i, job.delta[(b * job.H + h) * N + i], p.get(),
-                         ds.get());
-          // accumulate: dQ_i += dS_ij K_j
-          accumulate_rows(d, ds.get(), 1, k_tile.get(), DP, visible, dq_acc.get() + r * DP, DP);
-        }
-      }
-      for (extent_t r = 0; r < rows; ++r) {
-        T* dq_row = job.dq.row(b, h, i0 + r);
-        for (extent_t e = 0; e < D; ++e) dq_row[e * job.dq.sd] = job.scale * dq_acc[r * DP + e];
+  if (splits == 1) return;
+    // dQ = Σ_split partial, splits ascending
+#pragma omp parallel for schedule(static) num_threads(detail::thread_count(job.threads))
+  for (extent_t bh = 0; bh < job.B * job.H; ++bh) {
+    const extent_t b = bh / job.H, h = bh % job.H, g = h / group;
+    const T* first = parts.get() + static_cast<size_t>((b * job.Hkv + g) * splits) * part_size +
+                     static_cast<size_t>((h - g * group) * N) * DP;
+    for (extent_t i = 0; i < N; ++i) {
+      T* dq_row = job.dq.row(b, h, i);
+      for (extent_t e = 0; e < D; ++e) {
+        const size_t at = static_cast<size_t>(i) * DP + static_cast<size_t>(e);
+        T sum = first[at];
+        for (extent_t s = 1; s < splits; ++s) sum += first[static_cast<size_t>(s) * part_size + at];
+        dq_row[e * job.dq.sd] = job.scale * sum;
       }
     }
   }
@@ -504,12 +592,8 @@ struct Forward {
   static void run(const AttnJob<T>& job) { forward_pass<T, kCausal>(job); }
 };
 template <class T, bool kCausal>
-struct DkDv {
-  static void run(const AttnJob<T>& job) { dkdv_pass<T, kCausal>(job); }
-};
-template <class T, bool kCausal>
-struct Dq {
-  static void run(const AttnJob<T>& job) { dq_pass<T, kCausal>(job); }
+struct Backward {
+  static void run(const AttnJob<T>& job) { backward_pass<T, kCausal>(job); }
 };
 
 void ForwardF32(const AttnJob<float>& job) {
@@ -524,17 +608,11 @@ void DeltaF32(const AttnJob<float>& job) {
 void DeltaF64(const AttnJob<double>& job) {
   delta_pass(job);
 }
-void DkDvF32(const AttnJob<float>& job) {
-  with_causal<float, DkDv>(job);
+void BackwardF32(const AttnJob<float>& job) {
+  with_causal<float, Backward>(job);
 }
-void DkDvF64(const AttnJob<double>& job) {
-  with_causal<double, DkDv>(job);
-}
-void DqF32(const AttnJob<float>& job) {
-  with_causal<float, Dq>(job);
-}
-void DqF64(const AttnJob<double>& job) {
-  with_causal<double, Dq>(job);
+void BackwardF64(const AttnJob<double>& job) {
+  with_causal<double, Backward>(job);
 }
 size_t LanesF32() {
   return hn::Lanes(hn::ScalableTag<float>());
@@ -553,10 +631,8 @@ HWY_EXPORT(ForwardF32);
 HWY_EXPORT(ForwardF64);
 HWY_EXPORT(DeltaF32);
 HWY_EXPORT(DeltaF64);
-HWY_EXPORT(DkDvF32);
-HWY_EXPORT(DkDvF64);
-HWY_EXPORT(DqF32);
-HWY_EXPORT(DqF64);
+HWY_EXPORT(BackwardF32);
+HWY_EXPORT(BackwardF64);
 HWY_EXPORT(LanesF32);
 HWY_EXPORT(LanesF64);
 
@@ -572,15 +648,13 @@ template <>
 struct Passes<float> {
   static void forward(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(ForwardF32)(j); }
   static void delta(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(DeltaF32)(j); }
-  static void dkdv(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(DkDvF32)(j); }
-  static void dq(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(DqF32)(j); }
+  static void backward(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(BackwardF32)(j); }
 };
 template <>
 struct Passes<double> {
   static void forward(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(ForwardF64)(j); }
   static void delta(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(DeltaF64)(j); }
-  static void dkdv(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(DkDvF64)(j); }
-  static void dq(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(DqF64)(j); }
+  static void backward(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(BackwardF64)(j); }
 };
 
 template <class T>
@@ -611,15 +685,33 @@ AttentionTiles attention_tiles(int element_bytes, extent_t D) {
   return {64, 4 * L, (D + L - 1) / L * L};
 }
 
-double attention_scratch_bytes(int element_bytes, extent_t B, extent_t H, extent_t N, extent_t D,
-                               int threads) {
+double attention_fwd_scratch_bytes(int element_bytes, extent_t D, int threads) {
   const AttentionTiles t = attention_tiles(element_bytes, D);
-  // The largest pass (dQ): q, dO, dQ blocks (BLOCK_M, Dp), K^T, V^T (D,
-  // BLOCK_N), a K tile (BLOCK_N, Dp), p and dS (BLOCK_N); plus D_i.
-  const double per_thread = 3.0 * double(t.block_m * t.d_padded) + 2.0 * double(D * t.block_n) +
-                            double(t.block_n * t.d_padded) + 2.0 * double(t.block_n) +
+  // q and acc blocks (BLOCK_M, Dp), K^T (D, BLOCK_N), a V tile (BLOCK_N,
+  // Dp), p (BLOCK_N), m and l (BLOCK_M).
+  const double per_thread = 2.0 * double(t.block_m * t.d_padded) + double(D * t.block_n) +
+                            double(t.block_n * t.d_padded) + double(t.block_n) +
                             2.0 * double(t.block_m);
-  return element_bytes * (detail::thread_count(threads) * per_thread + double(B * H * N));
+  return element_bytes * detail::thread_count(threads) * per_thread;
+}
+
+double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, extent_t Hkv,
+                                   extent_t N, extent_t M, extent_t D, int threads) {
+  const AttentionTiles t = attention_tiles(element_bytes, D);
+  const double row_batch = 16;                                           // kRowBatch
+  const double part = double(H / Hkv) * double(N) * double(t.d_padded);  // (group, N, Dp)
+  const extent_t k_tiles = (M + t.block_n - 1) / t.block_n;
+  const extent_t splits = key_splits(B, Hkv, k_tiles);
+  // K^T, V^T (D, BLOCK_N), K, dK, dV tiles (BLOCK_N, Dp), the batch's q, dO
+  // rows (ROW_BATCH, Dp), p and dS (ROW_BATCH, BLOCK_N); the thread's own
+  // dQ partial when keys are not split, every task's when they are.
+  const double per_thread = 2.0 * double(D * t.block_n) + 3.0 * double(t.block_n * t.d_padded) +
+                            2.0 * row_batch * double(t.d_padded) +
+                            2.0 * row_batch * double(t.block_n) + (splits == 1 ? part : 0.0);
+  const double shared = splits == 1 ? 0.0 : double(B * Hkv * splits) * part;
+  const double delta = double(B * H * N);  // D_i
+  const double backward = detail::thread_count(threads) * per_thread + shared;
+  return element_bytes * (std::max(backward, attention_fwd_scratch_bytes(1, D, threads)) + delta);
 }
 
 double visible_pairs(bool causal, extent_t N, extent_t M) {
@@ -655,8 +747,7 @@ void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<c
   job.dv = strided4(dv);
   job.delta = delta.data();
   Passes<T>::delta(job);
-  Passes<T>::dkdv(job);
-  Passes<T>::dq(job);
+  Passes<T>::backward(job);
 }
 
 template <class T>
@@ -676,9 +767,8 @@ void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::Vie
   job.dv = strided4(dv);
   job.delta = delta.data();
   job.want_delta = true;
-  Passes<T>::forward(job);  // o, lse, D_i
-  Passes<T>::dkdv(job);     // dK, dV: key tiles own their rows
-  Passes<T>::dq(job);       // dQ: query blocks own their rows
+  Passes<T>::forward(job);   // o, lse, D_i
+  Passes<T>::backward(job);  // dK, dV owned per key tile; dQ per (b, g, split)
 }
 
 #define MOACERT_INSTANTIATE(T)                                                                     \
@@ -705,14 +795,15 @@ Cost attention_bwd_cost(const Problem& p) {
   const double heads = double(d.B * d.H);
   const double pairs = heads * visible_pairs(p.causal(), d.N, d.M);
   Cost c;
-  // Per visible pair: S and dP in the dK/dV pass and again in the dQ pass,
-  // dV, dK and dQ updates: 7 products of length D, 2 flops each; plus D_i.
-  c.flops = 14.0 * double(d.D) * pairs + 2.0 * heads * double(d.N * d.D);
+  // Per visible pair: S, dP, and the dV, dK and dQ updates: 5 products of
+  // length D, 2 flops each (one pass, nothing recomputed twice); plus D_i.
+  c.flops = 10.0 * double(d.D) * pairs + 2.0 * heads * double(d.N * d.D);
   const double q_like = heads * double(d.N * d.D), kv_like = double(d.B * d.Hkv * d.M * d.D);
   c.bytes_read = bytes * (3 * q_like + 2 * kv_like + heads * double(d.N));  // q o do, k v, lse
   c.bytes_written = bytes * (q_like + 2 * kv_like);
   c.atomics = 0;
-  c.peak_extra_bytes = attention_scratch_bytes(int(bytes), d.B, d.H, d.N, d.D, 0);
+  c.peak_extra_bytes =
+      attention_bwd_scratch_bytes(int(bytes), d.B, d.H, d.Hkv, d.N, d.M, d.D, /*threads=*/0);
   return c;
 }
 
@@ -734,8 +825,8 @@ void register_attention_bwd(Registry& r) {
          {Format::f64, Format::f32},
          /*accepts_strided=*/true,
          /*deterministic=*/true,
-         "flash backward: P recomputed from the given LSE; dK/dV owned per key tile, dQ per "
-         "query block (no atomics); Highway-vectorised, OpenMP",
+         "flash backward, one pass: P recomputed once from the given LSE; dK/dV owned per key "
+         "tile, dQ partials per key split summed in order (no atomics); Highway, OpenMP",
          attention_bwd_cost,
          [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
             const RunOptions& opt) {
@@ -744,8 +835,10 @@ void register_attention_bwd(Registry& r) {
            throw std::invalid_argument("attention.bwd cpu.flash_bwd: format " +
                                        std::string(name(p.format)) + " is not supported");
          },
-         /*tiles=*/{64, 32}, /*family_name=*/{},
-         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on AVX-512)
+         /*tiles=*/{64, 32},
+         /*family_name=*/{},
+         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on
+                                            // AVX-512)
 }
 
 }  // namespace moacert::kernels::cpu

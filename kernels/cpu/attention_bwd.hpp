@@ -25,10 +25,14 @@ struct AttentionTiles {
 };
 AttentionTiles attention_tiles(int element_bytes, moa::extent_t D);
 
-// Scratch of the passes beyond inputs and outputs, in bytes, for `threads`
-// threads: per thread O((BLOCK_M + BLOCK_N) D), plus one D_i per query row.
-double attention_scratch_bytes(int element_bytes, moa::extent_t B, moa::extent_t H, moa::extent_t N,
-                               moa::extent_t D, int threads);
+// Scratch beyond inputs and outputs, in bytes, for `threads` threads. The
+// forward: O((BLOCK_M + BLOCK_N) D) per thread. The backward: that, plus a
+// dQ partial (H/Hkv, N, D) per thread, or per task when keys are split
+// (key_splits), plus one D_i per query row.
+double attention_fwd_scratch_bytes(int element_bytes, moa::extent_t D, int threads);
+double attention_bwd_scratch_bytes(int element_bytes, moa::extent_t B, moa::extent_t H,
+                                   moa::extent_t Hkv, moa::extent_t N, moa::extent_t M,
+                                   moa::extent_t D, int threads);
 
 // o, lse from q, k, v: tiled online softmax.
 template <class T>

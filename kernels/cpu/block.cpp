@@ -98,7 +98,7 @@ Cost block_cost(const Problem& p) {
   c.peak_extra_bytes =
       bytes * (3 * rows * Dm + 2 * rows * qd + 2 * rows * kvd + double(d.B * d.H * d.N) +
                2 * rows * F + gemm_scratch_elements(int(bytes), d.B * d.N, d.F, d.Dm, 0)) +
-      attention_scratch_bytes(int(bytes), d.B, d.H, d.N, d.D, 0);
+      attention_fwd_scratch_bytes(int(bytes), d.D, /*threads=*/0);
   return c;
 }
 

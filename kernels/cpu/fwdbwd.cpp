@@ -1,7 +1,9 @@
 // attention.fwdbwd, cpu.fused: the fused forward+backward ONF. The forward
 // (tiled online softmax) writes o and lse and keeps D_i = dO_i · O_i; the
-// backward recomputes P from that LSE with dK/dV owned per key tile and dQ
-// per query block, so there are no atomics and no N×M intermediate. The
+// backward recomputes P once from that LSE in one pass over key tiles: dK/dV
+// owned per key tile, dQ summed per (batch, kv head, key split) and the
+// splits added in a fixed order, so there are no atomics and no N×M
+// intermediate. The
 // passes live in attention_bwd.cpp; the same loop nest as a plain scalar
 // template is fwdbwd_generic.hpp.
 #include <span>
@@ -21,16 +23,17 @@ Cost fwdbwd_cost(const Problem& p) {
   const double heads = double(d.B * d.H);
   const double pairs = heads * visible_pairs(p.causal(), d.N, d.M);
   Cost c;
-  // Per visible pair: forward S and PV (2 products of length D), backward S
-  // and dP twice, dV, dK, dQ (7); 2 flops per multiply-add. Plus D_i.
-  c.flops = 18.0 * double(d.D) * pairs + 2.0 * heads * double(d.N * d.D);
+  // Per visible pair: forward S and PV (2 products of length D), backward S,
+  // dP, dV, dK, dQ (5); 2 flops per multiply-add. Plus D_i.
+  c.flops = 14.0 * double(d.D) * pairs + 2.0 * heads * double(d.N * d.D);
   const double q_like = heads * double(d.N * d.D), kv_like = double(d.B * d.Hkv * d.M * d.D);
   c.bytes_read = bytes * (2 * q_like + 2 * kv_like);                           // q, do, k, v
   c.bytes_written = bytes * (2 * q_like + heads * double(d.N) + 2 * kv_like);  // o, lse, dq, dk, dv
   c.atomics = 0;
-  // Per thread O((BLOCK_M + BLOCK_N) D), within the O((N + M) D) per thread
-  // the ONF promises, plus one D_i per query row.
-  c.peak_extra_bytes = attention_scratch_bytes(int(bytes), d.B, d.H, d.N, d.D, 0);
+  // Per thread O((BLOCK_M + BLOCK_N) D) plus a (H/Hkv, N, D) dQ partial:
+  // within the O((N + M) D) per thread the ONF promises; one D_i per row.
+  c.peak_extra_bytes =
+      attention_bwd_scratch_bytes(int(bytes), d.B, d.H, d.Hkv, d.N, d.M, d.D, /*threads=*/0);
   return c;
 }
 
@@ -52,8 +55,9 @@ void register_fwdbwd(Registry& r) {
          {Format::f64, Format::f32},
          /*accepts_strided=*/true,
          /*deterministic=*/true,
-         "fused fwd+bwd: tiled online softmax, then recomputation with dK/dV owned per key tile "
-         "and dQ per query block; no atomics, no N×M intermediate",
+         "fused fwd+bwd: tiled online softmax, then one recomputing pass over key tiles (dK/dV "
+         "owned per tile, dQ partials per key split summed in order); no atomics, no N×M "
+         "intermediate",
          fwdbwd_cost,
          [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
             const RunOptions& opt) {
@@ -62,8 +66,10 @@ void register_fwdbwd(Registry& r) {
            throw std::invalid_argument("attention.fwdbwd cpu.fused: format " +
                                        std::string(name(p.format)) + " is not supported");
          },
-         /*tiles=*/{64, 32}, /*family_name=*/{},
-         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on AVX-512)
+         /*tiles=*/{64, 32},
+         /*family_name=*/{},
+         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on
+                                            // AVX-512)
 }
 
 }  // namespace moacert::kernels::cpu

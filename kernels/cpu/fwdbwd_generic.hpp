@@ -11,14 +11,18 @@
 //   forward   for each query block, for each key tile: online softmax
 //             (running max m, running sum l, unnormalised acc), then
 //             O = acc / l, LSE = m + log l, D_i = dO_i · O_i
-//   dK, dV    each key tile owns its rows of dK and dV: it loops over every
-//             query row of every query head of its group (in a fixed order),
-//             recomputing P_ij = exp(S_ij - LSE_i) and dS_ij
-//   dQ        each query block owns its rows of dQ: it loops over the key
-//             tiles in order, recomputing P and dS again
+//   backward  one pass over key tiles. The tiles of kv head g are dealt to
+//             S splits (tile t to split t mod S; S = key_splits, a function
+//             of the problem alone). A key tile owns its rows of dK and dV:
+//             it loops over every query row of every query head of its
+//             group in ascending (h, i), recomputing P_ij = exp(S_ij -
+//             LSE_i) and dS_ij once; each dS_ij K_j goes to the split's
+//             partial dQ_i (tiles ascending); dQ = Σ_split partial, splits
+//             ascending
 // No N×M intermediate exists; scratch is O((BLOCK_M + BLOCK_N) D) per task
-// plus D_i, one scalar per query row. No atomics: every output element has
-// one owner, which sums in a fixed order.
+// plus a partial dQ (H/Hkv, N, D) per split and D_i, one scalar per query
+// row. No atomics: every output element has one owner, which sums in a
+// fixed order.
 #pragma once
 
 #include <algorithm>
@@ -45,6 +49,16 @@ inline extent_t key_end(bool causal, extent_t i, extent_t N, extent_t M) {
 inline extent_t row_begin(bool causal, extent_t j, extent_t N, extent_t M) {
   if (!causal) return 0;
   return std::clamp<extent_t>(j - (M - N), 0, N);
+}
+
+// How many splits share the key tiles of one (batch, kv head): enough that
+// there are at least kMinTasks backward tasks, at most one split per tile.
+// A function of the problem alone, never of the thread count, so that the
+// order of every sum (and so every bit of dQ) is the same on any machine.
+inline extent_t key_splits(extent_t B, extent_t Hkv, extent_t k_tiles) {
+  constexpr extent_t kMinTasks = 8;
+  const extent_t pairs = std::max<extent_t>(B * Hkv, 1);
+  return std::clamp<extent_t>((kMinTasks + pairs - 1) / pairs, 1, std::max<extent_t>(k_tiles, 1));
 }
 
 template <class T>
@@ -137,60 +151,54 @@ void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, Vie
     ds = p * (dp - delta_at(b, h, i));
   };
 
-  // ---- dK, dV: each key tile owns its rows ---------------------------------
+  // ---- backward: one pass over key tiles -------------------------------------
+  const extent_t k_tiles = (M + block_n - 1) / block_n;
+  const extent_t splits = key_splits(B, Hkv, k_tiles);
+  // partial dQ of each split, (S, B, H, N, D)
+  std::vector<T> dq_part(static_cast<std::size_t>(splits * B * H * N * D), zero);
+  auto part_at = [&](extent_t s, extent_t b, extent_t h, extent_t i, extent_t d) -> T& {
+    return dq_part[static_cast<std::size_t>((((s * B + b) * H + h) * N + i) * D + d)];
+  };
   for (extent_t b = 0; b < B; ++b) {
     for (extent_t g = 0; g < Hkv; ++g) {
-      for (extent_t j0 = 0; j0 < M; j0 += block_n) {
-        const extent_t cols = std::min(block_n, M - j0);
-        std::vector<T> dk_acc(static_cast<std::size_t>(cols * D), zero),  // (BLOCK_N, D)
-            dv_acc(static_cast<std::size_t>(cols * D), zero);             // (BLOCK_N, D)
-        for (extent_t h = g * group; h < (g + 1) * group; ++h) {
-          for (extent_t i = row_begin(causal, j0, N, M); i < N; ++i) {
-            const extent_t visible = std::clamp<extent_t>(key_end(causal, i, N, M) - j0, 0, cols);
-            for (extent_t c = 0; c < visible; ++c) {
-              T p, ds;
-              recompute(b, h, g, i, j0 + c, p, ds);
-              for (extent_t d = 0; d < D; ++d) {
-                dv_acc[c * D + d] += p * dout(b, h, i, d);
-                dk_acc[c * D + d] += ds * q(b, h, i, d);
+      for (extent_t split = 0; split < splits; ++split) {
+        for (extent_t t = split; t < k_tiles; t += splits) {
+          const extent_t j0 = t * block_n, cols = std::min(block_n, M - j0);
+          std::vector<T> dk_acc(static_cast<std::size_t>(cols * D), zero),  // (BLOCK_N, D)
+              dv_acc(static_cast<std::size_t>(cols * D), zero);             // (BLOCK_N, D)
+          for (extent_t h = g * group; h < (g + 1) * group; ++h) {
+            for (extent_t i = row_begin(causal, j0, N, M); i < N; ++i) {
+              const extent_t visible = std::clamp<extent_t>(key_end(causal, i, N, M) - j0, 0, cols);
+              for (extent_t c = 0; c < visible; ++c) {
+                T p, ds;
+                recompute(b, h, g, i, j0 + c, p, ds);
+                for (extent_t d = 0; d < D; ++d) {
+                  dv_acc[c * D + d] += p * dout(b, h, i, d);
+                  dk_acc[c * D + d] += ds * q(b, h, i, d);
+                  part_at(split, b, h, i, d) += ds * k(b, g, j0 + c, d);
+                }
               }
             }
           }
-        }
-        for (extent_t c = 0; c < cols; ++c) {
-          for (extent_t d = 0; d < D; ++d) {
-            dk(b, g, j0 + c, d) = scale * dk_acc[c * D + d];
-            dv(b, g, j0 + c, d) = dv_acc[c * D + d];
-          }
-        }
-      }
-    }
-  }
-
-  // ---- dQ: each query block owns its rows ----------------------------------
-  for (extent_t b = 0; b < B; ++b) {
-    for (extent_t h = 0; h < H; ++h) {
-      const extent_t g = h / group;
-      for (extent_t i0 = 0; i0 < N; i0 += block_m) {
-        const extent_t rows = std::min(block_m, N - i0);
-        std::vector<T> dq_acc(static_cast<std::size_t>(rows * D), zero);  // (BLOCK_M, D)
-        for (extent_t j0 = 0; j0 < M; j0 += block_n) {
-          const extent_t cols = std::min(block_n, M - j0);
-          for (extent_t r = 0; r < rows; ++r) {
-            const extent_t visible =
-                std::clamp<extent_t>(key_end(causal, i0 + r, N, M) - j0, 0, cols);
-            for (extent_t c = 0; c < visible; ++c) {
-              T p, ds;
-              recompute(b, h, g, i0 + r, j0 + c, p, ds);
-              for (extent_t d = 0; d < D; ++d) dq_acc[r * D + d] += ds * k(b, g, j0 + c, d);
+          for (extent_t c = 0; c < cols; ++c) {
+            for (extent_t d = 0; d < D; ++d) {
+              dk(b, g, j0 + c, d) = scale * dk_acc[c * D + d];
+              dv(b, g, j0 + c, d) = dv_acc[c * D + d];
             }
           }
         }
-        for (extent_t r = 0; r < rows; ++r)
-          for (extent_t d = 0; d < D; ++d) dq(b, h, i0 + r, d) = scale * dq_acc[r * D + d];
       }
     }
   }
+  // dQ = Σ_split partial, splits ascending
+  for (extent_t b = 0; b < B; ++b)
+    for (extent_t h = 0; h < H; ++h)
+      for (extent_t i = 0; i < N; ++i)
+        for (extent_t d = 0; d < D; ++d) {
+          T sum = part_at(0, b, h, i, d);
+          for (extent_t s = 1; s < splits; ++s) sum += part_at(s, b, h, i, d);
+          dq(b, h, i, d) = scale * sum;
+        }
 }
 
 }  // namespace moacert::kernels::cpu
