@@ -3,6 +3,7 @@
 // times variants of one op on one problem in the same run (warm-up, repeats,
 // median), reports GFLOP/s and GB/s from their cost functions, the ratio of
 // every pair, and percent of the machine's own measured peaks.
+#include <malloc.h>
 #include <omp.h>
 
 #include <map>
@@ -31,6 +32,7 @@ struct BenchArgs {
   bool json = false;
   int warmup = 1;
   int repeats = 5;
+  bool fresh_memory = false;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -141,6 +143,16 @@ int run_bench(const BenchArgs& a) {
   }
   if (variants.empty()) throw UsageError("bench: no variant of " + a.op + " runs " + a.dtype);
 
+  // The baseline at its best: glibc serves allocations from a heap it never
+  // returns to the system, so a variant that allocates per call (LibTorch
+  // allocates its (B, H, N, M) score and gradient tensors anew each time)
+  // reuses pages instead of faulting in fresh ones. With glibc's defaults,
+  // blocks over 32 MiB are mmap'ed and unmapped per call, and each call pays
+  // a page fault per 4 KiB; --fresh-memory keeps those defaults.
+  if (!a.fresh_memory) {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
+  }
   const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
   omp_set_num_threads(threads);  // cost functions count scratch for this many threads
 
@@ -180,6 +192,9 @@ int run_bench(const BenchArgs& a) {
   fmt::print("problem: {} {} {}{} threads={} (warm-up {}, median of {} repeats)\n", a.op,
              shape_text(*op, p.dims), a.dtype, p.causal() ? " causal" : "", threads, a.warmup,
              a.repeats);
+  fmt::print("allocator: {}\n", a.fresh_memory
+                                    ? "glibc defaults (large blocks mapped and unmapped per call)"
+                                    : "freed memory kept for reuse (no page faults per call)");
   fmt::print(
       "measured peaks ({} threads): FMA {:.1f} GFLOP/s (f32, Highway {}), read {:.1f} GB/s, copy "
       "{:.1f} GB/s\n",
@@ -232,6 +247,9 @@ void add_bench(CLI::App& app, int& status) {
   cmd->add_flag("--json", args->json, "print one JSON object (DESIGN.md)");
   cmd->add_option("--warmup", args->warmup, "untimed calls before timing (default 1)");
   cmd->add_option("--repeats", args->repeats, "timed calls; the median is reported (default 5)");
+  cmd->add_flag("--fresh-memory", args->fresh_memory,
+                "keep glibc's allocator defaults: large blocks are mapped and unmapped per call, "
+                "so a variant allocating per call pays page faults each time");
   cmd->callback([args, &status] { status = run_bench(*args); });
 }
 
