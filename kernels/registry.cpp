@@ -46,4 +46,28 @@ Backends backends() {
   return {MOACERT_HAVE_TORCH_FLAG, MOACERT_HAVE_CUDA_FLAG, MOACERT_HAVE_MPI_FLAG};
 }
 
+void check_tensors(const Problem& p, std::span<const TensorRef> inputs,
+                   std::span<const TensorRef> outputs) {
+  validate(p);
+  const auto want_in = input_shapes(p), want_out = output_shapes(p);
+  const auto& op = info(p.op);
+  if (inputs.size() != want_in.size() || outputs.size() != want_out.size()) {
+    throw std::invalid_argument(std::string(op.name) + ": expected " +
+                                std::to_string(want_in.size()) + " inputs and " +
+                                std::to_string(want_out.size()) + " outputs");
+  }
+  auto check = [&](const char* role, std::string_view name, const TensorRef& t,
+                   const moa::Shape& want) {
+    if (!(t.layout.shape() == want)) {
+      throw std::invalid_argument(std::string(op.name) + ": " + role + " " + std::string(name) +
+                                  " has shape " + t.layout.shape().str() + ", expected " +
+                                  want.str());
+    }
+  };
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    check("input", op.inputs[k], inputs[k], want_in[k]);
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    check("output", op.outputs[k], outputs[k], want_out[k]);
+}
+
 }  // namespace moacert::kernels

@@ -43,8 +43,8 @@ struct Variant {
   std::string backend;  // "cpu", "cuda", "torch", "plugin"
   std::vector<Format> formats;
   bool accepts_strided = false;
-  bool deterministic = false;        // bitwise equal on every run and thread count
-  std::string summary;               // one line: the ONF in words
+  bool deterministic = false;  // bitwise equal on every run and thread count
+  std::string summary;         // one line: the ONF in words
 
   const std::string& family() const { return family_name.empty() ? name : family_name; }
   CostFn cost;
@@ -75,6 +75,12 @@ class Registry {
  private:
   std::vector<Variant> variants_;
 };
+
+// Validates the problem and checks that a call's tensors have the op's arity
+// and the problem's shapes; throws std::invalid_argument naming the first
+// tensor that does not. For the start of a variant's run().
+void check_tensors(const Problem& p, std::span<const TensorRef> inputs,
+                   std::span<const TensorRef> outputs);
 
 // Each backend registers its variants here; builtin() calls those this build
 // has.

@@ -388,32 +388,6 @@ int threads_of(const RunOptions& opt) {
   return opt.threads > 0 ? opt.threads : omp_get_max_threads();
 }
 
-void check_attention(const Problem& p, std::span<const TensorRef> in,
-                     std::span<const TensorRef> out) {
-  validate(p);
-  const auto want_in = input_shapes(p), want_out = output_shapes(p);
-  const auto& op = info(p.op);
-  if (in.size() != want_in.size() || out.size() != want_out.size()) {
-    throw std::invalid_argument(std::string(op.name) + ": expected " +
-                                std::to_string(want_in.size()) + " inputs and " +
-                                std::to_string(want_out.size()) + " outputs");
-  }
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    if (!(in[k].layout.shape() == want_in[k])) {
-      throw std::invalid_argument(std::string(op.name) + ": input " + std::string(op.inputs[k]) +
-                                  " has shape " + in[k].layout.shape().str() + ", expected " +
-                                  want_in[k].str());
-    }
-  }
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    if (!(out[k].layout.shape() == want_out[k])) {
-      throw std::invalid_argument(std::string(op.name) + ": output " + std::string(op.outputs[k]) +
-                                  " has shape " + out[k].layout.shape().str() + ", expected " +
-                                  want_out[k].str());
-    }
-  }
-}
-
 // ---- cpu.naive --------------------------------------------------------------
 
 // The DNF read as loops, in the accumulation type A, with S and P of one
@@ -482,7 +456,7 @@ void naive_fwd(const Problem& p, std::span<const TensorRef> in, std::span<const 
 
 void run_naive(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
                const RunOptions&) {
-  check_attention(p, in, out);
+  check_tensors(p, in, out);
   switch (p.format) {
     case Format::f64:
       naive_fwd<double>(p, in, out);
@@ -516,7 +490,7 @@ Cost naive_cost(const Problem& p) {
 
 void run_flash(const Problem& p, std::span<const TensorRef> inputs,
                std::span<const TensorRef> outputs, const RunOptions& opt) {
-  check_attention(p, inputs, outputs);
+  check_tensors(p, inputs, outputs);
   with_flat_layouts(inputs, outputs,
                     [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
                       const Dims& d = p.dims;

@@ -435,26 +435,8 @@ namespace {
 constexpr std::size_t kSplitLen = 256;  // cache positions per chunk
 
 void check_decode(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out) {
-  validate(p);
-  const auto want_in = input_shapes(p), want_out = output_shapes(p);
+  check_tensors(p, in, out);
   const auto& op = info(p.op);
-  if (in.size() != 4 || out.size() != 2) {
-    throw std::invalid_argument(std::string(op.name) + ": expected 4 inputs and 2 outputs");
-  }
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    if (!(in[k].layout.shape() == want_in[k])) {
-      throw std::invalid_argument(std::string(op.name) + ": input " + std::string(op.inputs[k]) +
-                                  " has shape " + in[k].layout.shape().str() + ", expected " +
-                                  want_in[k].str());
-    }
-  }
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    if (!(out[k].layout.shape() == want_out[k])) {
-      throw std::invalid_argument(std::string(op.name) + ": output " + std::string(op.outputs[k]) +
-                                  " has shape " + out[k].layout.shape().str() + ", expected " +
-                                  want_out[k].str());
-    }
-  }
   in[3].check<const std::int64_t>();
   const auto lens = in[3].view<const std::int64_t>();
   for (extent_t b = 0; b < p.dims.B; ++b) {
@@ -542,8 +524,9 @@ void register_attention_decode(Registry& r) {
        "split-K over the cache (256-position chunks) with an exact LSE merge; GQA shares K/V reads",
        split_cost,
        run_split,
-       /*tiles=*/{256}, /*family_name=*/{},
-         /*same_bits_any_layout=*/false});
+       /*tiles=*/{256},
+       /*family_name=*/{},
+       /*same_bits_any_layout=*/false});
 }
 
 }  // namespace moacert::kernels::cpu
