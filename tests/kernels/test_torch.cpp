@@ -195,14 +195,14 @@ TEST(VsTorch, CatchesASlightlyWrongKernel) {
 // rule (vs_torch_allowed): max over elements of (|kernel - exact| - slack) /
 // (PyTorch's largest absolute error on the tensor, at least slack / 2), slack
 // one ulp at the tensor's largest exact magnitude, over MOACERT_RATIO_CASES random cases per
-// op and format (docs/torch.md#r):
+// op and format (f64, f32, bf16) (docs/torch.md#r):
 //   MOACERT_RATIO_CASES=300 build/tests/test_torch --gtest_also_run_disabled_tests
 //   --gtest_filter='*TorchRatios*'
 TEST(VsTorch, DISABLED_TorchRatios) {
   const char* env = std::getenv("MOACERT_RATIO_CASES");
   const int cases = env ? std::atoi(env) : 50;
   for (const OpInfo& opi : all_ops()) {
-    for (Format f : {Format::f64, Format::f32}) {
+    for (Format f : {Format::f64, Format::f32, Format::bf16}) {
       std::vector<const kernels::Variant*> cpu;
       for (const kernels::Variant* v : variants_for(opi.op, f))
         if (v->backend == "cpu") cpu.push_back(v);
