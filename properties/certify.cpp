@@ -22,9 +22,17 @@ struct Judged {
   oracle::Answer exact;
   std::vector<std::vector<double>> allowed;  // bounds (apriori) or torch errors
   std::string error;                         // the kernel threw
+  std::vector<AnyTensor> torch_outputs;      // PyTorch's, when it ran (equivalence)
 };
 
-Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads) {
+// PyTorch's variant of the op when this build has one for the format.
+const kernels::Variant* torch_for(Op op, Format f) {
+  const kernels::Variant* t = kernels::Registry::builtin().find(op, "torch");
+  return t && t->supports(f) ? t : nullptr;
+}
+
+Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
+                  bool equivalence = false) {
   Judged j;
   j.c = make_case(spec);
   j.exact = oracle::evaluate(j.c);
@@ -34,12 +42,22 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
     j.allowed = oracle::apriori_bounds(j.c);
     bounds = &j.allowed;
   } else if (rule.kind == Rule::vs_torch) {
-    const kernels::Variant* t = kernels::Registry::builtin().find(j.c.problem.op, "torch");
+    const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
     if (!t)
       throw std::invalid_argument(
-          "rule vs-torch needs the LibTorch adaptor, absent from this build");
-    j.allowed = abs_errors(j.exact, run_variant(*t, j.c, threads));
+          "rule vs-torch needs the LibTorch adaptor for " + std::string(info(j.c.problem.op).name) +
+          " in " + std::string(name(j.c.problem.format)) + ", absent from this build");
+    j.torch_outputs = run_variant(*t, j.c, threads);
+    j.allowed = abs_errors(j.exact, j.torch_outputs);
     torch = &j.allowed;
+  } else if (equivalence) {
+    if (const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format)) {
+      try {
+        j.torch_outputs = run_variant(*t, j.c, threads);
+      } catch (const std::exception&) {
+        j.torch_outputs.clear();  // no equivalence figures for this case
+      }
+    }
   }
   try {
     j.outputs = run_variant(v, j.c, threads);
@@ -58,6 +76,8 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
   std::vector<std::pair<double, ElementReport>> all;
   const auto names = info(j.c.problem.op).outputs;
   const Format f = j.c.problem.format;
+  std::vector<std::vector<double>> vs_torch;  // absolute allowances (rule vs-torch)
+  if (rule.kind == Rule::vs_torch) vs_torch = vs_torch_allowed(j.exact, j.allowed, f, rule.k);
   for (std::size_t t = 0; t < j.outputs.size(); ++t) {
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {
@@ -65,8 +85,8 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
       const double y = j.outputs[t].get(i), ulps = ulp_error(y, x, f);
       double allowed = rule.k;
       if (rule.kind == Rule::apriori) allowed = j.allowed[t][n];
-      if (rule.kind == Rule::vs_torch) allowed = rule.k * j.allowed[t][n] / ulp_of(x, f) + 1;
-      const double measured = rule.kind == Rule::apriori ? abs_error(y, x) : ulps;
+      if (rule.kind == Rule::vs_torch) allowed = vs_torch[t][n];
+      const double measured = rule.kind == Rule::max_ulp ? ulps : abs_error(y, x);
       const double ratio = measured == 0 ? 0 : allowed > 0 ? measured / allowed : INFINITY;
       all.push_back({std::isnan(ratio) ? INFINITY : ratio,
                      {std::string(names[t]), i, x.hi, y, ulps, allowed}});
@@ -84,6 +104,20 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
 bool deterministic_on(const kernels::Variant& v, const Case& c) {
   const auto one = run_variant(v, c, 1);
   return bitwise_equal(one, run_variant(v, c, 1)) && bitwise_equal(one, run_variant(v, c, 2));
+}
+
+// The largest of each equivalence figure over cases.
+void add_equivalence(Certificate& cert, const Judged& j) {
+  if (j.torch_outputs.empty() || !j.error.empty()) return;
+  const auto e = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
+  if (cert.vs_torch.empty()) cert.vs_torch = e;
+  for (std::size_t t = 0; t < e.size(); ++t) {
+    cert.vs_torch[t].kernel_max_ulp =
+        std::max(cert.vs_torch[t].kernel_max_ulp, e[t].kernel_max_ulp);
+    cert.vs_torch[t].torch_max_ulp = std::max(cert.vs_torch[t].torch_max_ulp, e[t].torch_max_ulp);
+    cert.vs_torch[t].max_diff_ulp = std::max(cert.vs_torch[t].max_diff_ulp, e[t].max_diff_ulp);
+  }
+  ++cert.vs_torch_cases;
 }
 
 struct Accumulator {
@@ -144,6 +178,8 @@ Certificate certify(const CertifyOptions& o) {
   const int total = int(curated.size()) + o.cases;
   Accumulator acc;
   cert.determinism_checked = v.deterministic;
+  // PyTorch against itself says nothing: no equivalence report for torch.
+  const bool equivalence = o.equivalence && v.name != "torch";
   auto note_worst = [&](const Judged& j, const Token& t) {
     double ratio = 0;
     for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
@@ -165,9 +201,10 @@ Certificate certify(const CertifyOptions& o) {
   for (std::size_t k = 0; k < curated.size(); ++k) {
     Token t = base;
     t.index = -std::int32_t(k) - 1;
-    const Judged j = judge_spec(curated[k], v, o.rule, o.threads);
+    const Judged j = judge_spec(curated[k], v, o.rule, o.threads, equivalence);
     ++cert.curated_run;
     if (j.error.empty()) acc.add(j.verdict);
+    add_equivalence(cert, j);
     if (!j.verdict.holds) {
       fail(j, t, curated[k]);
       break;
@@ -193,8 +230,9 @@ Certificate certify(const CertifyOptions& o) {
     t.index = i;
     t.size = size_for(i, o.cases);
     rc::Shrinkable<CaseSpec> s = gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), t.size);
-    Judged j = judge_spec(s.value(), v, o.rule, o.threads);
+    Judged j = judge_spec(s.value(), v, o.rule, o.threads, equivalence);
     ++cert.random_run;
+    add_equivalence(cert, j);
     if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
       cert.determinism_holds = false;
       j.verdict.holds = false;

@@ -24,6 +24,10 @@ struct CertifyOptions {
   int threads = 0;
   int max_shrinks = 400;  // evaluations spent shrinking a counterexample
   bool curated = true;    // run the curated edge cases first
+  // Run PyTorch (variant `torch`, where this build has it for the op and
+  // format) on every case too, for the equivalence report; the vs-torch
+  // rule runs it anyway.
+  bool equivalence = true;
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
 };
@@ -61,6 +65,12 @@ struct Certificate {
   std::vector<ElementReport> failure_elements;  // its worst elements
   bool determinism_checked = false, determinism_holds = true;
   double seconds = 0;
+  // Equivalence with PyTorch over the cases it ran on (vs_torch_cases; 0
+  // when this build has no torch variant for the op and format): per output,
+  // the largest errors of the kernel and of PyTorch against the oracle and
+  // the largest direct difference, in ulps.
+  int vs_torch_cases = 0;
+  std::vector<Equivalence> vs_torch;
 };
 
 Certificate certify(const CertifyOptions& options);

@@ -59,9 +59,37 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
               const Rule& rule, const std::vector<std::vector<double>>* bounds,
               const std::vector<std::vector<double>>* torch_errors = nullptr);
 
+// The vs-torch rule's allowance, per tensor and element, as an absolute
+// error: R times PyTorch's largest absolute error on that output tensor (at
+// least half an ulp at the tensor's scale: the rounding any stored result
+// pays), plus one ulp of the format at the tensor's largest exact magnitude
+// (flash-attention's "no worse than R times PyTorch" made exact). Element by
+// element ratios are not a law: two correct summation orders err
+// independently, and PyTorch's error on one element can be 0 by chance
+// (docs/torch.md#r). A tensor whose exact values are all 0 gives PyTorch's
+// error no scale: its allowance is +inf (only the a priori rule judges it),
+// except that a NaN or an infinity still fails.
+std::vector<std::vector<double>> vs_torch_allowed(
+    const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors, Format f,
+    double r);
+
 // Absolute errors of outputs against the answer, per tensor and element.
 std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
                                             const std::vector<AnyTensor>& outputs);
+
+// How a kernel's outputs compare with PyTorch's on one case, per output
+// tensor (the equivalence report of the vs-torch rule): each one's largest
+// error against the oracle, and the largest direct difference |kernel -
+// torch|, all in ulps of the format at the exact value (ulp_of). Equal
+// values (infinities and NaNs included) differ by 0; a finite against a
+// non-finite one by +inf.
+struct Equivalence {
+  std::string name;
+  double kernel_max_ulp = 0, torch_max_ulp = 0, max_diff_ulp = 0;
+};
+std::vector<Equivalence> equivalence(const Case& c, const oracle::Answer& exact,
+                                     const std::vector<AnyTensor>& kernel,
+                                     const std::vector<AnyTensor>& torch);
 
 // True when every element of a and b is bitwise equal.
 bool bitwise_equal(const std::vector<AnyTensor>& a, const std::vector<AnyTensor>& b);

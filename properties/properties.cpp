@@ -182,4 +182,30 @@ bool prop_backward_consistency(Format f) {
   });
 }
 
+std::vector<const kernels::Variant*> vs_torch_variants_for(Op op, Format f) {
+  std::vector<const kernels::Variant*> out;
+  if (op == Op::attention_bwd || op == Op::attention_fwdbwd) return out;
+  for (const kernels::Variant* v : variants_for(op, f))
+    if (v->backend == "cpu" && v->name != "cpu.dnf" && v->name != "cpu.naive") out.push_back(v);
+  return out;
+}
+
+bool prop_vs_torch(Op op, Format f, double r) {
+  const kernels::Variant* torch = kernels::Registry::builtin().find(op, "torch");
+  const auto cpu = vs_torch_variants_for(op, f);
+  const Rule rule{Rule::vs_torch, r};
+  return rc::check(label(op, f, "no worse than " + rule.str() + ":"), [=] {
+    RC_PRE(torch != nullptr && torch->supports(f));
+    const CaseSpec spec = *gen_for(op, f);
+    classify(spec);
+    const Case c = make_case(spec);
+    const oracle::Answer exact = oracle::evaluate(c);
+    const auto torch_errors = abs_errors(exact, run_variant(*torch, c));
+    for (const kernels::Variant* v : cpu) {
+      const Verdict verdict = judge(c, exact, run_variant(*v, c), rule, nullptr, &torch_errors);
+      if (!verdict.holds) RC_FAIL(v->name + " vs torch: " + verdict.why);
+    }
+  });
+}
+
 }  // namespace moacert::properties

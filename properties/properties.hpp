@@ -38,4 +38,18 @@ bool prop_determinism(Op op, Format f);
 // bitwise, and its gradients agree with attention.bwd's within the rule.
 bool prop_backward_consistency(Format f);
 
+// The vs-torch rule as a law (only in builds with LibTorch): each tuned CPU
+// variant's error against the oracle is at most R times PyTorch's on the
+// same case, plus 1 ulp (vs_torch_allowed). R and its measurement:
+// docs/torch.md#r.
+constexpr double kVsTorchR = 16;
+bool prop_vs_torch(Op op, Format f, double r = kVsTorchR);
+// The variants prop_vs_torch checks: the CPU variants of `op` for `f` but
+// cpu.dnf and cpu.naive, the DNF run as written, whose sequential sums err
+// like n·u where PyTorch's blocked BLAS does not (docs/torch.md#r); none for
+// attention.bwd and attention.fwdbwd, where the flash backward is within
+// its a priori bound but not within any small R of autograd
+// (docs/torch.md#backward).
+std::vector<const kernels::Variant*> vs_torch_variants_for(Op op, Format f);
+
 }  // namespace moacert::properties

@@ -62,6 +62,15 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build)
                            {"worst_elements", elems}};
   }
   j["determinism"] = {{"checked", c.determinism_checked}, {"holds", c.determinism_holds}};
+  if (c.vs_torch_cases > 0) {  // the equivalence report: only when PyTorch ran
+    nlohmann::json eq = nlohmann::json::object();
+    for (const auto& e : c.vs_torch) {
+      eq[e.name] = {{"kernel_max_ulp", number(e.kernel_max_ulp)},
+                    {"torch_max_ulp", number(e.torch_max_ulp)},
+                    {"max_diff_ulp", number(e.max_diff_ulp)}};
+    }
+    j["vs_torch"] = {{"cases", c.vs_torch_cases}, {"tensors", eq}};
+  }
   j["seconds"] = c.seconds;
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
   return j;
@@ -90,6 +99,17 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
     for (const auto& e : c.failure_elements) {
       md << fmt::format("| {} | {} | {:.9g} | {:.9g} | {:.3g} | {:.3g} |\n", e.tensor,
                         e.index.str(), e.exact, e.computed, e.ulps, e.allowed);
+    }
+  }
+  if (c.vs_torch_cases > 0) {
+    md << "\n## Equivalence with PyTorch\n\nOver the " << c.vs_torch_cases
+       << " cases PyTorch (variant `torch`) ran on, the largest errors against the oracle and the "
+          "largest direct difference, in ulps of the format:\n\n"
+       << "| output | kernel max ulp | PyTorch max ulp | max \\|kernel - PyTorch\\| ulp |\n"
+       << "| --- | ---: | ---: | ---: |\n";
+    for (const auto& e : c.vs_torch) {
+      md << fmt::format("| {} | {:.3g} | {:.3g} | {:.3g} |\n", e.name, e.kernel_max_ulp,
+                        e.torch_max_ulp, e.max_diff_ulp);
     }
   }
   md << "\nDeterminism: "
