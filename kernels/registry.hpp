@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,19 @@ struct Cost {
   double bytes_written = 0;
   double atomics = 0;           // atomic read-modify-writes
   double peak_extra_bytes = 0;  // scratch beyond inputs and outputs, all threads
+};
+
+// A kernel that crashed, hung, returned an error or wrote outside its
+// outputs (an isolated plugin, kernels/plugin/): a counterexample to
+// certify, not a failure of moacert. `hang` says the call timed out, so
+// that shrinking does not spend a timeout per candidate.
+class KernelFault : public std::runtime_error {
+ public:
+  KernelFault(const std::string& why, bool hang) : std::runtime_error(why), hang_(hang) {}
+  bool hang() const { return hang_; }
+
+ private:
+  bool hang_;
 };
 
 struct RunOptions {
@@ -43,8 +57,8 @@ struct Variant {
   std::string backend;  // "cpu", "cuda", "torch", "plugin"
   std::vector<Format> formats;
   bool accepts_strided = false;
-  bool deterministic = false;        // bitwise equal on every run and thread count
-  std::string summary;               // one line: the ONF in words
+  bool deterministic = false;  // bitwise equal on every run and thread count
+  std::string summary;         // one line: the ONF in words
 
   const std::string& family() const { return family_name.empty() ? name : family_name; }
   CostFn cost;
