@@ -535,6 +535,13 @@ std::string kernel_name_of(const std::string& variant) {
   return hash == std::string::npos ? std::string() : variant.substr(hash + 1);
 }
 
+std::vector<int> live_worker_pids() {
+  std::vector<int> pids;
+  for (auto& slot : g_live)
+    if (const pid_t p = slot.load(); p > 0) pids.push_back(int(p));
+  return pids;
+}
+
 int live_workers() {
   int n = 0;
   for (auto& slot : g_live) n += slot.load() > 0;

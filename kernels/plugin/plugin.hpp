@@ -11,6 +11,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/registry.hpp"
 
@@ -40,7 +41,9 @@ Variant load(const std::string& spec, const LoadOptions& options = {},
 // The NAME of a variant name `plugin:<file>#NAME`, or empty.
 std::string kernel_name_of(const std::string& variant);
 
-// Workers still running (none once every plugin Variant is destroyed).
+// Workers still running (none once every plugin Variant is destroyed), and
+// their process ids.
 int live_workers();
+std::vector<int> live_worker_pids();
 
 }  // namespace moacert::kernels::plugin
