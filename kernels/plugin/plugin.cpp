@@ -45,6 +45,7 @@ void kill_all_live() {
   for (auto& slot : g_live) {
     const pid_t p = slot.exchange(0);
     if (p > 0) {
+      kill(-p, SIGKILL);  // the worker leads its own process group: its children too
       kill(p, SIGKILL);
       waitpid(p, nullptr, 0);
     }
@@ -115,6 +116,9 @@ int reap(pid_t pid, Clock::time_point deadline) {
     }
     usleep(2000);
   }
+  // Whatever the plugin forked is in the worker's process group: it goes
+  // too (the group outlives its reaped leader while it has members).
+  kill(-pid, SIGKILL);
   untrack(pid);
   return status;
 }
@@ -140,8 +144,15 @@ pid_t spawn(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // Its own process group, so that a plugin's children can be killed with
+  // it, and a terminal's Ctrl-C reaches moacert alone (which then kills it).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int e = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  const int e = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   if (e != 0) throw PluginError("cannot start " + args[0] + ": " + std::strerror(e));
   track(pid);
   return pid;

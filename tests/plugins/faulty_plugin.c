@@ -17,7 +17,8 @@
      FAULT_SEVERAL    two kernel names (needs #NAME)
      FAULT_BADOP      an unknown op
      FAULT_BADDTYPE   an unknown dtype
-     FAULT_CTOR       crashes in its constructor, while loading */
+     FAULT_CTOR       crashes in its constructor, while loading
+     FAULT_FORK       correct, but leaves a child process running */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -50,6 +51,9 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
   return 3;
 #elif defined(FAULT_ABORT)
   abort();
+#elif defined(FAULT_FORK)
+  if (fork() == 0)
+    for (;;) pause(); /* a child that would outlive everyone */
 #elif defined(FAULT_INPUT)
   ((float*)(uintptr_t)xd)[0] = 0;
 #endif
