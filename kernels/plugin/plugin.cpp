@@ -331,8 +331,11 @@ class Worker {
       }
       bytes[std::size_t(i)] = std::size_t(t.layout.cosize()) * std::size_t(dtype_bytes(t.dtype));
       d.region_offset = total;
-      d.region_bytes = std::max(page, round_up(bytes[std::size_t(i)]));
-      d.data_offset = out ? (d.region_bytes - bytes[std::size_t(i)]) / 64 * 64 : 0;
+      // An output keeps 64 to 127 canary bytes on each side: a small
+      // overrun is measured to the byte, a larger one faults in a guard page.
+      d.region_bytes = out ? round_up(bytes[std::size_t(i)] + 128)
+                           : std::max(page, round_up(bytes[std::size_t(i)]));
+      d.data_offset = out ? (d.region_bytes - 64 - bytes[std::size_t(i)]) / 64 * 64 : 0;
       total += d.region_bytes;
     }
     q.memfd_bytes = total;
@@ -374,6 +377,8 @@ class Worker {
     }
 
     if (pid_ <= 0) start();
+    request_ = q;
+    data_bytes_ = bytes;
     const wire::Reply r = exchange(q, memfd);
     if (r.kind == wire::Reply::error_return) {
       throw KernelFault(
@@ -456,18 +461,34 @@ class Worker {
       const std::string t = fault->tensor >= 0 && std::size_t(fault->tensor) < names.size()
                                 ? names[std::size_t(fault->tensor)]
                                 : "";
+      const wire::TensorDesc* d = fault->tensor >= 0 && fault->tensor < wire::kMaxTensors
+                                      ? &request_.tensors[fault->tensor]
+                                      : nullptr;
+      const std::string access = fault->write == 1   ? "wrote"
+                                 : fault->write == 0 ? "read"
+                                                     : "accessed";
       switch (fault->where) {
-        case wire::Where::past_output:
-          why += ": wrote or read past the end of " + t + " (into its guard page)";
+        case wire::Where::past_output: {
+          // Byte k past the end (k = 1: the first byte after the last element).
+          const std::int64_t k =
+              d ? fault->offset -
+                      std::int64_t(d->data_offset + data_bytes_[std::size_t(fault->tensor)]) + 1
+                : 0;
+          why += ": " + access + " byte " + std::to_string(k) + " past the end of " + t +
+                 " (its guard page)";
           break;
-        case wire::Where::before_output:
-          why += ": wrote or read before the start of " + t + " (into its guard page)";
+        }
+        case wire::Where::before_output: {
+          const std::int64_t k = d ? std::int64_t(d->data_offset) - fault->offset : 0;
+          why += ": " + access + " byte " + std::to_string(k) + " before the start of " + t +
+                 " (its guard page)";
           break;
+        }
         case wire::Where::in_input:
           why += ": wrote into input " + t + " (mapped read-only)";
           break;
         case wire::Where::near_input:
-          why += ": read outside input " + t + " (into its guard page)";
+          why += ": " + access + " outside input " + t + " (its guard page)";
           break;
         case wire::Where::unknown:
           break;
@@ -526,6 +547,8 @@ class Worker {
 
  private:
   std::mutex mutex_;
+  wire::Request request_;                // the call in flight, for fault messages
+  std::vector<std::size_t> data_bytes_;  // its tensors' data bytes
   std::string worker_, lib_;
   double timeout_s_;
   pid_t pid_ = -1;

@@ -19,7 +19,8 @@ constexpr int kMessageBytes = 1024;
 // One tensor in the memfd. Its region [region_offset, region_offset +
 // region_bytes) is page-aligned; the worker maps it between two PROT_NONE
 // guard pages, read-only for an input. The data starts at data_offset
-// inside the region; the rest of an output's region is canary.
+// inside the region; the rest of an output's region — at least 64 bytes
+// on each side — is canary.
 struct TensorDesc {
   std::uint8_t code = 0, bits = 0;  // DLDataType
   std::uint8_t output = 0;
@@ -56,6 +57,8 @@ struct Reply {
   Where where = Where::unknown;
   std::int32_t tensor = -1;  // index into Request::tensors
   std::uint64_t addr = 0;
+  std::int64_t offset = 0;  // of the faulting address from the tensor's region start
+  std::int32_t write = -1;  // 1 a write, 0 a read, -1 unknown (from the page fault's error code)
   char message[kMessageBytes] = {};  // the kernel's err, or why a request was bad
 };
 

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -105,7 +106,7 @@ int g_fd = -1;
 // signal takes its default action (SA_RESETHAND) when the handler returns
 // and the instruction faults again, or is re-raised for signals that do
 // not repeat.
-void on_fault(int signo, siginfo_t* info, void*) {
+void on_fault(int signo, siginfo_t* info, void* context) {
   wire::Reply r;
   r.kind = wire::Reply::fault;
   r.signo = signo;
@@ -113,6 +114,13 @@ void on_fault(int signo, siginfo_t* info, void*) {
   const std::uintptr_t a = info ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0;
   r.addr = a;
   if (signo == SIGSEGV || signo == SIGBUS) {
+#if defined(__x86_64__)
+    // Bit 1 of the page fault's error code: the access was a write.
+    if (context && signo == SIGSEGV)
+      r.write = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)context;
+#endif
     for (int i = 0; i < g_nranges; ++i) {
       const Range& g = g_ranges[i];
       if (a >= g.guard_lo && a < g.lo)
@@ -124,6 +132,7 @@ void on_fault(int signo, siginfo_t* info, void*) {
       else
         continue;
       r.tensor = i;
+      r.offset = std::int64_t(a) - std::int64_t(g.lo);
       break;
     }
   }

@@ -8,6 +8,7 @@
      FAULT_HANG       never returns
      FAULT_OOB        writes 4 bytes past its output y
      FAULT_BEFORE     writes 4 bytes before its output y
+     FAULT_FAR        writes 4 bytes 200 bytes past the end of y (past the canary slack)
      FAULT_INPUT      writes into its input x (mapped read-only)
      FAULT_WRONG      forgets the normalisation: y = x * w
      FAULT_ERROR      returns an error with a message
@@ -69,6 +70,8 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
   }
 #if defined(FAULT_OOB)
   memset(yd + T * D, 0, 4); /* 4 bytes past y */
+#elif defined(FAULT_FAR)
+  memset((char *)(yd + T * D) + 200, 0, 4); /* bytes 201..204 past y */
 #elif defined(FAULT_BEFORE)
   memset((char*)yd - 4, 0, 4); /* 4 bytes before y */
 #endif
