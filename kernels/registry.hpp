@@ -57,8 +57,8 @@ struct Variant {
   std::string backend;  // "cpu", "cuda", "torch", "plugin"
   std::vector<Format> formats;
   bool accepts_strided = false;
-  bool deterministic = false;  // bitwise equal on every run and thread count
-  std::string summary;         // one line: the ONF in words
+  bool deterministic = false;        // bitwise equal on every run and thread count
+  std::string summary;               // one line: the ONF in words
 
   const std::string& family() const { return family_name.empty() ? name : family_name; }
   CostFn cost;
