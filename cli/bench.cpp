@@ -6,7 +6,9 @@
 #include <malloc.h>
 #include <omp.h>
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/harness.hpp"
+#include "cli/budget.hpp"
 #include "cli/commands.hpp"
+#include "kernels/plugin/plugin.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::cli {
@@ -26,6 +30,9 @@ struct BenchArgs {
   std::string op;
   std::string variants;
   std::string shape;
+  std::string plugin;  // LIB.so[#NAME], timed with the variants
+  double timeout = 60;
+  std::string max_memory;
   std::string dtype = "f32";
   bool causal = false;
   int threads = 0;
@@ -117,6 +124,8 @@ int run_bench(const BenchArgs& a) {
   p.dims = parse_shape(*op, a.shape);
   p.params.causal = a.causal;
   validate(p);  // std::invalid_argument: exit 2 with the message
+  check_budget(p, a.max_memory.empty() ? default_max_memory() : parse_bytes(a.max_memory),
+               "bench: the problem", /*with_oracle=*/false);
 
   const auto& registry = kernels::Registry::builtin();
   std::vector<const kernels::Variant*> variants;
@@ -140,6 +149,20 @@ int run_bench(const BenchArgs& a) {
       }
       variants.push_back(v);
     }
+  }
+  std::optional<kernels::Variant> plugin;
+  if (!a.plugin.empty()) {
+    if (!(a.timeout > 0) || !std::isfinite(a.timeout))
+      throw UsageError("bench: --timeout must be a positive number of seconds");
+    kernels::plugin::LoadOptions lo;
+    lo.timeout_s = a.timeout;
+    plugin = kernels::plugin::load(a.plugin, lo);
+    if (plugin->op != *op || !plugin->supports(*format)) {
+      throw UsageError("bench: plugin kernel " + plugin->name + " does not run " + a.op + " " +
+                       a.dtype);
+    }
+    if (names.empty()) variants.clear();  // --plugin alone: time the plugin only
+    variants.push_back(&*plugin);
   }
   if (variants.empty()) throw UsageError("bench: no variant of " + a.op + " runs " + a.dtype);
 
@@ -245,6 +268,10 @@ void add_bench(CLI::App& app, int& status) {
   cmd->add_flag("--causal", args->causal, "causal mask (bottom-right aligned)");
   cmd->add_option("--threads", args->threads, "threads (default: the OpenMP default)");
   cmd->add_flag("--json", args->json, "print one JSON object (DESIGN.md)");
+  cmd->add_option("--plugin", args->plugin, "also time a plugin kernel: LIB.so[#NAME]");
+  cmd->add_option("--timeout", args->timeout, "seconds a plugin call may take (default 60)");
+  cmd->add_option("--max-memory", args->max_memory,
+                  "refuse a problem needing more, e.g. 4G (default: half the RAM)");
   cmd->add_option("--warmup", args->warmup, "untimed calls before timing (default 1)");
   cmd->add_option("--repeats", args->repeats, "timed calls; the median is reported (default 5)");
   cmd->add_flag("--fresh-memory", args->fresh_memory,

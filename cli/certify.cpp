@@ -1,7 +1,9 @@
 // `moacert certify` and `moacert reproduce`.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,8 +11,11 @@
 #include <string>
 
 #include <fmt/core.h>
+#include <rapidcheck.h>
 
+#include "cli/budget.hpp"
 #include "cli/commands.hpp"
+#include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "reports/certificate.hpp"
@@ -61,7 +66,39 @@ struct CertifyArgs {
   bool seed_given = false;
   std::string rule = "apriori";
   std::string out = "moacert-out";
+  std::string plugin;      // LIB.so[#NAME]
+  double timeout = 60;     // seconds per plugin call
+  std::string max_memory;  // bytes, "4G"; empty: half the RAM
 };
+
+std::uint64_t max_memory_of(const std::string& text) {
+  return text.empty() ? default_max_memory() : parse_bytes(text);
+}
+
+// The variant of `--plugin LIB.so[#NAME]`; its worker ends with it.
+kernels::Variant load_plugin(const std::string& spec, double timeout,
+                             const std::string& default_name = {}) {
+  kernels::plugin::LoadOptions o;
+  o.timeout_s = timeout;
+  return kernels::plugin::load(spec, o, default_name);
+}
+
+// Every case certify will run fits the memory budget: the curated specs
+// and each random case's spec (shrinks only get smaller), generated
+// without their data.
+void check_certify_budget(const kernels::Variant& v, Format f, int cases, std::uint64_t seed,
+                          std::uint64_t max_bytes) {
+  std::vector<moa::extent_t> tiles = v.tiles;
+  std::sort(tiles.begin(), tiles.end());
+  const auto curated = properties::curated_specs(v.op, f, tiles);
+  for (std::size_t k = 0; k < curated.size(); ++k)
+    check_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k));
+  const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, f, tiles);
+  for (int i = 0; i < cases; ++i) {
+    const auto s = gen(rc::Random({seed, std::uint64_t(i), 0, 0}), properties::size_for(i, cases));
+    check_budget(s.value().problem, max_bytes, "random case " + std::to_string(i));
+  }
+}
 
 // Checks that `dir` can be created and written, before any work is done,
 // so that nothing is left half-way.
@@ -82,7 +119,19 @@ int run_certify(const CertifyArgs& a) {
   if (!op) throw UsageError("unknown op '" + a.op + "' (moacert list shows the ops)");
   const auto& registry = kernels::Registry::builtin();
   std::vector<const kernels::Variant*> variants;
-  if (!a.variant.empty()) {
+  if (!(a.timeout > 0) || !std::isfinite(a.timeout))
+    throw UsageError("--timeout must be a positive number of seconds");
+  const std::uint64_t max_memory = max_memory_of(a.max_memory);
+  std::optional<kernels::Variant> plugin;
+  if (!a.plugin.empty()) {
+    if (!a.variant.empty()) throw UsageError("give --variant or --plugin, not both");
+    plugin = load_plugin(a.plugin, a.timeout);
+    if (plugin->op != *op) {
+      throw UsageError("plugin kernel " + plugin->name + " is a kernel of " +
+                       std::string(info(plugin->op).name) + ", not " + a.op);
+    }
+    variants.push_back(&*plugin);
+  } else if (!a.variant.empty()) {
     const kernels::Variant* v = registry.find(*op, a.variant);
     if (!v)
       throw UsageError("no variant '" + a.variant + "' of " + a.op +
@@ -97,7 +146,7 @@ int run_certify(const CertifyArgs& a) {
     format = parse_format(a.dtype);
     if (!format) throw UsageError("unknown dtype '" + a.dtype + "' (f64, f32, bf16, f16)");
   }
-  if (a.cases < 1) throw UsageError("--cases must be at least 1");
+  if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
   const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
   if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
   if (rule->kind == properties::Rule::vs_torch && !registry.find(*op, "torch")) {
@@ -106,16 +155,20 @@ int run_certify(const CertifyArgs& a) {
   const std::uint64_t seed =
       a.seed_given ? a.seed
                    : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
-  const fs::path out(a.out);
-  require_writable(out);
+  // Every refusal before the output folder is created: a refused run
+  // leaves nothing behind.
   for (const kernels::Variant* v : variants) {
     const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
     if (!v->supports(f)) {
       throw UsageError("variant " + v->name + " of " + a.op + " does not support " +
                        std::string(name(f)));
     }
-    if (variants.size() > 1) require_writable(out / v->name);
+    check_certify_budget(*v, f, a.cases, seed, max_memory);
   }
+  const fs::path out(a.out);
+  require_writable(out);
+  if (variants.size() > 1)
+    for (const kernels::Variant* v : variants) require_writable(out / v->name);
 
   std::vector<properties::Certificate> certs;
   bool all_hold = true;
@@ -155,13 +208,37 @@ int run_certify(const CertifyArgs& a) {
   return all_hold ? 0 : 1;
 }
 
-int run_reproduce(const std::string& text, const std::string& variant_override,
-                  const std::string& save) {
+struct ReproduceArgs {
+  std::string token, variant, save, plugin, max_memory;
+  double timeout = 60;
+};
+
+int run_reproduce(const ReproduceArgs& a) {
+  const std::string& text = a.token;
+  const std::string& save = a.save;
   std::string why;
   const std::optional<properties::Token> token = properties::Token::decode(text, &why);
   if (!token) throw UsageError("bad token: " + why);
-  const std::string vname = variant_override.empty() ? token->variant : variant_override;
-  const kernels::Variant* v = kernels::Registry::builtin().find(token->op, vname);
+  if (!(a.timeout > 0) || !std::isfinite(a.timeout))
+    throw UsageError("--timeout must be a positive number of seconds");
+  const std::uint64_t max_memory = max_memory_of(a.max_memory);
+  std::optional<kernels::Variant> plugin;
+  if (!a.plugin.empty()) {
+    if (!a.variant.empty()) throw UsageError("give --variant or --plugin, not both");
+    // Without #NAME, the token's own kernel name picks among several.
+    plugin = load_plugin(a.plugin, a.timeout, kernels::plugin::kernel_name_of(token->variant));
+    if (plugin->op != token->op) {
+      throw UsageError("plugin kernel " + plugin->name + " is a kernel of " +
+                       std::string(info(plugin->op).name) + ", the token's case of " +
+                       std::string(info(token->op).name));
+    }
+  } else if (token->variant.rfind("plugin:", 0) == 0 && a.variant.empty()) {
+    throw UsageError("the token names " + token->variant +
+                     ": give its library with --plugin LIB.so (or --variant another)");
+  }
+  const std::string vname = plugin ? plugin->name : a.variant.empty() ? token->variant : a.variant;
+  const kernels::Variant* v =
+      plugin ? &*plugin : kernels::Registry::builtin().find(token->op, vname);
   if (!v) {
     throw UsageError("no variant '" + vname + "' of " + std::string(info(token->op).name) +
                      " in this build (--variant picks another)");
@@ -169,6 +246,8 @@ int run_reproduce(const std::string& text, const std::string& variant_override,
   if (!v->supports(token->format)) {
     throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
   }
+  if (const auto spec = properties::spec_of(*token))
+    check_budget(spec->problem, max_memory, "the token's case");
   const properties::Replay r = properties::replay(*token, *v);
   if (!save.empty()) {
     // The case file of DESIGN.md, e.g. for tests/regressions/.
@@ -208,18 +287,26 @@ void add_certify(CLI::App& app, int& status) {
       ->each([a](const std::string&) { a->seed_given = true; });
   cmd->add_option("--rule", a->rule, "apriori (default), max-ulp=K or vs-torch=R");
   cmd->add_option("--out", a->out, "output folder (default moacert-out)");
+  cmd->add_option("--plugin", a->plugin,
+                  "certify a plugin kernel: LIB.so[#NAME] (docs/plugins.md)");
+  cmd->add_option("--timeout", a->timeout, "seconds a plugin call may take (default 60)");
+  cmd->add_option("--max-memory", a->max_memory,
+                  "refuse cases needing more, e.g. 4G (default: half the RAM)");
   cmd->callback([a, &status] { status = run_certify(*a); });
 }
 
 void add_reproduce(CLI::App& app, int& status) {
-  auto token = std::make_shared<std::string>();
-  auto variant = std::make_shared<std::string>();
-  auto save = std::make_shared<std::string>();
+  auto a = std::make_shared<ReproduceArgs>();
   CLI::App* cmd = app.add_subcommand("reproduce", "re-create a counterexample from its token");
-  cmd->add_option("token", *token, "the token printed by certify")->required();
-  cmd->add_option("--variant", *variant, "judge another variant on the same case");
-  cmd->add_option("--save", *save, "also write the case as a case file (tests/regressions/NAME.json)");
-  cmd->callback([token, variant, save, &status] { status = run_reproduce(*token, *variant, *save); });
+  cmd->add_option("token", a->token, "the token printed by certify")->required();
+  cmd->add_option("--variant", a->variant, "judge another variant on the same case");
+  cmd->add_option("--plugin", a->plugin, "judge a plugin kernel: LIB.so[#NAME]");
+  cmd->add_option("--timeout", a->timeout, "seconds a plugin call may take (default 60)");
+  cmd->add_option("--max-memory", a->max_memory,
+                  "refuse a case needing more (default: half the RAM)");
+  cmd->add_option("--save", a->save,
+                  "also write the case as a case file (tests/regressions/NAME.json)");
+  cmd->callback([a, &status] { status = run_reproduce(*a); });
 }
 
 }  // namespace moacert::cli

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/budget.hpp"
 #include "cli/commands.hpp"
 #include "oracle/case_json.hpp"
 #include "oracle/oracle.hpp"
@@ -19,6 +20,7 @@ struct OracleArgs {
   std::string op, input, output;
   int precision = oracle::Options{}.max_precision;
   int threads = 0;
+  std::string max_memory;
 };
 
 int run_oracle(const OracleArgs& args) {
@@ -28,6 +30,9 @@ int run_oracle(const OracleArgs& args) {
     throw UsageError("oracle: " + args.input + " is a case of " +
                      std::string(info(c.problem.op).name) + ", not " + args.op);
   }
+  check_budget(c.problem,
+               args.max_memory.empty() ? default_max_memory() : parse_bytes(args.max_memory),
+               "oracle: " + args.input, true);
   oracle::Options options;
   options.max_precision = args.precision;
   options.threads = args.threads;
@@ -60,6 +65,8 @@ void add_oracle(CLI::App& app, int& status) {
       ->check(CLI::Range(53, 1 << 20));
   cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-memory", args->max_memory,
+                  "refuse a case needing more, e.g. 4G (default: half the RAM)");
   cmd->callback([args, &status] { status = run_oracle(*args); });
 }
 

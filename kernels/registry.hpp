@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,19 @@ struct Cost {
   double bytes_written = 0;
   double atomics = 0;           // atomic read-modify-writes
   double peak_extra_bytes = 0;  // scratch beyond inputs and outputs, all threads
+};
+
+// A kernel that crashed, hung, returned an error or wrote outside its
+// outputs (an isolated plugin, kernels/plugin/): a counterexample to
+// certify, not a failure of moacert. `hang` says the call timed out, so
+// that shrinking does not spend a timeout per candidate.
+class KernelFault : public std::runtime_error {
+ public:
+  KernelFault(const std::string& why, bool hang) : std::runtime_error(why), hang_(hang) {}
+  bool hang() const { return hang_; }
+
+ private:
+  bool hang_;
 };
 
 struct RunOptions {

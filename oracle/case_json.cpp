@@ -374,6 +374,11 @@ Case read_case(const json& j) {
 }
 
 Case read_case_file(const std::string& path) {
+  // A folder opens as a stream on Linux and fails only when read (with an
+  // exception that is not a CaseError): refuse anything but a file first.
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) throw CaseError(path + ": cannot open");
+  if (!S_ISREG(st.st_mode)) throw CaseError(path + ": not a regular file");
   std::ifstream in(path);
   if (!in) throw CaseError(path + ": cannot open");
   json j;
@@ -381,6 +386,8 @@ Case read_case_file(const std::string& path) {
     j = json::parse(in);
   } catch (const json::parse_error& e) {
     throw CaseError(path + ": not JSON (" + std::string(e.what()) + ")");
+  } catch (const std::exception& e) {  // an I/O error while reading
+    throw CaseError(path + ": cannot read (" + std::string(e.what()) + ")");
   }
   return read_case(j);
 }

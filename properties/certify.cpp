@@ -23,6 +23,7 @@ struct Judged {
   std::vector<std::vector<double>> allowed;  // bounds (apriori) or torch errors
   std::string error;                         // the kernel threw
   std::vector<AnyTensor> torch_outputs;      // PyTorch's, when it ran (equivalence)
+  bool hang = false;                         // the kernel timed out (an isolated plugin)
 };
 
 // PyTorch's variant of the op when this build has one for the format.
@@ -61,6 +62,12 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
   }
   try {
     j.outputs = run_variant(v, j.c, threads);
+  } catch (const kernels::KernelFault& e) {  // crashed, hung or wrote out of bounds
+    j.error = e.what();
+    j.hang = e.hang();
+    j.verdict.holds = false;
+    j.verdict.why = v.name + ": " + e.what();
+    return j;
   } catch (const std::exception& e) {
     j.error = e.what();
     j.verdict.holds = false;
@@ -249,7 +256,8 @@ Certificate certify(const CertifyOptions& o) {
       continue;
     }
     // Shrink: take the first shrink that still fails, until none does.
-    int budget = o.max_shrinks;
+    // A hang is not shrunk: each candidate would cost a whole timeout.
+    int budget = j.hang ? 0 : o.max_shrinks;
     bool shrunk = true;
     while (shrunk && budget > 0) {
       shrunk = false;

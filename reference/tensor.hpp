@@ -26,11 +26,11 @@ constexpr std::string_view name(DType t) {
   return t == DType::i64 ? std::string_view("i64") : name(static_cast<Format>(static_cast<int>(t)));
 }
 
-template <class T> constexpr DType dtype_v = DType::f64;
-template <> constexpr DType dtype_v<float> = DType::f32;
-template <> constexpr DType dtype_v<bf16> = DType::bf16;
-template <> constexpr DType dtype_v<f16> = DType::f16;
-template <> constexpr DType dtype_v<std::int64_t> = DType::i64;
+template <class T> inline constexpr DType dtype_v = DType::f64;
+template <> inline constexpr DType dtype_v<float> = DType::f32;
+template <> inline constexpr DType dtype_v<bf16> = DType::bf16;
+template <> inline constexpr DType dtype_v<f16> = DType::f16;
+template <> inline constexpr DType dtype_v<std::int64_t> = DType::i64;
 
 // A non-owning reference to typed strided data: what a kernel receives.
 struct TensorRef {

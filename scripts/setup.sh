@@ -11,7 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libhwy-dev libsleef-dev libhwloc-dev libomp-dev
   libopenmpi-dev openmpi-bin gnuplot-nox python3-mpmath
-  clang libclang-rt-14-dev gfortran
+  clang libclang-rt-14-dev gfortran procps
 )
 
 missing=()

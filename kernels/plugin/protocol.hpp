@@ -1,0 +1,65 @@
+// The messages between moacert and its plugin worker (a separate process,
+// `moacert-plugin-worker`): fixed-size records over a SOCK_SEQPACKET
+// socket, the tensors in a memfd passed with each request (SCM_RIGHTS).
+// Both sides are built from this one header, so its layout needs no
+// versioning.
+#pragma once
+
+#include <cstdint>
+
+namespace moacert::kernels::plugin::wire {
+
+constexpr std::uint32_t kRequestMagic = 0x6d635271;  // "mcRq"
+constexpr std::uint32_t kReplyMagic = 0x6d635270;    // "mcRp"
+constexpr int kMaxTensors = 16;
+constexpr int kMaxRank = 8;
+constexpr int kParamsBytes = 1024;
+constexpr int kMessageBytes = 1024;
+
+// One tensor in the memfd. Its region [region_offset, region_offset +
+// region_bytes) is page-aligned; the worker maps it between two PROT_NONE
+// guard pages, read-only for an input. The data starts at data_offset
+// inside the region; the rest of an output's region — at least 64 bytes
+// on each side — is canary.
+struct TensorDesc {
+  std::uint8_t code = 0, bits = 0;  // DLDataType
+  std::uint8_t output = 0;
+  std::int32_t ndim = 0;
+  std::uint64_t region_offset = 0, region_bytes = 0, data_offset = 0;
+  std::int64_t shape[kMaxRank] = {};
+  std::int64_t strides[kMaxRank] = {};
+};
+
+struct Request {
+  std::uint32_t magic = kRequestMagic;
+  std::int32_t kernel = 0;  // index into the library's kernel table
+  std::int32_t n_inputs = 0, n_outputs = 0;
+  std::uint64_t memfd_bytes = 0;
+  TensorDesc tensors[kMaxTensors];  // inputs, then outputs
+  char params[kParamsBytes] = {};   // JSON, NUL-terminated
+};
+
+// Where a faulting address lies, as the worker's signal handler sees it.
+enum class Where : std::int32_t {
+  unknown,
+  before_output,  // in the guard page before an output
+  past_output,    // in the guard page after an output
+  in_input,       // inside a read-only input (a write)
+  near_input,     // in a guard page around an input
+};
+
+struct Reply {
+  enum Kind : std::int32_t { ok, error_return, fault, bad_request };
+  std::uint32_t magic = kReplyMagic;
+  Kind kind = ok;
+  std::int32_t rc = 0;  // the kernel's return value
+  std::int32_t signo = 0, si_code = 0;
+  Where where = Where::unknown;
+  std::int32_t tensor = -1;  // index into Request::tensors
+  std::uint64_t addr = 0;
+  std::int64_t offset = 0;  // of the faulting address from the tensor's region start
+  std::int32_t write = -1;  // 1 a write, 0 a read, -1 unknown (from the page fault's error code)
+  char message[kMessageBytes] = {};  // the kernel's err, or why a request was bad
+};
+
+}  // namespace moacert::kernels::plugin::wire

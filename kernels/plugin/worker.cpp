@@ -1,0 +1,278 @@
+// moacert-plugin-worker: the process in which an untrusted plugin kernel
+// runs (docs/plugins.md). moacert starts it; a crash, a hang or a stray
+// write here costs this process only, and moacert reports it as a
+// counterexample.
+//
+//   moacert-plugin-worker list FD LIB        writes LIB's kernel table to FD
+//   moacert-plugin-worker serve FD PPID LIB  answers wire::Requests on FD
+//
+// Kept small and free of moacert's libraries: it starts quickly, and after
+// a failure it is simply started again.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/ucontext.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "include/moacert/plugin.h"
+#include "kernels/plugin/protocol.hpp"
+
+namespace wire = moacert::kernels::plugin::wire;
+
+namespace {
+
+using KernelsFn = const moacert_kernel* (*)(int*, int*);
+
+// Writes all of `s` to `fd` (a pipe).
+void write_all(int fd, const std::string& s) {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += std::size_t(n);
+  }
+}
+
+// A string from the plugin, printable on one line of the table.
+std::string field(const char* s) {
+  if (!s) return "(null)";
+  std::string out;
+  for (const char* p = s; *p && out.size() < 200; ++p)
+    out += (static_cast<unsigned char>(*p) < 0x20 || *p == 0x7f) ? '?' : *p;
+  return out;
+}
+
+const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* count, int* abi) {
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    write_all(fd_for_errors, std::string("error dlopen ") + field(e) + "\n");
+    return nullptr;
+  }
+  dlerror();
+  auto fn = reinterpret_cast<KernelsFn>(dlsym(h, "moacert_plugin_kernels"));
+  if (!fn) {
+    write_all(fd_for_errors, "error nosymbol\n");
+    return nullptr;
+  }
+  *count = -1;
+  *abi = -1;
+  const moacert_kernel* table = fn(count, abi);
+  if (!table && *count != 0) {
+    write_all(fd_for_errors, "error notable\n");
+    return nullptr;
+  }
+  return table;
+}
+
+// `list`: the ABI version, then one line per kernel, tab-separated.
+int list(int fd, const char* lib) {
+  int count = 0, abi = 0;
+  const moacert_kernel* table = open_library(lib, fd, &count, &abi);
+  if (!table && count != 0) return 3;
+  std::string out = "abi " + std::to_string(abi) + " count " + std::to_string(count) + "\n";
+  // The table is only read when the version is ours: another version's
+  // struct may be laid out differently.
+  if (abi == MOACERT_PLUGIN_ABI && count > 0 && count <= 1000) {
+    for (int i = 0; i < count; ++i) {
+      const moacert_kernel& k = table[i];
+      out += "kernel\t" + field(k.op) + "\t" + field(k.name) + "\t" + field(k.dtype) + "\t" +
+             std::to_string(k.accepts_strided) + "\t" + (k.run ? "1" : "0") + "\n";
+    }
+  }
+  write_all(fd, out);
+  return 0;
+}
+
+// ---- serve: the address ranges of the current call, for the fault handler.
+struct Range {
+  std::uintptr_t guard_lo = 0, lo = 0, hi = 0, guard_hi = 0;  // guard, mapping, guard
+  bool output = false;
+};
+Range g_ranges[wire::kMaxTensors];
+volatile int g_nranges = 0;
+int g_fd = -1;
+
+// Async-signal-safe: classifies the address and sends one Reply, then the
+// signal takes its default action (SA_RESETHAND) when the handler returns
+// and the instruction faults again, or is re-raised for signals that do
+// not repeat.
+void on_fault(int signo, siginfo_t* info, void* context) {
+  wire::Reply r;
+  r.kind = wire::Reply::fault;
+  r.signo = signo;
+  r.si_code = info ? info->si_code : 0;
+  const std::uintptr_t a = info ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0;
+  r.addr = a;
+  if (signo == SIGSEGV || signo == SIGBUS) {
+#if defined(__x86_64__)
+    // Bit 1 of the page fault's error code: the access was a write.
+    if (context && signo == SIGSEGV)
+      r.write = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)context;
+#endif
+    for (int i = 0; i < g_nranges; ++i) {
+      const Range& g = g_ranges[i];
+      if (a >= g.guard_lo && a < g.lo)
+        r.where = g.output ? wire::Where::before_output : wire::Where::near_input;
+      else if (a >= g.lo && a < g.hi && !g.output)
+        r.where = wire::Where::in_input;
+      else if (a >= g.hi && a < g.guard_hi)
+        r.where = g.output ? wire::Where::past_output : wire::Where::near_input;
+      else
+        continue;
+      r.tensor = i;
+      r.offset = std::int64_t(a) - std::int64_t(g.lo);
+      break;
+    }
+  }
+  if (g_fd >= 0) (void)!send(g_fd, &r, sizeof r, MSG_NOSIGNAL);
+  raise(signo);
+}
+
+void install_fault_handlers() {
+  static char stack[1 << 16];
+  stack_t ss{};
+  ss.ss_sp = stack;
+  ss.ss_size = sizeof stack;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+    sigaction(s, &sa, nullptr);
+}
+
+void reply_bad(int fd, const std::string& why) {
+  wire::Reply r;
+  r.kind = wire::Reply::bad_request;
+  std::snprintf(r.message, sizeof r.message, "%s", why.c_str());
+  (void)!send(fd, &r, sizeof r, MSG_NOSIGNAL);
+}
+
+int serve(int fd, pid_t parent, const char* lib) {
+  // A backstop: if moacert dies without killing us, the kernel does.
+  // (Tests switch it off, MOACERT_WORKER_NO_DEATHSIG, to prove that moacert
+  // itself reaps every worker.)
+  if (!std::getenv("MOACERT_WORKER_NO_DEATHSIG")) prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 4;
+  dup2(STDERR_FILENO, STDOUT_FILENO);  // a plugin's prints must not mix into moacert's output
+  int count = 0, abi = 0;
+  const moacert_kernel* table = open_library(lib, STDERR_FILENO, &count, &abi);
+  if (!table || abi != MOACERT_PLUGIN_ABI) return 3;
+  g_fd = fd;
+  install_fault_handlers();
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  for (;;) {
+    wire::Request q;
+    char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{&q, sizeof q};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+    if (n == 0) return 0;  // moacert closed the socket: done
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return 5;
+    }
+    int memfd = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+        std::memcpy(&memfd, CMSG_DATA(c), sizeof memfd);
+    const int nt = q.n_inputs + q.n_outputs;
+    if (std::size_t(n) != sizeof q || q.magic != wire::kRequestMagic || memfd < 0 || q.kernel < 0 ||
+        q.kernel >= count || q.n_inputs < 0 || q.n_outputs < 0 || nt > wire::kMaxTensors) {
+      if (memfd >= 0) close(memfd);
+      reply_bad(fd, "malformed request");
+      continue;
+    }
+    // Map every tensor between two PROT_NONE guard pages.
+    DLTensor dl[wire::kMaxTensors];
+    void* reserved[wire::kMaxTensors] = {};
+    std::size_t reserved_bytes[wire::kMaxTensors] = {};
+    bool mapped = true;
+    for (int i = 0; i < nt && mapped; ++i) {
+      const wire::TensorDesc& t = q.tensors[i];
+      if (t.ndim < 0 || t.ndim > wire::kMaxRank || t.region_bytes % page ||
+          t.region_offset % page || t.region_offset + t.region_bytes > q.memfd_bytes) {
+        mapped = false;
+        break;
+      }
+      reserved_bytes[i] = t.region_bytes + 2 * page;
+      void* base = mmap(nullptr, reserved_bytes[i], PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (base == MAP_FAILED) {
+        mapped = false;
+        break;
+      }
+      reserved[i] = base;
+      char* data = static_cast<char*>(base) + page;
+      if (t.region_bytes > 0 &&
+          mmap(data, t.region_bytes, t.output ? PROT_READ | PROT_WRITE : PROT_READ,
+               MAP_SHARED | MAP_FIXED, memfd, off_t(t.region_offset)) == MAP_FAILED) {
+        mapped = false;
+        break;
+      }
+      const auto lo = reinterpret_cast<std::uintptr_t>(data);
+      g_ranges[i] = {lo - page, lo, lo + t.region_bytes, lo + t.region_bytes + page, t.output != 0};
+      dl[i] = DLTensor{};
+      dl[i].data = data + t.data_offset;
+      dl[i].device = {kDLCPU, 0};
+      dl[i].ndim = t.ndim;
+      dl[i].dtype = {t.code, t.bits, 1};
+      dl[i].shape = const_cast<std::int64_t*>(t.shape);
+      dl[i].strides = const_cast<std::int64_t*>(t.strides);
+      dl[i].byte_offset = 0;
+    }
+    close(memfd);
+    wire::Reply r;
+    if (!mapped) {
+      r.kind = wire::Reply::bad_request;
+      std::snprintf(r.message, sizeof r.message, "cannot map the tensors: %s",
+                    std::strerror(errno));
+    } else {
+      const DLTensor* in[wire::kMaxTensors];
+      DLTensor* out[wire::kMaxTensors];
+      for (int i = 0; i < q.n_inputs; ++i) in[i] = &dl[i];
+      for (int i = 0; i < q.n_outputs; ++i) out[i] = &dl[q.n_inputs + i];
+      q.params[sizeof q.params - 1] = '\0';
+      g_nranges = nt;
+      r.rc = table[q.kernel].run(in, q.n_inputs, out, q.n_outputs, q.params, r.message,
+                                 sizeof r.message);
+      g_nranges = 0;
+      r.message[sizeof r.message - 1] = '\0';
+      r.kind = r.rc == 0 ? wire::Reply::ok : wire::Reply::error_return;
+    }
+    for (int i = 0; i < nt; ++i)
+      if (reserved[i]) munmap(reserved[i], reserved_bytes[i]);
+    if (send(fd, &r, sizeof r, MSG_NOSIGNAL) != ssize_t(sizeof r)) return 5;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "list") == 0) {
+    const int fd = std::atoi(argv[2]);
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    return list(fd, argv[3]);
+  }
+  if (argc == 5 && std::strcmp(argv[1], "serve") == 0)
+    return serve(std::atoi(argv[2]), pid_t(std::atoi(argv[3])), argv[4]);
+  std::fprintf(
+      stderr, "moacert-plugin-worker: started by moacert only (list FD LIB | serve FD PPID LIB)\n");
+  return 2;
+}

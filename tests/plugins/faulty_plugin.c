@@ -1,0 +1,115 @@
+/* Planted faulty plugins: one correct rmsnorm (f32, row-major), and, by
+   compile definition, each way a kernel under test can go wrong. CTest
+   (tests/plugins/CMakeLists.txt) checks that moacert reports each as the
+   issue states and never crashes or leaves a worker behind.
+
+     FAULT_NONE       correct
+     FAULT_SEGV       dereferences a null pointer
+     FAULT_HANG       never returns
+     FAULT_OOB        writes 4 bytes past its output y
+     FAULT_BEFORE     writes 4 bytes before its output y
+     FAULT_FAR        writes 4 bytes 200 bytes past the end of y (past the canary slack)
+     FAULT_INPUT      writes into its input x (mapped read-only)
+     FAULT_WRONG      forgets the normalisation: y = x * w
+     FAULT_ERROR      returns an error with a message
+     FAULT_ABORT      calls abort()
+     FAULT_ABI        declares ABI version 2
+     FAULT_NOSYMBOL   exports no moacert_plugin_kernels
+     FAULT_SEVERAL    two kernel names (needs #NAME)
+     FAULT_BADOP      an unknown op
+     FAULT_BADDTYPE   an unknown dtype
+     FAULT_CTOR       crashes in its constructor, while loading
+     FAULT_FORK       correct, but leaves a child process running */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <moacert/plugin.h>
+
+static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                   const char* params, char* err, size_t err_len) {
+  (void)n_in;
+  (void)n_out;
+  const DLTensor *x = in[0], *w = in[1];
+  const float *xd = (const float*)x->data, *wd = (const float*)w->data;
+  float* yd = (float*)out[0]->data;
+  const int64_t T = x->shape[0], D = x->shape[1];
+  const char* at = strstr(params, "\"eps\":");
+  const double eps = at ? strtod(at + 6, NULL) : 1e-6;
+  (void)eps;
+  (void)err;
+  (void)err_len;
+#if defined(FAULT_SEGV)
+  *(volatile int*)(uintptr_t)8 = 1;
+#elif defined(FAULT_HANG)
+  for (;;) pause();
+#elif defined(FAULT_ERROR)
+  snprintf(err, err_len, "planted error: this kernel refuses every case");
+  return 3;
+#elif defined(FAULT_ABORT)
+  abort();
+#elif defined(FAULT_FORK)
+  if (fork() == 0)
+    for (;;) pause(); /* a child that would outlive everyone */
+#elif defined(FAULT_INPUT)
+  ((float*)(uintptr_t)xd)[0] = 0;
+#endif
+  for (int64_t t = 0; t < T; ++t) {
+    double ss = 0;
+    for (int64_t d = 0; d < D; ++d) ss += (double)xd[t * D + d] * xd[t * D + d];
+#if defined(FAULT_WRONG)
+    const double r = 1;
+#else
+    const double r = 1 / sqrt(ss / (double)D + eps);
+#endif
+    for (int64_t d = 0; d < D; ++d) yd[t * D + d] = (float)(xd[t * D + d] * r * wd[d]);
+  }
+#if defined(FAULT_OOB)
+  memset(yd + T * D, 0, 4); /* 4 bytes past y */
+#elif defined(FAULT_FAR)
+  memset((char *)(yd + T * D) + 200, 0, 4); /* bytes 201..204 past y */
+#elif defined(FAULT_BEFORE)
+  memset((char*)yd - 4, 0, 4); /* 4 bytes before y */
+#endif
+  return 0;
+}
+
+#if defined(FAULT_CTOR)
+__attribute__((constructor)) static void crash_on_load(void) {
+  raise(SIGSEGV);
+}
+#endif
+
+#if !defined(FAULT_NOSYMBOL)
+static const moacert_kernel kernels[] = {
+#if defined(FAULT_BADOP)
+    {"rmsnormm", "planted", "f32", 0, rmsnorm},
+#elif defined(FAULT_BADDTYPE)
+    {"rmsnorm", "planted", "f8", 0, rmsnorm},
+#else
+    {"rmsnorm", "planted", "f32", 0, rmsnorm},
+#endif
+#if defined(FAULT_SEVERAL)
+    {"rmsnorm", "other", "f32", 0, rmsnorm},
+#endif
+};
+
+const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
+  *count = (int)(sizeof kernels / sizeof kernels[0]);
+#if defined(FAULT_ABI)
+  *abi_version = 2;
+#else
+  *abi_version = MOACERT_PLUGIN_ABI;
+#endif
+  return kernels;
+}
+#else
+/* The kernel is there, but not the table moacert looks for. */
+void* not_a_moacert_plugin(void) {
+  return (void*)rmsnorm;
+}
+#endif
