@@ -57,23 +57,35 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// The default problem of each op: the shapes of the performance targets.
+// The default problem of each op: the shapes of the performance targets
+// (docs/performance.md); block, which has none, a small GQA model's layer.
 Dims default_dims(Op op) {
   Dims d;
-  if (op == Op::attention_decode) {
-    d.B = 4, d.H = 32, d.Hkv = 8, d.N = 1, d.M = 8192, d.D = 128;
-  } else {
-    d.B = 1, d.H = 8, d.Hkv = 8, d.N = 2048, d.M = 2048, d.D = 64;
+  switch (op) {
+    case Op::attention_decode:
+      d.B = 4, d.H = 32, d.Hkv = 8, d.N = 1, d.M = 8192, d.D = 128;
+      break;
+    case Op::rmsnorm:
+      d.T = 8192, d.D = 4096;
+      break;
+    case Op::mlp_swiglu:
+      d.T = 512, d.Dm = 1024, d.F = 2816;
+      break;
+    case Op::block:
+      d.B = 1, d.N = 512, d.Dm = 1024, d.H = 16, d.Hkv = 4, d.D = 64, d.F = 2816;
+      break;
+    default:
+      d.B = 1, d.H = 8, d.Hkv = 8, d.N = 2048, d.M = 2048, d.D = 64;
   }
   return d;
 }
 
-// "B=1,H=8,N=2048,M=2048,D=64" over the defaults; Hkv follows H unless
-// given; L is decode's name for M.
+// "B=1,H=8,N=2048,M=2048,D=64" over the defaults; a given H sets Hkv too
+// unless Hkv is given; L is decode's name for M.
 Dims parse_shape(Op op, const std::string& text) {
   Dims d = default_dims(op);
   if (text.empty()) return d;
-  bool hkv_given = false;
+  bool h_given = false, hkv_given = false;
   const std::map<std::string, moa::extent_t Dims::*> fields = {
       {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
       {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
@@ -91,9 +103,10 @@ Dims parse_shape(Op op, const std::string& text) {
     } catch (const std::exception&) {
       throw UsageError("bench: --shape " + key + "='" + value + "' is not an integer");
     }
+    h_given = h_given || key == "H";
     hkv_given = hkv_given || key == "Hkv";
   }
-  if (!hkv_given) d.Hkv = d.H;
+  if (h_given && !hkv_given) d.Hkv = d.H;
   if (op == Op::attention_decode) d.N = 1;
   return d;
 }
@@ -108,6 +121,11 @@ std::string human_bytes(double b) {
 std::string shape_text(Op op, const Dims& d) {
   if (op == Op::attention_decode)
     return fmt::format("B={},H={},Hkv={},L={},D={}", d.B, d.H, d.Hkv, d.M, d.D);
+  if (op == Op::rmsnorm) return fmt::format("T={},D={}", d.T, d.D);
+  if (op == Op::mlp_swiglu) return fmt::format("T={},Dm={},F={}", d.T, d.Dm, d.F);
+  if (op == Op::block)
+    return fmt::format("B={},N={},Dm={},H={},Hkv={},D={},F={}", d.B, d.N, d.Dm, d.H, d.Hkv, d.D,
+                       d.F);
   return fmt::format("B={},H={},Hkv={},N={},M={},D={}", d.B, d.H, d.Hkv, d.N, d.M, d.D);
 }
 
@@ -222,13 +240,15 @@ int run_bench(const BenchArgs& a) {
       "measured peaks ({} threads): FMA {:.1f} GFLOP/s (f32, Highway {}), read {:.1f} GB/s, copy "
       "{:.1f} GB/s\n",
       threads, peaks.gflops, peaks.target, peaks.gbps_read, peaks.gbps_copy);
-  fmt::print("\n{:<12} {:>10} {:>9} {:>7} {:>8} {:>7} {:>12} {:>12}\n", "variant", "seconds",
-             "GFLOP/s", "%FMA", "GB/s", "%read", "peak_bytes", "measured");
+  // %read suits a kernel that mostly reads (decode), %copy one that writes
+  // as much as it reads (rmsnorm); GB/s counts both directions.
+  fmt::print("\n{:<12} {:>10} {:>9} {:>7} {:>8} {:>7} {:>7} {:>12} {:>12}\n", "variant", "seconds",
+             "GFLOP/s", "%FMA", "GB/s", "%read", "%copy", "peak_bytes", "measured");
   for (const bench::Result& r : results) {
-    fmt::print("{:<12} {:>10.4f} {:>9.2f} {:>6.1f}% {:>8.2f} {:>6.1f}% {:>12} {:>12}\n", r.variant,
-               r.seconds, r.gflops, 100 * r.gflops / peaks.gflops, r.gbps,
-               100 * r.gbps / peaks.gbps_read, human_bytes(r.peak_bytes),
-               human_bytes(r.measured_extra_bytes));
+    fmt::print("{:<12} {:>10.4f} {:>9.2f} {:>6.1f}% {:>8.2f} {:>6.1f}% {:>6.1f}% {:>12} {:>12}\n",
+               r.variant, r.seconds, r.gflops, 100 * r.gflops / peaks.gflops, r.gbps,
+               100 * r.gbps / peaks.gbps_read, 100 * r.gbps / peaks.gbps_copy,
+               human_bytes(r.peak_bytes), human_bytes(r.measured_extra_bytes));
   }
   if (results.size() > 1) {
     fmt::print("\nspeed-up of the row over the column (column seconds / row seconds):\n{:<12}", "");
@@ -263,7 +283,9 @@ void add_bench(CLI::App& app, int& status) {
   cmd->add_option("--variants", args->variants,
                   "comma-separated variants (default: all that run the dtype, but cpu.naive)");
   cmd->add_option("--shape", args->shape,
-                  "dimensions, e.g. B=1,H=8,N=2048,M=2048,D=64 (Hkv defaults to H)");
+                  "dimensions over the op's defaults, e.g. B=1,H=8,N=2048,M=2048,D=64; decode L; "
+                  "rmsnorm T,D; mlp.swiglu T,Dm,F; block B,N,Dm,H,Hkv,D,F (a given H sets Hkv "
+                  "unless Hkv is given)");
   cmd->add_option("--dtype", args->dtype, "f64, f32, bf16 or f16 (default f32)");
   cmd->add_flag("--causal", args->causal, "causal mask (bottom-right aligned)");
   cmd->add_option("--threads", args->threads, "threads (default: the OpenMP default)");
