@@ -7,6 +7,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <omp.h>
@@ -41,24 +42,40 @@ double FmaLoop(std::int64_t iters, int threads, float* sink) {
   return double(iters) * kChains * lanes;
 }
 
-// Sums n floats, each thread its contiguous share; returns the sum.
+// Sums n floats, each thread its contiguous share read as two interleaved
+// streams with software prefetch 1 KiB ahead: on the 2-vCPU EPYC VM this
+// reads 10-25% faster than one plain stream (4 accumulators: 40-44 GB/s;
+// this form: 50 GB/s, same minute), so that a kernel reading two streams
+// (decode's K and V) is measured against what the machine can do, not
+// against a naive loop. Returns the sum.
 float ReadLoop(const float* data, std::size_t n, int threads) {
   const hn::ScalableTag<float> df;
   const std::size_t L = hn::Lanes(df);
+  constexpr std::size_t kAhead = 1024 / sizeof(float);
   float result = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : result)
   {
     const std::size_t t = std::size_t(omp_get_thread_num()), T = std::size_t(omp_get_num_threads());
-    const std::size_t per = n / T / (4 * L) * (4 * L);
-    const float* p = data + t * per;
+    const std::size_t half = n / T / (8 * L) * (4 * L);  // each stream's length
+    const float* p0 = data + t * 2 * half;
+    const float* p1 = p0 + half;
     auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-    for (std::size_t i = 0; i < per; i += 4 * L) {
-      a0 = hn::Add(a0, hn::Load(df, p + i));
-      a1 = hn::Add(a1, hn::Load(df, p + i + L));
-      a2 = hn::Add(a2, hn::Load(df, p + i + 2 * L));
-      a3 = hn::Add(a3, hn::Load(df, p + i + 3 * L));
+    auto b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
+    for (std::size_t i = 0; i < half; i += 4 * L) {
+      hwy::Prefetch(p0 + i + kAhead);  // a hint: past the end it never faults
+      hwy::Prefetch(p1 + i + kAhead);
+      a0 = hn::Add(a0, hn::Load(df, p0 + i));
+      a1 = hn::Add(a1, hn::Load(df, p0 + i + L));
+      a2 = hn::Add(a2, hn::Load(df, p0 + i + 2 * L));
+      a3 = hn::Add(a3, hn::Load(df, p0 + i + 3 * L));
+      b0 = hn::Add(b0, hn::Load(df, p1 + i));
+      b1 = hn::Add(b1, hn::Load(df, p1 + i + L));
+      b2 = hn::Add(b2, hn::Load(df, p1 + i + 2 * L));
+      b3 = hn::Add(b3, hn::Load(df, p1 + i + 3 * L));
     }
-    result += hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+    const auto a = hn::Add(hn::Add(a0, a1), hn::Add(a2, a3));
+    const auto b = hn::Add(hn::Add(b0, b1), hn::Add(b2, b3));
+    result += hn::GetLane(hn::SumOfLanes(df, hn::Add(a, b)));
   }
   return result;
 }
