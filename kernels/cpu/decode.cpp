@@ -9,6 +9,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/cpu/attention_fwd_kernel.hpp"
@@ -135,13 +136,22 @@ HWY_INLINE void pv_registers(DF df, const T* v, std::ptrdiff_t v_l, std::size_t 
   }
 }
 
+// Asks for the cache lines of `bytes` bytes at p (a hint: never faults).
+HWY_INLINE void prefetch_row(const void* p, std::size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t off = 0; off < bytes; off += 64) hwy::Prefetch(c + off);
+}
+
 // S (HEADS, n) = scale · Q (HEADS, NV·L) K^T for one whole row of D = NV
 // vectors (the last masked to `tail` lanes): Q in registers, two keys at a
-// time so that four FMA chains run side by side.
+// time so that four FMA chains run side by side. With `next` (rows of
+// `next_bytes` at stride next_l, the V rows of the same keys), those rows
+// are prefetched alongside: two streams in flight instead of one.
 template <std::size_t HEADS, std::size_t NV, class DF, class T = hn::TFromD<DF>>
 HWY_INLINE void qk_slab(DF df, const T* HWY_RESTRICT q, std::size_t dp, const T* HWY_RESTRICT k,
                         std::ptrdiff_t k_l, std::size_t n, std::size_t tail, T scale,
-                        T* HWY_RESTRICT s, std::size_t sp) {
+                        T* HWY_RESTRICT s, std::size_t sp, const T* next, std::ptrdiff_t next_l,
+                        std::size_t next_bytes) {
   using V = hn::Vec<DF>;
   const std::size_t L = hn::Lanes(df);
   const auto last = hn::FirstN(df, tail);
@@ -155,6 +165,10 @@ HWY_INLINE void qk_slab(DF df, const T* HWY_RESTRICT q, std::size_t dp, const T*
   for (; j + 2 <= n; j += 2) {
     const T* r0 = k + static_cast<std::ptrdiff_t>(j) * k_l;
     const T* r1 = r0 + k_l;
+    if (next) {
+      prefetch_row(next + static_cast<std::ptrdiff_t>(j) * next_l, next_bytes);
+      prefetch_row(next + static_cast<std::ptrdiff_t>(j + 1) * next_l, next_bytes);
+    }
     V a0[HEADS], a1[HEADS];
     for (std::size_t h = 0; h < HEADS; ++h) a0[h] = a1[h] = hn::Zero(df);
     for (std::size_t x = 0; x < NV; ++x) {
@@ -187,7 +201,7 @@ HWY_INLINE void qk_slab(DF df, const T* HWY_RESTRICT q, std::size_t dp, const T*
 template <class DF, class T = hn::TFromD<DF>>
 HWY_INLINE bool qk_registers(DF df, const T* q, std::size_t dp, const T* k, std::ptrdiff_t k_l,
                              std::size_t n, std::size_t D, std::size_t G, T scale, T* s,
-                             std::size_t sp) {
+                             std::size_t sp, const T* v, std::ptrdiff_t v_l) {
   constexpr std::size_t kSlab = HWY_LANES(T) * sizeof(T) >= 64 ? 8 : 4;
   const std::size_t L = hn::Lanes(df), nv = (D + L - 1) / L, tail = D - (nv - 1) * L;
   if (nv != kSlab && nv != kSlab / 2) return false;
@@ -195,16 +209,18 @@ HWY_INLINE bool qk_registers(DF df, const T* q, std::size_t dp, const T* k, std:
     const bool pair = h + 1 < G;
     const T* qh = q + h * dp;
     T* sh = s + h * sp;
+    const T* next = h == 0 ? v : nullptr;  // V's rows, prefetched once
+    const std::size_t bytes = D * sizeof(T);
     if (nv == kSlab) {
       if (pair)
-        qk_slab<2, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+        qk_slab<2, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
       else
-        qk_slab<1, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+        qk_slab<1, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
     } else {
       if (pair)
-        qk_slab<2, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+        qk_slab<2, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
       else
-        qk_slab<1, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp);
+        qk_slab<1, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
     }
   }
   return true;
@@ -269,8 +285,12 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
   bool scored = false;
   if constexpr (std::is_same_v<S, T>) {
     if (k_d == 1) {  // contiguous rows of the compute type: Q in registers
+      // V's rows of the chunk are prefetched while K's are scored when V
+      // too is contiguous in the compute type (then the accumulation below
+      // reads them from cache).
+      const T* v_next = v_d == 1 ? v_bg + static_cast<std::ptrdiff_t>(j0) * v_l : nullptr;
       scored = qk_registers(df, q, dp, k_bg + static_cast<std::ptrdiff_t>(j0) * k_l, k_l, n, D, G,
-                            scale, s, sp);
+                            scale, s, sp, v_next, v_l);
     }
   }
   for (std::size_t j = 0; !scored && j < n; ++j) {  // each K row read once for the group
