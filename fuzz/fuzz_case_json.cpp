@@ -14,7 +14,8 @@
 #include "oracle/case_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j =
+      nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
   moacert::Case c;
   try {
@@ -31,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto& a = c.inputs[i];
     const auto& b = back.inputs[i];
     if (a.layout().str() != b.layout().str() || a.dtype() != b.dtype()) std::abort();
-    const std::size_t bytes = std::size_t(a.layout().cosize()) * std::size_t(moacert::dtype_bytes(a.dtype()));
+    const std::size_t bytes =
+        std::size_t(a.layout().cosize()) * std::size_t(moacert::dtype_bytes(a.dtype()));
     for (const moacert::moa::Index& k : moacert::moa::iota(a.shape())) {
       const double x = a.get(k), y = b.get(k);
       if (std::memcmp(&x, &y, sizeof x) != 0 && !(x != x && y != y)) std::abort();

@@ -47,9 +47,13 @@ Units units(Format f, const BoundConstants& k) {
 // Relative error factors are carried as θ (the factor is 1 + θ) and
 // composed without forming 1 + θ, which rounds to 1 for θ near u of f64.
 // (1 + a)(1 + b) - 1:
-double compose(double a, double b) { return a + b + a * b; }
+double compose(double a, double b) {
+  return a + b + a * b;
+}
 // (1 + x)^k - 1:
-double power(double x, double k) { return std::expm1(k * std::log1p(x)); }
+double power(double x, double k) {
+  return std::expm1(k * std::log1p(x));
+}
 
 // A tensor's logical values as a row-major double tensor (exact).
 Mat widen(const AnyTensor& t) {
@@ -226,9 +230,10 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           // P̂ may also underflow (x beyond the exponent range): an absolute
           // η_a next to its relative Π, carried through dS and its products.
           const double two = compose(Pi, power(u.ua, 2));
-          const double sigma = P * (two * std::fabs(dp - Drow) +
-                                    (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
-                               u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
+          const double sigma =
+              P * (two * std::fabs(dp - Drow) +
+                   (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
+              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
           const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
           for (extent_t d = 0; d < D; ++d) {
             const double kv = k.view()(b, g, j, d), qv = q.view()(b, h, i, d),
@@ -240,7 +245,8 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
                 scale * (std::fabs(ds) * gq + sigma * (1 + gq)) * std::fabs(kv);
             r.dk.view()(b, g, j, d) +=
                 scale * (std::fabs(ds) * gk + sigma * (1 + gk)) * std::fabs(qv);
-            r.dv.view()(b, g, j, d) += P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
+            r.dv.view()(b, g, j, d) +=
+                P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
           }
         }
       }

@@ -376,7 +376,7 @@ Case read_case(const json& j) {
 Case read_case_file(const std::string& path) {
   // A folder opens as a stream on Linux and fails only when read (with an
   // exception that is not a CaseError): refuse anything but a file first.
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) throw CaseError(path + ": cannot open");
   if (!S_ISREG(st.st_mode)) throw CaseError(path + ": not a regular file");
   std::ifstream in(path);

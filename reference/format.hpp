@@ -28,15 +28,21 @@ struct FormatInfo {
 
 constexpr FormatInfo info(Format f) {
   switch (f) {
-    case Format::f64: return {f, "f64", 53, -1022, 1023, 8};
-    case Format::f32: return {f, "f32", 24, -126, 127, 4};
-    case Format::bf16: return {f, "bf16", 8, -126, 127, 2};
-    case Format::f16: return {f, "f16", 11, -14, 15, 2};
+    case Format::f64:
+      return {f, "f64", 53, -1022, 1023, 8};
+    case Format::f32:
+      return {f, "f32", 24, -126, 127, 4};
+    case Format::bf16:
+      return {f, "bf16", 8, -126, 127, 2};
+    case Format::f16:
+      return {f, "f16", 11, -14, 15, 2};
   }
   return {f, "?", 0, 0, 0, 0};
 }
 
-constexpr std::string_view name(Format f) { return info(f).name; }
+constexpr std::string_view name(Format f) {
+  return info(f).name;
+}
 
 inline constexpr Format kAllFormats[] = {Format::f64, Format::f32, Format::bf16, Format::f16};
 
@@ -71,7 +77,7 @@ struct bf16 {
     float f = static_cast<float>(x);
     if (static_cast<double>(f) != x && x == x) {
       if (std::fabs(static_cast<double>(f)) > std::fabs(x))
-        f = std::nextafter(f, 0.0f);  // truncate towards zero
+        f = std::nextafter(f, 0.0f);                                   // truncate towards zero
       f = std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);  // mark inexact
     }
     return bf16(f);
@@ -104,14 +110,29 @@ struct f16 {
 };
 
 // The C++ storage type of each format.
-template <Format F> struct storage;
-template <> struct storage<Format::f64> { using type = double; };
-template <> struct storage<Format::f32> { using type = float; };
-template <> struct storage<Format::bf16> { using type = bf16; };
-template <> struct storage<Format::f16> { using type = f16; };
-template <Format F> using storage_t = typename storage<F>::type;
+template <Format F>
+struct storage;
+template <>
+struct storage<Format::f64> {
+  using type = double;
+};
+template <>
+struct storage<Format::f32> {
+  using type = float;
+};
+template <>
+struct storage<Format::bf16> {
+  using type = bf16;
+};
+template <>
+struct storage<Format::f16> {
+  using type = f16;
+};
+template <Format F>
+using storage_t = typename storage<F>::type;
 
 // The accumulation type of each format: f32 for the 16-bit storage formats.
-template <Format F> using accum_t = std::conditional_t<F == Format::f64, double, float>;
+template <Format F>
+using accum_t = std::conditional_t<F == Format::f64, double, float>;
 
 }  // namespace moacert

@@ -37,7 +37,9 @@ struct Problem {
   Params params;
 
   // The scale actually used: the given one, or 1/sqrt(D).
-  double scale() const { return params.scale != 0 ? params.scale : 1.0 / std::sqrt(double(dims.D)); }
+  double scale() const {
+    return params.scale != 0 ? params.scale : 1.0 / std::sqrt(double(dims.D));
+  }
   bool causal() const { return op == Op::block || params.causal; }
 };
 
@@ -58,12 +60,14 @@ inline std::vector<moa::Shape> input_shapes(const Problem& p) {
               {d.B, d.H, d.N, d.D}};
     case Op::attention_decode:
       return {{d.B, d.H, 1, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B}};
-    case Op::rmsnorm: return {{d.T, d.D}, {d.D}};
-    case Op::mlp_swiglu: return {{d.T, d.Dm}, {d.Dm, d.F}, {d.Dm, d.F}, {d.F, d.Dm}};
+    case Op::rmsnorm:
+      return {{d.T, d.D}, {d.D}};
+    case Op::mlp_swiglu:
+      return {{d.T, d.Dm}, {d.Dm, d.F}, {d.Dm, d.F}, {d.F, d.Dm}};
     case Op::block:
-      return {{d.B, d.N, d.Dm},  {d.Dm},           {d.Dm, d.H * d.D}, {d.Dm, d.Hkv * d.D},
-              {d.Dm, d.Hkv * d.D}, {d.H * d.D, d.Dm}, {d.Dm},            {d.Dm, d.F},
-              {d.Dm, d.F},       {d.F, d.Dm}};
+      return {
+          {d.B, d.N, d.Dm},  {d.Dm}, {d.Dm, d.H * d.D}, {d.Dm, d.Hkv * d.D}, {d.Dm, d.Hkv * d.D},
+          {d.H * d.D, d.Dm}, {d.Dm}, {d.Dm, d.F},       {d.Dm, d.F},         {d.F, d.Dm}};
   }
   return {};
 }
@@ -71,7 +75,8 @@ inline std::vector<moa::Shape> input_shapes(const Problem& p) {
 inline std::vector<moa::Shape> output_shapes(const Problem& p) {
   const Dims& d = p.dims;
   switch (p.op) {
-    case Op::attention_fwd: return {{d.B, d.H, d.N, d.D}, {d.B, d.H, d.N}};
+    case Op::attention_fwd:
+      return {{d.B, d.H, d.N, d.D}, {d.B, d.H, d.N}};
     case Op::attention_bwd:
       return {{d.B, d.H, d.N, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B, d.Hkv, d.M, d.D}};
     case Op::attention_fwdbwd:
@@ -80,10 +85,14 @@ inline std::vector<moa::Shape> output_shapes(const Problem& p) {
               {d.B, d.H, d.N, d.D},
               {d.B, d.Hkv, d.M, d.D},
               {d.B, d.Hkv, d.M, d.D}};
-    case Op::attention_decode: return {{d.B, d.H, 1, d.D}, {d.B, d.H, 1}};
-    case Op::rmsnorm: return {{d.T, d.D}};
-    case Op::mlp_swiglu: return {{d.T, d.Dm}};
-    case Op::block: return {{d.B, d.N, d.Dm}};
+    case Op::attention_decode:
+      return {{d.B, d.H, 1, d.D}, {d.B, d.H, 1}};
+    case Op::rmsnorm:
+      return {{d.T, d.D}};
+    case Op::mlp_swiglu:
+      return {{d.T, d.Dm}};
+    case Op::block:
+      return {{d.B, d.N, d.Dm}};
   }
   return {};
 }
@@ -164,7 +173,8 @@ inline void validate(const Problem& p) {
   const auto names_out = info(p.op).outputs;
   const auto shapes_out = output_shapes(p);
   for (std::size_t i = 0; i < shapes_out.size(); ++i)
-    moa::checked_size(shapes_out[i], op + " " + std::string(names_out[i]) + " " + shapes_out[i].str());
+    moa::checked_size(shapes_out[i],
+                      op + " " + std::string(names_out[i]) + " " + shapes_out[i].str());
 }
 
 }  // namespace moacert

@@ -18,7 +18,9 @@ namespace moacert {
 // (decode's lens).
 enum class DType { f64, f32, bf16, f16, i64 };
 
-constexpr DType dtype_of(Format f) { return static_cast<DType>(static_cast<int>(f)); }
+constexpr DType dtype_of(Format f) {
+  return static_cast<DType>(static_cast<int>(f));
+}
 constexpr int dtype_bytes(DType t) {
   return t == DType::f64 || t == DType::i64 ? 8 : t == DType::f32 ? 4 : 2;
 }
@@ -26,11 +28,16 @@ constexpr std::string_view name(DType t) {
   return t == DType::i64 ? std::string_view("i64") : name(static_cast<Format>(static_cast<int>(t)));
 }
 
-template <class T> inline constexpr DType dtype_v = DType::f64;
-template <> inline constexpr DType dtype_v<float> = DType::f32;
-template <> inline constexpr DType dtype_v<bf16> = DType::bf16;
-template <> inline constexpr DType dtype_v<f16> = DType::f16;
-template <> inline constexpr DType dtype_v<std::int64_t> = DType::i64;
+template <class T>
+inline constexpr DType dtype_v = DType::f64;
+template <>
+inline constexpr DType dtype_v<float> = DType::f32;
+template <>
+inline constexpr DType dtype_v<bf16> = DType::bf16;
+template <>
+inline constexpr DType dtype_v<f16> = DType::f16;
+template <>
+inline constexpr DType dtype_v<std::int64_t> = DType::i64;
 
 // A non-owning reference to typed strided data: what a kernel receives.
 struct TensorRef {
@@ -86,11 +93,16 @@ class AnyTensor {
   double get(const moa::Index& idx) const {
     const std::byte* p = static_cast<const std::byte*>(data()) + layout_(idx) * dtype_bytes(dtype_);
     switch (dtype_) {
-      case DType::f64: return load<double>(p);
-      case DType::f32: return load<float>(p);
-      case DType::bf16: return static_cast<float>(load<bf16>(p));
-      case DType::f16: return static_cast<float>(load<f16>(p));
-      case DType::i64: return static_cast<double>(load<std::int64_t>(p));
+      case DType::f64:
+        return load<double>(p);
+      case DType::f32:
+        return load<float>(p);
+      case DType::bf16:
+        return static_cast<float>(load<bf16>(p));
+      case DType::f16:
+        return static_cast<float>(load<f16>(p));
+      case DType::i64:
+        return static_cast<double>(load<std::int64_t>(p));
     }
     return 0;
   }
@@ -100,11 +112,21 @@ class AnyTensor {
   void set(const moa::Index& idx, double value) {
     std::byte* p = static_cast<std::byte*>(data()) + layout_(idx) * dtype_bytes(dtype_);
     switch (dtype_) {
-      case DType::f64: store(p, value); break;
-      case DType::f32: store(p, static_cast<float>(value)); break;
-      case DType::bf16: store(p, bf16::from_double(value)); break;
-      case DType::f16: store(p, f16::from_double(value)); break;
-      case DType::i64: store(p, static_cast<std::int64_t>(value)); break;
+      case DType::f64:
+        store(p, value);
+        break;
+      case DType::f32:
+        store(p, static_cast<float>(value));
+        break;
+      case DType::bf16:
+        store(p, bf16::from_double(value));
+        break;
+      case DType::f16:
+        store(p, f16::from_double(value));
+        break;
+      case DType::i64:
+        store(p, static_cast<std::int64_t>(value));
+        break;
     }
   }
 

@@ -14,6 +14,8 @@
 extern "C" {
 #endif
 
+/* The declarations below are DESIGN.md's, verbatim. */
+/* clang-format off */
 #define MOACERT_PLUGIN_ABI 1
 typedef struct moacert_kernel {
   const char *op;      /* an op name from the table above */
@@ -29,6 +31,7 @@ typedef struct moacert_kernel {
 } moacert_kernel;
 /* the one symbol a plugin exports */
 const moacert_kernel *moacert_plugin_kernels(int *count, int *abi_version);
+/* clang-format on */
 
 #ifdef __cplusplus
 }

@@ -17,8 +17,8 @@ struct BlockShape {
 // The (B·N, heads·D) row-major matrix `flat` seen as (B, heads, N, D).
 template <class T>
 View<T> as_heads(View<T> flat, extent_t B, extent_t N, extent_t heads, extent_t D) {
-  return View<T>(flat.data(), moa::Layout::strided({B, heads, N, D},
-                                                   {N * heads * D, D, heads * D, 1}));
+  return View<T>(flat.data(),
+                 moa::Layout::strided({B, heads, N, D}, {N * heads * D, D, heads * D, 1}));
 }
 
 // x (B,N,Dm), attn_norm (Dm), wq (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm),

@@ -54,7 +54,8 @@ void mlp_swiglu(View<const T> x, View<const T> w1, View<const T> w3, View<const 
   moa::Tensor<T> gate(moa::Shape{rows, F}), up(moa::Shape{rows, F});  // (T, F)
   matmul<T>(x, w1, gate.view());
   matmul<T>(x, w3, up.view());
-  for (const moa::Index& idx : moa::iota(gate.shape())) gate.view()(idx) = silu(gate.view()(idx)) * up.view()(idx);
+  for (const moa::Index& idx : moa::iota(gate.shape()))
+    gate.view()(idx) = silu(gate.view()(idx)) * up.view()(idx);
   matmul<T>(gate.view(), w2, y);
 }
 

@@ -56,7 +56,8 @@ class IntVec {
   std::span<const extent_t> span() const { return {v_.data(), static_cast<std::size_t>(rank_)}; }
 
   void push_back(extent_t value) {
-    if (rank_ == kMaxRank) throw ShapeError("rank exceeds the maximum rank " + std::to_string(kMaxRank));
+    if (rank_ == kMaxRank)
+      throw ShapeError("rank exceeds the maximum rank " + std::to_string(kMaxRank));
     v_[rank_++] = value;
   }
 
@@ -126,7 +127,9 @@ inline void require_positive(const Shape& shape, const std::string& what) {
 }
 
 // τ, the number of elements of an array of this shape (checked).
-inline extent_t tau(const Shape& shape) { return checked_size(shape, "shape " + shape.str()); }
+inline extent_t tau(const Shape& shape) {
+  return checked_size(shape, "shape " + shape.str());
+}
 
 // ι over a shape: every index of `shape` in row-major order.
 // @post visits exactly τ(shape) indices, each once, lexicographically ascending.
@@ -174,7 +177,9 @@ class IndexRange {
   Shape shape_;
 };
 
-inline IndexRange iota(const Shape& shape) { return IndexRange(shape); }
+inline IndexRange iota(const Shape& shape) {
+  return IndexRange(shape);
+}
 
 // The row-major position of `idx` in `shape` (the inverse of ι's order).
 inline extent_t row_major_offset(const Shape& shape, const Index& idx) {

@@ -32,8 +32,7 @@ class View {
   // @pre idx.rank() == rank(), in bounds
   T& operator()(const Index& idx) const { return data_[layout_(idx)]; }
   template <class... I>
-    requires(std::is_integral_v<I> && ...)
-  T& operator()(I... i) const {
+  requires(std::is_integral_v<I>&&...) T& operator()(I... i) const {
     return data_[layout_(Index{static_cast<extent_t>(i)...})];
   }
 
@@ -78,8 +77,7 @@ class Tensor {
     Tensor t(std::move(layout));
     if (static_cast<extent_t>(values.size()) != t.size()) {
       throw ShapeError("tensor of layout " + t.layout_.str() + " needs " +
-                       std::to_string(t.size()) + " values, got " +
-                       std::to_string(values.size()));
+                       std::to_string(t.size()) + " values, got " + std::to_string(values.size()));
     }
     std::size_t i = 0;
     for (const Index& idx : iota(t.shape())) t.view()(idx) = values[i++];

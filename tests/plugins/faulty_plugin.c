@@ -71,7 +71,7 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
 #if defined(FAULT_OOB)
   memset(yd + T * D, 0, 4); /* 4 bytes past y */
 #elif defined(FAULT_FAR)
-  memset((char *)(yd + T * D) + 200, 0, 4); /* bytes 201..204 past y */
+  memset((char*)(yd + T * D) + 200, 0, 4); /* bytes 201..204 past y */
 #elif defined(FAULT_BEFORE)
   memset((char*)yd - 4, 0, 4); /* 4 bytes before y */
 #endif

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -215,8 +215,11 @@ TEST(MoaCoreRefuses, NegativeExtents) {
 }
 
 TEST(MoaCoreRefuses, ZeroExtentsWhereForbidden) {
-  expect_refusal([] { require_positive({4, 0, 2}, "attention.fwd q"); },
-                 "attention.fwd q: axis 1 has extent 0, must be positive");
+  expect_refusal(
+      [] {
+        require_positive({4, 0, 2}, "attention.fwd q");
+      },
+      "attention.fwd q: axis 1 has extent 0, must be positive");
   expect_refusal([] { Layout::tiled({4, 6}, {2, 0}); }, "axis 1 has tile extent 0");
   expect_refusal([] { Layout::tiled({4, 6}, {3, 3}); }, "axis 0 extent 4 is not a multiple");
   // Zero extents are allowed where nothing forbids them: an empty array.
@@ -239,9 +242,17 @@ TEST(MoaCoreRefuses, SizesThatOverflowInt64) {
   const extent_t big = extent_t{1} << 31;
   expect_refusal([] { tau({big, big, 4}); }, "overflows int64 at axis 2");
   expect_refusal([] { Layout::row_major({big, big, 4}); }, "overflows int64 at axis");
-  expect_refusal([] { Layout::strided({3, 2}, {extent_t{1} << 62, 1}); }, "overflows int64 at axis 0");
+  expect_refusal(
+      [] {
+        Layout::strided({3, 2}, {extent_t{1} << 62, 1});
+      },
+      "overflows int64 at axis 0");
   const extent_t huge = extent_t{1} << 40;
-  expect_refusal([] { Layout::padded({huge, 2}, {0, huge}); }, "span of the layout overflows int64 at axis 0");
+  expect_refusal(
+      [] {
+        Layout::padded({huge, 2}, {0, huge});
+      },
+      "span of the layout overflows int64 at axis 0");
 }
 
 TEST(MoaCoreRefuses, OutOfBoundsPsiAndRankMismatch) {
