@@ -299,7 +299,6 @@ class Worker {
   void call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
             std::span<const TensorRef> outputs) {
     std::lock_guard lock(mutex_);
-    const auto in_names = info(p.op).inputs;
     const auto out_names = info(p.op).outputs;
     const int nt = int(inputs.size() + outputs.size());
     if (nt > wire::kMaxTensors) throw std::invalid_argument("plugin: too many tensors");
@@ -415,7 +414,6 @@ class Worker {
       std::memcpy(outputs[std::size_t(i - q.n_inputs)].data, base + d.region_offset + d.data_offset,
                   bytes[std::size_t(i)]);
     }
-    (void)in_names;
   }
 
   pid_t pid() const { return pid_; }
