@@ -142,8 +142,9 @@ int run_bench(const BenchArgs& a) {
   p.dims = parse_shape(*op, a.shape);
   p.params.causal = a.causal;
   validate(p);  // std::invalid_argument: exit 2 with the message
-  check_budget(p, a.max_memory.empty() ? default_max_memory() : parse_bytes(a.max_memory),
-               "bench: the problem", /*with_oracle=*/false);
+  const std::uint64_t max_memory =
+      a.max_memory.empty() ? default_max_memory() : parse_bytes(a.max_memory);
+  check_budget(p, max_memory, "bench: the problem", /*with_oracle=*/false);
 
   const auto& registry = kernels::Registry::builtin();
   std::vector<const kernels::Variant*> variants;
@@ -183,6 +184,14 @@ int run_bench(const BenchArgs& a) {
     variants.push_back(&*plugin);
   }
   if (variants.empty()) throw UsageError("bench: no variant of " + a.op + " runs " + a.dtype);
+  // Each variant's own scratch (its cost function's peak_extra_bytes: the
+  // N×M scores of cpu.naive and LibTorch) on top of the tensors, refused
+  // before any allocation rather than killed by the OOM killer.
+  for (const kernels::Variant* v : variants) {
+    if (!v->cost) continue;
+    check_budget(p, max_memory, "bench: " + v->name + " on this problem",
+                 /*with_oracle=*/false, v->cost(p).peak_extra_bytes);
+  }
 
   // The baseline at its best: glibc serves allocations from a heap it never
   // returns to the system, so a variant that allocates per call (LibTorch

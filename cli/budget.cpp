@@ -107,10 +107,15 @@ std::string bytes_text(double b) {
 }
 
 void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                  bool with_oracle) {
+                  bool with_oracle, double scratch_bytes) {
   const Footprint f = footprint(p);
-  const double need = with_oracle ? f.total() : f.tensors;
+  const double need = (with_oracle ? f.total() : f.tensors) + scratch_bytes;
   if (need <= double(max_bytes)) return;
+  if (scratch_bytes > 0) {
+    throw UsageError(fmt::format("{} needs {} (tensors {} + its scratch {}), over --max-memory {}",
+                                 what, bytes_text(need), bytes_text(f.tensors),
+                                 bytes_text(scratch_bytes), bytes_text(double(max_bytes))));
+  }
   if (with_oracle) {
     throw UsageError(fmt::format("{} needs {} (tensors {} + oracle {}), over --max-memory {}", what,
                                  bytes_text(need), bytes_text(f.tensors), bytes_text(f.oracle),

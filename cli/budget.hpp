@@ -32,8 +32,8 @@ std::string bytes_text(double bytes);
 
 // Throws UsageError "WHAT needs X (tensors A + oracle B), over --max-memory C"
 // when the footprint exceeds `max_bytes`; `with_oracle` false counts tensors
-// only (bench).
+// only (bench), plus `scratch_bytes` (a variant's own working memory).
 void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                  bool with_oracle = true);
+                  bool with_oracle = true, double scratch_bytes = 0);
 
 }  // namespace moacert::cli
