@@ -19,6 +19,7 @@
 #include "bench/harness.hpp"
 #include "cli/budget.hpp"
 #include "cli/commands.hpp"
+#include "cli/shape.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "kernels/registry.hpp"
 
@@ -42,91 +43,11 @@ struct BenchArgs {
   bool fresh_memory = false;
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
-// The default problem of each op: the shapes of the performance targets
-// (docs/performance.md); block, which has none, a small GQA model's layer.
-Dims default_dims(Op op) {
-  Dims d;
-  switch (op) {
-    case Op::attention_decode:
-      d.B = 4, d.H = 32, d.Hkv = 8, d.N = 1, d.M = 8192, d.D = 128;
-      break;
-    case Op::rmsnorm:
-      d.T = 8192, d.D = 4096;
-      break;
-    case Op::mlp_swiglu:
-      d.T = 512, d.Dm = 1024, d.F = 2816;
-      break;
-    case Op::block:
-      d.B = 1, d.N = 512, d.Dm = 1024, d.H = 16, d.Hkv = 4, d.D = 64, d.F = 2816;
-      break;
-    default:
-      d.B = 1, d.H = 8, d.Hkv = 8, d.N = 2048, d.M = 2048, d.D = 64;
-  }
-  return d;
-}
-
-// "B=1,H=8,N=2048,M=2048,D=64" over the defaults; a given H sets Hkv too
-// unless Hkv is given; L is decode's name for M.
-Dims parse_shape(Op op, const std::string& text) {
-  Dims d = default_dims(op);
-  if (text.empty()) return d;
-  bool h_given = false, hkv_given = false;
-  const std::map<std::string, moa::extent_t Dims::*> fields = {
-      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
-      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
-  for (const std::string& item : split(text, ',')) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos)
-      throw UsageError("bench: --shape entry '" + item + "' is not NAME=VALUE");
-    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    const auto f = fields.find(key);
-    if (f == fields.end()) throw UsageError("bench: --shape has no dimension named '" + key + "'");
-    try {
-      std::size_t used = 0;
-      d.*(f->second) = std::stoll(value, &used);
-      if (used != value.size()) throw std::invalid_argument(value);
-    } catch (const std::exception&) {
-      throw UsageError("bench: --shape " + key + "='" + value + "' is not an integer");
-    }
-    h_given = h_given || key == "H";
-    hkv_given = hkv_given || key == "Hkv";
-  }
-  if (h_given && !hkv_given) d.Hkv = d.H;
-  if (op == Op::attention_decode) d.N = 1;
-  return d;
-}
-
 std::string human_bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
   if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
   if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
   return fmt::format("{:.0f} B", b);
-}
-
-std::string shape_text(Op op, const Dims& d) {
-  if (op == Op::attention_decode)
-    return fmt::format("B={},H={},Hkv={},L={},D={}", d.B, d.H, d.Hkv, d.M, d.D);
-  if (op == Op::rmsnorm) return fmt::format("T={},D={}", d.T, d.D);
-  if (op == Op::mlp_swiglu) return fmt::format("T={},Dm={},F={}", d.T, d.Dm, d.F);
-  if (op == Op::block)
-    return fmt::format("B={},N={},Dm={},H={},Hkv={},D={},F={}", d.B, d.N, d.Dm, d.H, d.Hkv, d.D,
-                       d.F);
-  return fmt::format("B={},H={},Hkv={},N={},M={},D={}", d.B, d.H, d.Hkv, d.N, d.M, d.D);
 }
 
 int run_bench(const BenchArgs& a) {
@@ -139,7 +60,7 @@ int run_bench(const BenchArgs& a) {
   Problem p;
   p.op = *op;
   p.format = *format;
-  p.dims = parse_shape(*op, a.shape);
+  p.dims = parse_shape(*op, a.shape, "bench");
   p.params.causal = a.causal;
   validate(p);  // std::invalid_argument: exit 2 with the message
   const std::uint64_t max_memory =
