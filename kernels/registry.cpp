@@ -23,6 +23,12 @@ const Variant* Registry::find(Op op, std::string_view name) const {
   return nullptr;
 }
 
+const Variant* Registry::find_family(Op op, std::string_view family) const {
+  for (const Variant& v : variants_)
+    if (v.op == op && v.family() == family) return &v;
+  return nullptr;
+}
+
 std::vector<const Variant*> Registry::of(Op op) const {
   std::vector<const Variant*> out;
   for (const Variant& v : variants_)

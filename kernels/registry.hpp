@@ -65,7 +65,8 @@ struct Variant {
   RunFn run;
   std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
   // Variants of different ops that share one loop nest (cpu.flash's forward
-  // inside cpu.fused, say) name the same family; empty means its own name.
+  // inside cpu.fused, cpu.flash_bwd's backward too) name the same family;
+  // empty means its own name.
   std::string family_name;
   // Bitwise the same result whatever the input layouts: false when packing
   // or a contiguous fast path changes the order of a reduction (the results
@@ -83,6 +84,8 @@ class Registry {
 
   void add(Variant v);
   const Variant* find(Op op, std::string_view name) const;
+  // The variant of `op` of that family (Variant::family()), if any.
+  const Variant* find_family(Op op, std::string_view family) const;
   std::vector<const Variant*> of(Op op) const;
   const std::vector<Variant>& all() const { return variants_; }
 

@@ -156,13 +156,13 @@ bool prop_backward_consistency(Format f) {
       const auto out = run_variant(*v, c);
       // o and lse: bitwise those of the forward of the same family.
       if (const kernels::Variant* fv =
-              kernels::Registry::builtin().find(Op::attention_fwd, v->family())) {
+              kernels::Registry::builtin().find_family(Op::attention_fwd, v->family())) {
         RC_ASSERT(bitwise_equal({out[0], out[1]}, run_variant(*fv, fwd)));
       }
       // dq, dk, dv: within both bounds of the backward of the same family
       // (or the DNF's): |fused - bwd| <= bound_fwdbwd + bound_bwd.
       const kernels::Variant* bv =
-          kernels::Registry::builtin().find(Op::attention_bwd, v->family());
+          kernels::Registry::builtin().find_family(Op::attention_bwd, v->family());
       if (!bv) bv = kernels::Registry::builtin().find(Op::attention_bwd, "cpu.dnf");
       const auto grads = run_variant(*bv, bwd);
       for (std::size_t t = 0; t < 3; ++t) {

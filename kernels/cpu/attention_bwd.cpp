@@ -75,10 +75,8 @@ struct AttnJob {
   int threads;
   Strided4<const T> q, k, v, dout, o_in;
   Strided3<const T> lse_in;
-  Strided4<T> o, dq, dk, dv;
-  Strided3<T> lse;
-  T* delta;         // (B, H, N): D_i
-  bool want_delta;  // forward: also compute D_i from its O
+  Strided4<T> dq, dk, dv;
+  T* delta;  // (B, H, N): D_i
 };
 
 inline int thread_count(int requested) {
@@ -220,103 +218,6 @@ template <class D>
 HWY_INLINE hn::Mask<D> visible_lanes(D d, size_t c, size_t visible) {
   const size_t L = hn::Lanes(d);
   return hn::FirstN(d, visible > c * L ? visible - c * L : 0);
-}
-
-// ---- forward ----------------------------------------------------------------
-template <class T, bool kCausal>
-void forward_pass(const AttnJob<T>& job) {
-  const hn::ScalableTag<T> d;
-  using V = hn::Vec<decltype(d)>;
-  const Tiles<T> tiles(job.D);
-  const size_t L = tiles.lanes, BN = tiles.block_n, DP = tiles.d_padded;
-  const extent_t D = job.D, N = job.N, M = job.M, group = job.H / job.Hkv;
-  const extent_t q_blocks = (N + kBlockM - 1) / kBlockM;
-  const extent_t tasks = job.B * job.H * q_blocks;
-  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-
-#pragma omp parallel num_threads(detail::thread_count(job.threads))
-  {
-    auto q_blk = hwy::AllocateAligned<T>(kBlockM * DP);  // (BLOCK_M, Dp)
-    auto acc = hwy::AllocateAligned<T>(kBlockM * DP);    // (BLOCK_M, Dp)
-    auto kt = hwy::AllocateAligned<T>(D * BN);           // (D, BLOCK_N)
-    auto v_tile = hwy::AllocateAligned<T>(BN * DP);      // (BLOCK_N, Dp)
-    auto p = hwy::AllocateAligned<T>(BN);                // (BLOCK_N)
-    std::vector<T> m(kBlockM), l(kBlockM);               // (BLOCK_M)
-#pragma omp for schedule(dynamic, 1)
-    for (extent_t task = 0; task < tasks; ++task) {
-      const extent_t blk = task % q_blocks, bh = task / q_blocks;
-      const extent_t b = bh / job.H, h = bh % job.H, g = h / group;
-      const extent_t i0 = blk * kBlockM, rows = std::min(kBlockM, N - i0);
-      std::fill(q_blk.get(), q_blk.get() + kBlockM * DP, T(0));
-      std::fill(acc.get(), acc.get() + kBlockM * DP, T(0));
-      std::fill(m.begin(), m.end(), neg_inf);
-      std::fill(l.begin(), l.end(), T(0));
-      for (extent_t r = 0; r < rows; ++r)
-        gather_row(job.q.row(b, h, i0 + r), job.q.sd, D, q_blk.get() + r * DP);
-      const extent_t keys = key_end(kCausal, i0 + rows - 1, N, M);  // keys any row sees
-      const T* k_base = job.k.row(b, g, 0);
-      const T* v_base = job.v.row(b, g, 0);
-      for (extent_t j0 = 0; j0 < keys; j0 += extent_t(BN)) {
-        const extent_t cols = std::min<extent_t>(extent_t(BN), M - j0);  // tail tile
-        pack_transposed(k_base, job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
-        pack_rows(v_base, job.v.sr, job.v.sd, j0, cols, D, BN, DP, v_tile.get());
-        for (extent_t r = 0; r < rows; ++r) {
-          const size_t visible = static_cast<size_t>(
-              std::clamp<extent_t>(key_end(kCausal, i0 + r, N, M) - j0, 0, cols));
-          if (visible == 0) continue;  // no visible key in this tile
-          // scores, masked; the tile's row max
-          V s[kChunks];
-          tile_dots(d, q_blk.get() + r * DP, kt.get(), D, BN, s);  // (BLOCK_N)
-          V vmax = hn::Set(d, neg_inf);
-          for (size_t c = 0; c < kChunks; ++c) {
-            s[c] = hn::IfThenElse(visible_lanes(d, c, visible),
-                                  hn::Mul(hn::Set(d, job.scale), s[c]), hn::Set(d, neg_inf));
-            vmax = hn::Max(vmax, s[c]);
-          }
-          const T tile_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
-          // rescale: the running max moves from m to m_new (finite: a key is visible)
-          const T m_new = std::max(m[r], tile_max);
-          const bool first_tile = m[r] == neg_inf;  // -inf max so far: nothing to rescale
-          const T alpha = first_tile ? T(0) : std::exp(m[r] - m_new);
-          // exp, row_sum
-          V vsum = hn::Zero(d);
-          const V vm = hn::Set(d, m_new);
-          for (size_t c = 0; c < kChunks; ++c) {
-            const V pc =
-                hn::IfThenElseZero(visible_lanes(d, c, visible), hn::Exp(d, hn::Sub(s[c], vm)));
-            vsum = hn::Add(vsum, pc);
-            hn::Store(pc, d, p.get() + c * L);
-          }
-          l[r] = l[r] * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
-          T* acc_r = acc.get() + r * DP;  // (Dp)
-          if (alpha != T(1)) scale_row(d, alpha, acc_r, DP);
-          // accumulate: acc += P V
-          accumulate_rows(d, p.get(), 1, v_tile.get(), DP, visible, acc_r, DP);
-          m[r] = m_new;
-        }
-      }
-      // normalise; LSE; D_i = dO_i · O_i
-      for (extent_t r = 0; r < rows; ++r) {
-        const extent_t i = i0 + r;
-        T* o_row = job.o.row(b, h, i);
-        if (key_end(kCausal, i, N, M) == 0) {  // row with no visible key: O = 0, LSE = -inf
-          for (extent_t e = 0; e < D; ++e) o_row[e * job.o.sd] = T(0);
-          job.lse.at(b, h, i) = neg_inf;
-          if (job.want_delta) job.delta[(b * job.H + h) * N + i] = T(0);
-          continue;
-        }
-        const T* acc_r = acc.get() + r * DP;
-        for (extent_t e = 0; e < D; ++e) o_row[e * job.o.sd] = acc_r[e] / l[r];
-        job.lse.at(b, h, i) = m[r] + std::log(l[r]);
-        if (job.want_delta) {
-          const T* do_row = job.dout.row(b, h, i);
-          T dsum = 0;
-          for (extent_t e = 0; e < D; ++e) dsum += do_row[e * job.dout.sd] * o_row[e * job.o.sd];
-          job.delta[(b * job.H + h) * N + i] = dsum;
-        }
-      }
-    }
-  }
 }
 
 // ---- D_i = dO_i · O_i from a given O ----------------------------------------
@@ -588,20 +489,10 @@ void with_causal(const AttnJob<T>& job) {
   }
 }
 template <class T, bool kCausal>
-struct Forward {
-  static void run(const AttnJob<T>& job) { forward_pass<T, kCausal>(job); }
-};
-template <class T, bool kCausal>
 struct Backward {
   static void run(const AttnJob<T>& job) { backward_pass<T, kCausal>(job); }
 };
 
-void ForwardF32(const AttnJob<float>& job) {
-  with_causal<float, Forward>(job);
-}
-void ForwardF64(const AttnJob<double>& job) {
-  with_causal<double, Forward>(job);
-}
 void DeltaF32(const AttnJob<float>& job) {
   delta_pass(job);
 }
@@ -627,8 +518,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace moacert::kernels::cpu {
 
-HWY_EXPORT(ForwardF32);
-HWY_EXPORT(ForwardF64);
 HWY_EXPORT(DeltaF32);
 HWY_EXPORT(DeltaF64);
 HWY_EXPORT(BackwardF32);
@@ -646,13 +535,11 @@ template <class T>
 struct Passes;
 template <>
 struct Passes<float> {
-  static void forward(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(ForwardF32)(j); }
   static void delta(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(DeltaF32)(j); }
   static void backward(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(BackwardF32)(j); }
 };
 template <>
 struct Passes<double> {
-  static void forward(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(ForwardF64)(j); }
   static void delta(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(DeltaF64)(j); }
   static void backward(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(BackwardF64)(j); }
 };
@@ -685,16 +572,6 @@ AttentionTiles attention_tiles(int element_bytes, extent_t D) {
   return {64, 4 * L, (D + L - 1) / L * L};
 }
 
-double attention_fwd_scratch_bytes(int element_bytes, extent_t D, int threads) {
-  const AttentionTiles t = attention_tiles(element_bytes, D);
-  // q and acc blocks (BLOCK_M, Dp), K^T (D, BLOCK_N), a V tile (BLOCK_N,
-  // Dp), p (BLOCK_N), m and l (BLOCK_M).
-  const double per_thread = 2.0 * double(t.block_m * t.d_padded) + double(D * t.block_n) +
-                            double(t.block_n * t.d_padded) + double(t.block_n) +
-                            2.0 * double(t.block_m);
-  return element_bytes * detail::thread_count(threads) * per_thread;
-}
-
 double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, extent_t Hkv,
                                    extent_t N, extent_t M, extent_t D, int threads) {
   const AttentionTiles t = attention_tiles(element_bytes, D);
@@ -711,24 +588,13 @@ double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, ex
   const double shared = splits == 1 ? 0.0 : double(B * Hkv * splits) * part;
   const double delta = double(B * H * N);  // D_i
   const double backward = detail::thread_count(threads) * per_thread + shared;
-  return element_bytes * (std::max(backward, attention_fwd_scratch_bytes(1, D, threads)) + delta);
+  return element_bytes * (backward + delta);
 }
 
 double visible_pairs(bool causal, extent_t N, extent_t M) {
   double pairs = 0;
   for (extent_t i = 0; i < N; ++i) pairs += double(key_end(causal, i, N, M));
   return pairs;
-}
-
-template <class T>
-void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
-                         moa::View<T> o, moa::View<T> lse, const AttentionParams& params) {
-  AttnJob<T> job = make_job(q, k, params);
-  job.v = strided4(v);
-  job.o = strided4(o);
-  job.lse = strided3(lse);
-  job.want_delta = false;
-  Passes<T>::forward(job);
 }
 
 template <class T>
@@ -755,25 +621,12 @@ void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::Vie
                             moa::View<const T> dout, moa::View<T> o, moa::View<T> lse,
                             moa::View<T> dq, moa::View<T> dk, moa::View<T> dv,
                             const AttentionParams& params) {
-  AttnJob<T> job = make_job(q, k, params);
-  std::vector<T> delta(static_cast<size_t>(job.B * job.H * job.N));  // D_i, (B, H, N)
-  job.v = strided4(v);
-  job.dout = strided4(dout);
-  job.o = strided4(o);
-  job.lse = strided3(lse);
-  job.lse_in = strided3(moa::View<const T>(lse));
-  job.dq = strided4(dq);
-  job.dk = strided4(dk);
-  job.dv = strided4(dv);
-  job.delta = delta.data();
-  job.want_delta = true;
-  Passes<T>::forward(job);   // o, lse, D_i
-  Passes<T>::backward(job);  // dK, dV owned per key tile; dQ per (b, g, split)
+  flash_attention_fwd<T>(q, k, v, o, lse, params);  // cpu.flash's loop nest: its bits
+  flash_attention_bwd<T>(q, k, v, moa::View<const T>(o), moa::View<const T>(lse), dout, dq, dk, dv,
+                         params);  // D_i from that o, P from that lse
 }
 
 #define MOACERT_INSTANTIATE(T)                                                                     \
-  template void flash_attention_fwd<T>(moa::View<const T>, moa::View<const T>, moa::View<const T>, \
-                                       moa::View<T>, moa::View<T>, const AttentionParams&);        \
   template void flash_attention_bwd<T>(moa::View<const T>, moa::View<const T>, moa::View<const T>, \
                                        moa::View<const T>, moa::View<const T>, moa::View<const T>, \
                                        moa::View<T>, moa::View<T>, moa::View<T>,                   \
@@ -836,7 +689,7 @@ void register_attention_bwd(Registry& r) {
                                        std::string(name(p.format)) + " is not supported");
          },
          /*tiles=*/{64, 32},
-         /*family_name=*/{},
+         /*family_name=*/"cpu.flash",
          /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on
                                             // AVX-512)
 }

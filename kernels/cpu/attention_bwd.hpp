@@ -25,16 +25,17 @@ struct AttentionTiles {
 };
 AttentionTiles attention_tiles(int element_bytes, moa::extent_t D);
 
-// Scratch beyond inputs and outputs, in bytes, for `threads` threads. The
-// forward: O((BLOCK_M + BLOCK_N) D) per thread. The backward: that, plus a
-// dQ partial (H/Hkv, N, D) per thread, or per task when keys are split
-// (key_splits), plus one D_i per query row.
-double attention_fwd_scratch_bytes(int element_bytes, moa::extent_t D, int threads);
+// The backward's scratch beyond inputs and outputs, in bytes, for `threads`
+// threads: O((BLOCK_M + BLOCK_N) D) of tiles per thread, a dQ partial
+// (H/Hkv, N, D) per thread, or per task when keys are split (key_splits),
+// and one D_i per query row. (The forward is cpu.flash's:
+// flash_scratch_bytes.)
 double attention_bwd_scratch_bytes(int element_bytes, moa::extent_t B, moa::extent_t H,
                                    moa::extent_t Hkv, moa::extent_t N, moa::extent_t M,
                                    moa::extent_t D, int threads);
 
-// o, lse from q, k, v: tiled online softmax.
+// o, lse from q, k, v: cpu.flash's tiled online softmax (attention_fwd.cpp),
+// bitwise its result. Views with one stride per axis.
 template <class T>
 void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                          moa::View<T> o, moa::View<T> lse, const AttentionParams& params);
@@ -47,8 +48,9 @@ void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<c
                          moa::View<T> dq, moa::View<T> dk, moa::View<T> dv,
                          const AttentionParams& params);
 
-// The fused forward+backward: o, lse, then dq, dk, dv with recomputation,
-// D_i taken from the forward's own O. No N×M intermediate.
+// The fused forward+backward: o, lse by flash_attention_fwd, then dq, dk,
+// dv by flash_attention_bwd from that o and lse (D_i from the o, P
+// recomputed from the lse). No N×M intermediate.
 template <class T>
 void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                             moa::View<const T> dout, moa::View<T> o, moa::View<T> lse,

@@ -368,6 +368,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <omp.h>
 
+#include "kernels/cpu/attention_bwd.hpp"
 #include "kernels/cpu/attention_fwd_flat.hpp"
 #include "kernels/cpu/attention_fwd_generic.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
@@ -546,6 +547,46 @@ double flash_scratch_bytes(const Problem& p) {
       elem * (bm * dp + bm * bn + bm * dp + 3 * bm) + bm + elem * (double(p.dims.D) * mp + mp * dp);
   return per_thread;
 }
+
+// cpu.flash's loop nest on views with one stride per axis: the forward of
+// cpu.fused and of block's cpu.composed, so that their o and lse are
+// bitwise cpu.flash's.
+template <class T>
+void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
+                         moa::View<T> o, moa::View<T> lse, const AttentionParams& params) {
+  const moa::Shape qs = q.shape(), ks = k.shape();
+  FlashArgs a;
+  a.B = static_cast<std::size_t>(qs[0]);
+  a.H = static_cast<std::size_t>(qs[1]);
+  a.N = static_cast<std::size_t>(qs[2]);
+  a.D = static_cast<std::size_t>(qs[3]);
+  a.Hkv = static_cast<std::size_t>(ks[1]);
+  a.M = static_cast<std::size_t>(ks[2]);
+  a.scale = params.scale;
+  a.causal = params.causal;
+  a.threads = params.threads > 0 ? params.threads : omp_get_max_threads();
+  a.q = strides_of(q.layout());
+  a.k = strides_of(k.layout());
+  a.v = strides_of(v.layout());
+  a.o = strides_of(o.layout());
+  a.lse = strides_of(lse.layout());
+  a.q_data = q.data();
+  a.k_data = k.data();
+  a.v_data = v.data();
+  a.o_data = o.data();
+  a.lse_data = lse.data();
+  if constexpr (std::is_same_v<T, double>) {
+    HWY_DYNAMIC_DISPATCH(FlashF64)(a);
+  } else {
+    HWY_DYNAMIC_DISPATCH(FlashF32)(a);
+  }
+}
+template void flash_attention_fwd<float>(moa::View<const float>, moa::View<const float>,
+                                         moa::View<const float>, moa::View<float>, moa::View<float>,
+                                         const AttentionParams&);
+template void flash_attention_fwd<double>(moa::View<const double>, moa::View<const double>,
+                                          moa::View<const double>, moa::View<double>,
+                                          moa::View<double>, const AttentionParams&);
 
 namespace {
 

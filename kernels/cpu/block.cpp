@@ -2,7 +2,7 @@
 // directory's kernels, in the DNF's order (reference/dnf/block.hpp):
 //   xn = rmsnorm(x; attn_norm)                      rmsnorm_rows
 //   q, k, v = xn Wq, xn Wk, xn Wv                   packed GEMM
-//   o = attention(q, k, v), causal                  flash_attention_fwd (tiled online softmax)
+//   o = attention(q, k, v), causal                  flash_attention_fwd (cpu.flash)
 //   h = x + o Wo                                    GEMM, accumulate epilogue onto a copy of x
 //   y = h + mlp(rmsnorm(h; mlp_norm))               rmsnorm_rows, mlp_swiglu_tiled (accumulate)
 // The (B·N, heads·D) matrices are seen as (B, heads, N, D) through strided
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "kernels/cpu/attention_bwd.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/cpu_kernels_rest.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/mlp.hpp"
@@ -93,12 +94,16 @@ Cost block_cost(const Problem& p) {
   c.bytes_read = bytes * (rows * Dm + 2 * Dm + Dm * (2 * qd + 2 * kvd) + 3 * Dm * F);
   c.bytes_written = bytes * rows * Dm;
   c.atomics = 0;
+  Problem attention = p;  // the causal self-attention inside: cpu.flash's
+  attention.op = Op::attention_fwd;
+  attention.dims.M = d.N;
+  attention.params.causal = true;
   // h, xn, hn (rows, Dm); q, o (rows, H·D); k, v (rows, Hkv·D); lse; the MLP's
   // G and H (rows, F); the attention and GEMM scratch.
   c.peak_extra_bytes =
       bytes * (3 * rows * Dm + 2 * rows * qd + 2 * rows * kvd + double(d.B * d.H * d.N) +
                2 * rows * F + gemm_scratch_elements(int(bytes), d.B * d.N, d.F, d.Dm, 0)) +
-      attention_fwd_scratch_bytes(int(bytes), d.D, /*threads=*/0);
+      flash_scratch_bytes(attention) * omp_get_max_threads();
   return c;
 }
 

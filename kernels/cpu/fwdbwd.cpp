@@ -1,16 +1,20 @@
-// attention.fwdbwd, cpu.fused: the fused forward+backward ONF. The forward
-// (tiled online softmax) writes o and lse and keeps D_i = dO_i · O_i; the
-// backward recomputes P once from that LSE in one pass over key tiles: dK/dV
-// owned per key tile, dQ summed per (batch, kv head, key split) and the
-// splits added in a fixed order, so there are no atomics and no N×M
-// intermediate. The
-// passes live in attention_bwd.cpp; the same loop nest as a plain scalar
+// attention.fwdbwd, cpu.fused: the fused forward+backward ONF in one call.
+// The forward is cpu.flash's loop nest (tiled online softmax, so o and lse
+// are bitwise cpu.flash's: family "cpu.flash"); D_i = dO_i · O_i from that
+// o; the backward is cpu.flash_bwd's, recomputing P once from that LSE in
+// one pass over key tiles: dK/dV owned per key tile, dQ summed per (batch,
+// kv head, key split) and the splits added in a fixed order, so there are
+// no atomics and no N×M intermediate. The same loop nest as a plain scalar
 // template is fwdbwd_generic.hpp.
+#include <omp.h>
+
+#include <algorithm>
 #include <span>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/cpu/attention_bwd.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/cpu_kernels_rest.hpp"
 #include "kernels/registry.hpp"
 
@@ -30,10 +34,15 @@ Cost fwdbwd_cost(const Problem& p) {
   c.bytes_read = bytes * (2 * q_like + 2 * kv_like);                           // q, do, k, v
   c.bytes_written = bytes * (2 * q_like + heads * double(d.N) + 2 * kv_like);  // o, lse, dq, dk, dv
   c.atomics = 0;
-  // Per thread O((BLOCK_M + BLOCK_N) D) plus a (H/Hkv, N, D) dQ partial:
-  // within the O((N + M) D) per thread the ONF promises; one D_i per row.
-  c.peak_extra_bytes =
-      attention_bwd_scratch_bytes(int(bytes), d.B, d.H, d.Hkv, d.N, d.M, d.D, /*threads=*/0);
+  // The forward's (cpu.flash: tiles and one kv head's packed K and V per
+  // thread) and the backward's (tiles and a (H/Hkv, N, D) dQ partial per
+  // thread, one D_i per row) are never held at once: O((N + M) D) per
+  // thread, as the ONF promises.
+  Problem forward = p;
+  forward.op = Op::attention_fwd;
+  c.peak_extra_bytes = std::max(
+      flash_scratch_bytes(forward) * omp_get_max_threads(),
+      attention_bwd_scratch_bytes(int(bytes), d.B, d.H, d.Hkv, d.N, d.M, d.D, /*threads=*/0));
   return c;
 }
 
@@ -55,9 +64,9 @@ void register_fwdbwd(Registry& r) {
          {Format::f64, Format::f32},
          /*accepts_strided=*/true,
          /*deterministic=*/true,
-         "fused fwd+bwd: tiled online softmax, then one recomputing pass over key tiles (dK/dV "
-         "owned per tile, dQ partials per key split summed in order); no atomics, no N×M "
-         "intermediate",
+         "fused fwd+bwd: cpu.flash's forward, then cpu.flash_bwd's one recomputing pass over key "
+         "tiles (dK/dV owned per tile, dQ partials per key split summed in order); no atomics, "
+         "no N×M intermediate",
          fwdbwd_cost,
          [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
             const RunOptions& opt) {
@@ -67,7 +76,7 @@ void register_fwdbwd(Registry& r) {
                                        std::string(name(p.format)) + " is not supported");
          },
          /*tiles=*/{64, 32},
-         /*family_name=*/{},
+         /*family_name=*/"cpu.flash",
          /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on
                                             // AVX-512)
 }

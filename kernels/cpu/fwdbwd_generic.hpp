@@ -8,9 +8,10 @@
 // the DNF (reference/dnf/attention.hpp).
 //
 // The ONF, for batch b, query head h (kv head g = h / (H / Hkv)):
-//   forward   for each query block, for each key tile: online softmax
-//             (running max m, running sum l, unnormalised acc), then
-//             O = acc / l, LSE = m + log l, D_i = dO_i · O_i
+//   forward   cpu.flash's (flash_fwd_generic): for each query block, for
+//             each key tile, online softmax (running max m, running sum l,
+//             unnormalised acc), then O = acc / l, LSE = m + log l;
+//             then D_i = dO_i · O_i
 //   backward  one pass over key tiles. The tiles of kv head g are dealt to
 //             S splits (tile t to split t mod S; S = key_splits, a function
 //             of the problem alone). A key tile owns its rows of dK and dV:
@@ -30,6 +31,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/cpu/attention_fwd_generic.hpp"
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
 
@@ -80,65 +82,16 @@ void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, Vie
     return delta[static_cast<std::size_t>((b * H + h) * N + i)];
   };
 
-  // ---- forward: online softmax over key tiles ------------------------------
-  for (extent_t b = 0; b < B; ++b) {
-    for (extent_t h = 0; h < H; ++h) {
-      const extent_t g = h / group;
-      for (extent_t i0 = 0; i0 < N; i0 += block_m) {
-        const extent_t rows = std::min(block_m, N - i0);
-        std::vector<T> m(rows, Tr::neg_inf()), l(rows, zero);          // (BLOCK_M)
-        std::vector<T> acc(static_cast<std::size_t>(rows * D), zero);  // (BLOCK_M, D)
-        for (extent_t j0 = 0; j0 < M; j0 += block_n) {
-          const extent_t cols = std::min(block_n, M - j0);  // tail tile: fewer keys
-          for (extent_t r = 0; r < rows; ++r) {
-            const extent_t i = i0 + r;
-            const extent_t visible = std::clamp<extent_t>(key_end(causal, i, N, M) - j0, 0, cols);
-            if (visible == 0) continue;  // no visible key in this tile
-            // scores and the tile's row max
-            std::vector<T> s(static_cast<std::size_t>(visible));  // (BLOCK_N)
-            T tile_max = Tr::neg_inf();
-            for (extent_t c = 0; c < visible; ++c) {
-              T dot = zero;
-              for (extent_t d = 0; d < D; ++d) dot += q(b, h, i, d) * k(b, g, j0 + c, d);
-              s[c] = scale * dot;
-              tile_max = Tr::max(tile_max, s[c]);
-            }
-            // rescale: the running max moves from m to m_new
-            const T m_new = Tr::max(m[r], tile_max);
-            const T shift = Tr::shift(m_new);
-            const bool first_tile = l[r] == zero;  // -inf max so far: nothing to rescale
-            const T alpha = first_tile ? zero : exp(Tr::shift(m[r]) - shift);
-            l[r] *= alpha;
-            for (extent_t d = 0; d < D; ++d) acc[r * D + d] *= alpha;
-            // exp, row_sum, accumulate
-            for (extent_t c = 0; c < visible; ++c) {
-              const T p = exp(s[c] - shift);
-              l[r] += p;
-              for (extent_t d = 0; d < D; ++d) acc[r * D + d] += p * v(b, g, j0 + c, d);
-            }
-            m[r] = m_new;
-          }
-        }
-        // normalise; D_i = dO_i · O_i
-        for (extent_t r = 0; r < rows; ++r) {
-          const extent_t i = i0 + r;
-          if (key_end(causal, i, N, M) == 0) {  // row with no visible key: O = 0, LSE = -inf
-            for (extent_t d = 0; d < D; ++d) o(b, h, i, d) = zero;
-            lse(b, h, i) = Tr::neg_inf();
-            delta_at(b, h, i) = zero;
-            continue;
-          }
-          T dsum = zero;
-          for (extent_t d = 0; d < D; ++d) {
-            o(b, h, i, d) = acc[r * D + d] / l[r];
-            dsum += dout(b, h, i, d) * o(b, h, i, d);
-          }
-          lse(b, h, i) = Tr::shift(m[r]) + log(l[r]);
-          delta_at(b, h, i) = dsum;
-        }
+  // ---- forward: cpu.flash's loop nest (attention_fwd_generic.hpp) ----------
+  flash_fwd_generic<T>(q, k, v, scale_d, causal, o, lse, block_m, block_n);
+  // D_i = dO_i · O_i from that O (0 for a row with no visible key: O = 0)
+  for (extent_t b = 0; b < B; ++b)
+    for (extent_t h = 0; h < H; ++h)
+      for (extent_t i = 0; i < N; ++i) {
+        T dsum = zero;
+        for (extent_t d = 0; d < D; ++d) dsum += dout(b, h, i, d) * T(o(b, h, i, d));
+        delta_at(b, h, i) = dsum;
       }
-    }
-  }
 
   // One recomputed element: P_ij and dS_ij from the scores and LSE.
   auto recompute = [&](extent_t b, extent_t h, extent_t g, extent_t i, extent_t j, T& p, T& ds) {
