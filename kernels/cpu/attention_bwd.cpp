@@ -4,8 +4,8 @@
 //
 // Passes (each an OpenMP loop over independent tasks, each output element
 // owned by one task that sums in a fixed order, so results are bitwise equal
-// for any thread count; no atomics):
-//   forward   task (b, h, query block): online softmax over key tiles
+// for any thread count; no atomics); the forward is cpu.flash's
+// (attention_fwd.cpp):
 //   delta     task (b, h): D_i = dO_i · O_i
 //   backward  task (b, g, split): the key tiles t ≡ split (mod S) of kv head
 //             g, each owning its rows of dK and dV; for every row of every
