@@ -99,8 +99,7 @@ namespace moacert::kernels::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using detail::AttnJob;
 
-constexpr size_t kChunks = 4;  // a key tile is kChunks vectors wide: BLOCK_N = 4 lanes
-constexpr extent_t kBlockM = 64;
+constexpr size_t kChunks = 4;     // a key tile is kChunks vectors wide: BLOCK_N = 4 lanes
 constexpr size_t kRows = 4;       // query rows of one register tile (P, dS)
 constexpr size_t kRowBatch = 16;  // query rows whose dK/dV terms are added together
 
@@ -114,73 +113,6 @@ struct Tiles {
     d_padded = (static_cast<size_t>(D) + lanes - 1) / lanes * lanes;
   }
 };
-
-// s[c] = Σ_d x_d · Xt[d, c·L .. c·L+L): one row against a transposed tile
-// (D, BLOCK_N). Two accumulator sets (even and odd d) keep 8 FMA chains in
-// flight; their sum is in a fixed order.
-template <class D, class T = hn::TFromD<D>, class V = hn::Vec<D>>
-HWY_INLINE void tile_dots(D d, const T* HWY_RESTRICT x, const T* HWY_RESTRICT xt, extent_t depth,
-                          size_t block_n, V (&s)[kChunks]) {
-  const size_t L = hn::Lanes(d);
-  V even[kChunks], odd[kChunks];
-  for (size_t c = 0; c < kChunks; ++c) even[c] = odd[c] = hn::Zero(d);
-  extent_t e = 0;
-  for (; e + 1 < depth; e += 2) {
-    const V x0 = hn::Set(d, x[e]), x1 = hn::Set(d, x[e + 1]);
-    const T* r0 = xt + static_cast<size_t>(e) * block_n;
-    const T* r1 = r0 + block_n;
-    for (size_t c = 0; c < kChunks; ++c) {
-      even[c] = hn::MulAdd(x0, hn::Load(d, r0 + c * L), even[c]);
-      odd[c] = hn::MulAdd(x1, hn::Load(d, r1 + c * L), odd[c]);
-    }
-  }
-  if (e < depth) {  // odd head dimension: the last d
-    const V x0 = hn::Set(d, x[e]);
-    const T* r0 = xt + static_cast<size_t>(e) * block_n;
-    for (size_t c = 0; c < kChunks; ++c) even[c] = hn::MulAdd(x0, hn::Load(d, r0 + c * L), even[c]);
-  }
-  for (size_t c = 0; c < kChunks; ++c) s[c] = hn::Add(even[c], odd[c]);
-}
-
-// y += Σ_{c < n} w[c · w_stride] X[c, :] over a padded row, y held in up
-// to four vector registers while c runs (no store per term). Each element
-// sums its terms in ascending c, as n successive axpys would.
-template <class D, class T = hn::TFromD<D>>
-HWY_INLINE void accumulate_rows(D d, const T* HWY_RESTRICT w, size_t w_stride,
-                                const T* HWY_RESTRICT x, size_t x_stride, size_t n,
-                                T* HWY_RESTRICT y, size_t dp) {
-  using V = hn::Vec<D>;
-  const size_t L = hn::Lanes(d);
-  size_t e = 0;
-  for (; e + 4 * L <= dp; e += 4 * L) {
-    V a0 = hn::Load(d, y + e), a1 = hn::Load(d, y + e + L);
-    V a2 = hn::Load(d, y + e + 2 * L), a3 = hn::Load(d, y + e + 3 * L);
-    for (size_t c = 0; c < n; ++c) {
-      const V wc = hn::Set(d, w[c * w_stride]);
-      const T* xc = x + c * x_stride + e;
-      a0 = hn::MulAdd(wc, hn::Load(d, xc), a0);
-      a1 = hn::MulAdd(wc, hn::Load(d, xc + L), a1);
-      a2 = hn::MulAdd(wc, hn::Load(d, xc + 2 * L), a2);
-      a3 = hn::MulAdd(wc, hn::Load(d, xc + 3 * L), a3);
-    }
-    hn::Store(a0, d, y + e);
-    hn::Store(a1, d, y + e + L);
-    hn::Store(a2, d, y + e + 2 * L);
-    hn::Store(a3, d, y + e + 3 * L);
-  }
-  for (; e < dp; e += L) {  // the last vectors of a row not a multiple of four
-    V a0 = hn::Load(d, y + e);
-    for (size_t c = 0; c < n; ++c)
-      a0 = hn::MulAdd(hn::Set(d, w[c * w_stride]), hn::Load(d, x + c * x_stride + e), a0);
-    hn::Store(a0, d, y + e);
-  }
-}
-
-template <class D, class T = hn::TFromD<D>>
-HWY_INLINE void scale_row(D d, T a, T* HWY_RESTRICT y, size_t n) {
-  const auto va = hn::Set(d, a);
-  for (size_t e = 0; e < n; e += hn::Lanes(d)) hn::Store(hn::Mul(va, hn::Load(d, y + e)), d, y + e);
-}
 
 // A row of a strided tensor into a padded contiguous buffer (the padding
 // stays zero).
@@ -569,7 +501,7 @@ AttentionTiles attention_tiles(int element_bytes, extent_t D) {
   const size_t lanes =
       element_bytes == 8 ? HWY_DYNAMIC_DISPATCH(LanesF64)() : HWY_DYNAMIC_DISPATCH(LanesF32)();
   const extent_t L = static_cast<extent_t>(lanes);
-  return {64, 4 * L, (D + L - 1) / L * L};
+  return {4 * L, (D + L - 1) / L * L};  // kChunks vectors of keys
 }
 
 double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, extent_t Hkv,

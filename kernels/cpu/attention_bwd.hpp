@@ -18,15 +18,15 @@ struct AttentionParams {
   int threads = 0;  // 0: the OpenMP default
 };
 
-// The tiles the dispatched target uses: BLOCK_M query rows, BLOCK_N keys,
-// rows padded to d_padded elements. For cost functions and docs.
+// The backward's key tile on the dispatched target: BLOCK_N keys, rows
+// padded to d_padded elements. For cost functions and docs.
 struct AttentionTiles {
-  moa::extent_t block_m, block_n, d_padded;
+  moa::extent_t block_n, d_padded;
 };
 AttentionTiles attention_tiles(int element_bytes, moa::extent_t D);
 
 // The backward's scratch beyond inputs and outputs, in bytes, for `threads`
-// threads: O((BLOCK_M + BLOCK_N) D) of tiles per thread, a dQ partial
+// threads: O((ROW_BATCH + BLOCK_N) D) of tiles per thread, a dQ partial
 // (H/Hkv, N, D) per thread, or per task when keys are split (key_splits),
 // and one D_i per query row. (The forward is cpu.flash's:
 // flash_scratch_bytes.)

@@ -69,7 +69,6 @@ void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, Vie
                           View<T> dk, View<T> dv, extent_t block_m, extent_t block_n) {
   using Tr = dnf::ScalarTraits<T>;
   using std::exp;
-  using std::log;
   const moa::Shape qs = q.shape(), ks = k.shape();
   const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
   if (block_m <= 0 || block_n <= 0)
