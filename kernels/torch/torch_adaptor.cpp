@@ -87,8 +87,11 @@ void set_threads(int threads) {
   if (openblas_set) openblas_set(threads);
 }
 
-void check_format(const Problem& p) {
-  validate(p);
+// The arity and shapes every variant checks (check_tensors), and the one
+// format the adaptor does not run.
+void check_call(const Problem& p, std::span<const TensorRef> inputs,
+                std::span<const TensorRef> outputs) {
+  check_tensors(p, inputs, outputs);
   if (p.format == Format::f16) {
     throw std::invalid_argument(std::string(info(p.op).name) +
                                 ": variant torch does not run f16 on the CPU");
@@ -100,7 +103,7 @@ void check_format(const Problem& p) {
 template <class Body>
 void run_torch(const Problem& p, std::span<const TensorRef> inputs,
                std::span<const TensorRef> outputs, const RunOptions& opt, bool grad, Body&& body) {
-  check_format(p);
+  check_call(p, inputs, outputs);
   set_threads(opt.threads);
   torch::AutoGradMode mode(grad);
   cpu::with_flat_layouts(inputs, outputs, body);
