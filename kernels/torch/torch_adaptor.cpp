@@ -336,8 +336,9 @@ CostFn torch_cost_from(const CostFn& dnf, Op op) {
       case Op::attention_fwdbwd:
         c.peak_extra_bytes = 4.0 * acc * nm + (d.Hkv != d.H ? 4.0 * acc * kv : 0.0);
         break;
-      case Op::attention_decode:
-        c.peak_extra_bytes = 2.0 * acc * d.H * d.M;
+      case Op::attention_decode:  // per batch row: S and P, and K, V repeated to H heads
+        c.peak_extra_bytes =
+            2.0 * acc * d.H * d.M + (d.Hkv != d.H ? 2.0 * acc * d.H * d.M * d.D : 0.0);
         break;
       case Op::rmsnorm:
         c.peak_extra_bytes = acc * d.T * d.D;
