@@ -190,6 +190,8 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
   BackwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, Hkv, M, D}), Mat(Shape{B, Hkv, M, D})};
   Mat dq_val(Shape{B, H, N, D}), dk_val(Shape{B, Hkv, M, D}), dv_val(Shape{B, Hkv, M, D});
   const double nq = double(group * N);  // terms of each dK, dV sum
+  std::vector<double> s_row(static_cast<std::size_t>(M)), delta_row(s_row.size()),
+      dp_row(s_row.size()), b_row(s_row.size());
   for (extent_t b = 0; b < B; ++b) {
     for (extent_t h = 0; h < H; ++h) {
       const extent_t g = h / group;
@@ -208,6 +210,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
         }
         eD += double(D) * u.eta_a;
         const double el = eL.view()(b, h, i);
+        // The row's scores s_ij and their error bounds δ_ij (as in the forward).
         for (extent_t j = 0; j < M; ++j) {
           if (!dnf::visible(causal, i, j, N, M)) continue;
           double dot = 0, mag = 0, dp = 0, bij = 0;
@@ -218,14 +221,58 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
             dp += dout.view()(b, h, i, d) * v.view()(b, g, j, d);
             bij += std::fabs(dout.view()(b, h, i, d) * v.view()(b, g, j, d));
           }
-          const double s = scale * dot;
-          const double delta =
+          s_row[j] = scale * dot;
+          dp_row[j] = dp;
+          b_row[j] = bij;
+          delta_row[j] =
               u.gamma(double(D + 3)) * scale * mag + double(D + 1) * u.eta_a * std::max(1.0, scale);
-          const double x = std::fabs(s - lse);
+        }
+        // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
+        // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
+        double dmax = 0;
+        for (extent_t j = 0; j < M; ++j)
+          if (dnf::visible(causal, i, j, N, M)) dmax = std::max(dmax, delta_row[j]);
+        const double Delta = std::expm1(2 * dmax);
+        auto rho = [&](extent_t j) {
+          return std::expm1(u.ua * (std::fabs(s_row[j] - lse) + delta_row[j] + el) +
+                            std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+        };
+        double Lambda = 0;
+        for (extent_t j = 0; j < M; ++j)
+          if (dnf::visible(causal, i, j, N, M))
+            Lambda += std::exp(s_row[j] - lse) * compose(rho(j), u.gamma(double(n)));
+        Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
+        // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
+        // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
+        // more roundings), whichever is larger.
+        auto Pi_of = [&](extent_t j) {
+          const double x = std::fabs(s_row[j] - lse), delta = delta_row[j];
+          const double Pi_given = std::expm1(delta + el + u.ua * (x + delta + el) +
+                                             std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+          const double Pi_norm =
+              Lambda < 1 ? (compose(compose(Delta, rho(j)), power(u.ua, 2)) + Lambda) / (1 - Lambda)
+                         : kInf;
+          return std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
+        };
+        // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
+        // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
+        // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
+        // γ_{n+2}; terms and weights may underflow.
+        double eD_sum = 0, dp_max = 0;
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double w = compose(Pi_of(j), u.gamma(double(n + 2)));
+          eD_sum += std::exp(s_row[j] - lse) *
+                    (w * std::fabs(dp_row[j]) + (1 + w) * u.gamma(double(D)) * b_row[j]);
+          dp_max = std::max(dp_max, std::fabs(dp_row[j]) + u.gamma(double(D)) * b_row[j]);
+        }
+        eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double dp = dp_row[j], bij = b_row[j];
+          const double s = s_row[j];
           const double P = std::exp(s - lse);
-          // Π_ij: relative error of the recomputed P̂_ij = exp(ŝ_ij - lse_i).
-          const double Pi = std::expm1(delta + el + u.ua * (x + delta + el) +
-                                       std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+          const double Pi = Pi_of(j);
           const double ds = P * (dp - Drow);
           // P̂ may also underflow (x beyond the exponent range): an absolute
           // η_a next to its relative Π, carried through dS and its products.

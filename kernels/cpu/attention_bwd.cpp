@@ -6,12 +6,24 @@
 // owned by one task that sums in a fixed order, so results are bitwise equal
 // for any thread count; no atomics); the forward is cpu.flash's
 // (attention_fwd.cpp):
-//   delta     task (b, h): D_i = dO_i · O_i
+//   row sums  task (b, h, block of 256 rows): with P~_ij = exp(scale S_ij -
+//             LSE_i), l_i = Σ_j P~_ij and D_i = (Σ_j P~_ij dP_ij) / l_i
 //   backward  task (b, g, split): the key tiles t ≡ split (mod S) of kv head
 //             g, each owning its rows of dK and dV; for every row of every
-//             query head of the group, P_ij = exp(scale S_ij - LSE_i) and
-//             dS_ij are recomputed once and feed dV, dK and a partial dQ
-//             of the task; dQ = the partials summed in split order
+//             query head of the group, P_ij = P~_ij / l_i and dS_ij =
+//             P_ij (dP_ij - D_i) are recomputed once and feed dV, dK and a
+//             partial dQ of the task; dQ = the partials summed in split order
+// Why the row sums: P from a rounded LSE is off by the same factor in the
+// whole row, exp(|LSE| u) (75 ulps at |LSE| = 150), which dV and dK inherit;
+// divided by its own row sum, as autograd's softmax is, P is 1 where there
+// is one key, 1/n where n keys tie, and the factor cancels. And D_i from the
+// kernel's own P and dP (autograd's rowsum(P ∘ dP)) rather than from the
+// given O (FlashAttention's dO · O): dS_ij = P_ij (dP_ij - D_i) cancels
+// where one key dominates, and only a D consistent with the P and dP it is
+// subtracted from cancels to the rounding of those (a given O, correct to
+// the last bit, errs against the kernel's perturbed P by u |S|: 4e3 ulps of
+// dQ on a large-logits case). The pass costs S and dP once more: 14 D flops
+// per pair instead of 10 (docs/performance.md). The given o is not read.
 // Inner loops: rows against a key tile are vector "tile dot" products over
 // the transposed tile (4 vectors of keys, no horizontal sums), four rows at
 // a time so that each tile vector feeds four FMAs; accumulations into dK,
@@ -73,11 +85,16 @@ struct AttnJob {
   T scale;
   bool causal;
   int threads;
-  Strided4<const T> q, k, v, dout, o_in;
+  Strided4<const T> q, k, v, dout;
   Strided3<const T> lse_in;
   Strided4<T> dq, dk, dv;
-  T* delta;  // (B, H, N): D_i
+  T* delta;  // (B, H, N): D_i = Σ_j P_ij dP_ij
+  T* inv_l;  // (B, H, N): 1 / l_i, l_i = Σ_j exp(scale S_ij - LSE_i)
 };
+
+// Query rows of one row-sum task: the K and V tiles it packs serve this
+// many rows (64 made packing a third of the pass).
+constexpr extent_t kRowBlock = 256;
 
 inline int thread_count(int requested) {
   return requested > 0 ? requested : omp_get_max_threads();
@@ -152,23 +169,6 @@ HWY_INLINE hn::Mask<D> visible_lanes(D d, size_t c, size_t visible) {
   return hn::FirstN(d, visible > c * L ? visible - c * L : 0);
 }
 
-// ---- D_i = dO_i · O_i from a given O ----------------------------------------
-template <class T>
-void delta_pass(const AttnJob<T>& job) {
-  const extent_t D = job.D, N = job.N, tasks = job.B * job.H;
-#pragma omp parallel for schedule(static) num_threads(detail::thread_count(job.threads))
-  for (extent_t bh = 0; bh < tasks; ++bh) {
-    const extent_t b = bh / job.H, h = bh % job.H;
-    for (extent_t i = 0; i < N; ++i) {
-      const T* o_row = job.o_in.row(b, h, i);
-      const T* do_row = job.dout.row(b, h, i);
-      T dsum = 0;
-      for (extent_t e = 0; e < D; ++e) dsum += do_row[e * job.dout.sd] * o_row[e * job.o_in.sd];
-      job.delta[bh * N + i] = dsum;
-    }
-  }
-}
-
 // ---- backward micro-kernels ---------------------------------------------------
 // s[r][c] = Σ_e x_r[e] · Xt[e, c·L .. c·L+L) for R rows against a transposed
 // tile (D, BLOCK_N): each tile vector loaded once feeds R FMAs. Each element
@@ -191,22 +191,25 @@ HWY_INLINE void tile_dots_rows(D d, const T* HWY_RESTRICT x, size_t x_stride,
   }
 }
 
-// P and dS of R rows against a key tile, recomputed from their LSE:
-// p = exp(scale S - LSE_r), dS = p (dP - D_r), zero past `visible`.
+// P and dS of R rows against a key tile, recomputed from their LSE and row
+// sums: p = exp(scale S - LSE_r) / l_r, dS = p (dP - D_r), zero past
+// `visible`.
 template <size_t R, class D, class T = hn::TFromD<D>>
 HWY_INLINE void p_ds_rows(D d, const T* q_rows, const T* do_rows, size_t dp_stride, const T* kt,
                           const T* vt, extent_t depth, size_t block_n, size_t visible, T scale,
-                          const T* lse, const T* delta, T* HWY_RESTRICT p, T* HWY_RESTRICT ds) {
+                          const T* lse, const T* inv_l, const T* delta, T* HWY_RESTRICT p,
+                          T* HWY_RESTRICT ds) {
   using V = hn::Vec<D>;
   const size_t L = hn::Lanes(d);
   V acc[kRows][kChunks];
   tile_dots_rows<R>(d, q_rows, dp_stride, kt, depth, block_n, acc);  // S / scale  (R, BLOCK_N)
   const V vscale = hn::Set(d, scale);
   for (size_t r = 0; r < R; ++r) {
-    const V vlse = hn::Set(d, lse[r]);
+    const V vlse = hn::Set(d, lse[r]), vinv_l = hn::Set(d, inv_l[r]);
     for (size_t c = 0; c < kChunks; ++c) {
-      const V pc = hn::IfThenElseZero(visible_lanes(d, c, visible),
-                                      hn::Exp(d, hn::MulSub(vscale, acc[r][c], vlse)));
+      const V pc =
+          hn::IfThenElseZero(visible_lanes(d, c, visible),
+                             hn::Mul(hn::Exp(d, hn::MulSub(vscale, acc[r][c], vlse)), vinv_l));
       hn::Store(pc, d, p + r * block_n + c * L);
     }
   }
@@ -276,6 +279,96 @@ HWY_INLINE void accumulate(D d, const T* w, size_t w_ts, size_t w_ks, const T* x
   }
 }
 
+// ---- l_i = Σ_j P~_ij and D_i = (Σ_j P~_ij dP_ij) / l_i ---------------------------
+// Task (b, h, block of kRowBlock rows): each key tile packed once, then the
+// block's rows four at a time with the backward's own tile_dots_rows and
+// exp expression, so every P~ and dP is bitwise the one the backward
+// recomputes. Per row, the terms of a tile add lane-wise into one vector
+// (tiles ascending, chunks ascending), summed across lanes at the end: an
+// order fixed by the problem. Stores 1 / l_i and D_i (rows with no visible
+// key: 1 and 0).
+using detail::kRowBlock;
+
+template <class T, bool kCausal>
+void row_sum_pass(const AttnJob<T>& job) {
+  using V = hn::Vec<hn::ScalableTag<T>>;
+  const hn::ScalableTag<T> d;
+  const Tiles<T> tiles(job.D);
+  const size_t BN = tiles.block_n, DP = tiles.d_padded, L = tiles.lanes;
+  const extent_t D = job.D, N = job.N, M = job.M, group = job.H / job.Hkv;
+  const extent_t row_blocks = (N + kRowBlock - 1) / kRowBlock;
+  const extent_t tasks = job.B * job.H * row_blocks;
+  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+#pragma omp parallel num_threads(detail::thread_count(job.threads))
+  {
+    auto kt = hwy::AllocateAligned<T>(D * BN);                    // (D, BLOCK_N)
+    auto vt = hwy::AllocateAligned<T>(D * BN);                    // (D, BLOCK_N)
+    auto q_rows = hwy::AllocateAligned<T>(kRowBlock * DP);        // (ROW_BLOCK, Dp)
+    auto do_rows = hwy::AllocateAligned<T>(kRowBlock * DP);       // (ROW_BLOCK, Dp)
+    auto sums = hwy::AllocateAligned<T>(size_t(kRowBlock) * L);   // Σ P~, (ROW_BLOCK, lanes)
+    auto dsums = hwy::AllocateAligned<T>(size_t(kRowBlock) * L);  // Σ P~ dP
+    std::fill(q_rows.get(), q_rows.get() + kRowBlock * DP, T(0));
+    std::fill(do_rows.get(), do_rows.get() + kRowBlock * DP, T(0));
+#pragma omp for schedule(dynamic, 1)
+    for (extent_t task = 0; task < tasks; ++task) {
+      const extent_t rb = task % row_blocks, bh = task / row_blocks;
+      const extent_t b = bh / job.H, h = bh % job.H, g = h / group;
+      const extent_t i0 = rb * kRowBlock, rows = std::min(kRowBlock, N - i0);
+      T lse_r[kRowBlock];
+      for (extent_t r = 0; r < rows; ++r) {
+        gather_row(job.q.row(b, h, i0 + r), job.q.sd, D, q_rows.get() + r * DP);
+        gather_row(job.dout.row(b, h, i0 + r), job.dout.sd, D, do_rows.get() + r * DP);
+        lse_r[r] = job.lse_in.at(b, h, i0 + r);
+      }
+      std::fill(sums.get(), sums.get() + size_t(kRowBlock) * L, T(0));
+      std::fill(dsums.get(), dsums.get() + size_t(kRowBlock) * L, T(0));
+      const extent_t keys = key_end(kCausal, i0 + rows - 1, N, M);  // the block's widest row
+      for (extent_t j0 = 0; j0 < keys; j0 += extent_t(BN)) {
+        const extent_t cols = std::min<extent_t>(extent_t(BN), M - j0);
+        pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
+        pack_transposed(job.v.row(b, g, 0), job.v.sr, job.v.sd, j0, cols, D, BN, vt.get());
+        for (extent_t r0 = 0; r0 < rows; r0 += extent_t(kRows)) {
+          const size_t count = std::min<size_t>(kRows, size_t(rows - r0));
+          with_count(count, [&](auto n_rows) {
+            V acc[kRows][kChunks], dp[kRows][kChunks];
+            tile_dots_rows<n_rows.value>(d, q_rows.get() + r0 * DP, DP, kt.get(), D, BN, acc);
+            tile_dots_rows<n_rows.value>(d, do_rows.get() + r0 * DP, DP, vt.get(), D, BN, dp);
+            const V vscale = hn::Set(d, job.scale);
+            for (size_t r = 0; r < n_rows.value; ++r) {
+              const extent_t i = i0 + r0 + extent_t(r);
+              if (lse_r[r0 + r] == neg_inf) continue;
+              const size_t visible = static_cast<size_t>(
+                  std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
+              const V vlse = hn::Set(d, lse_r[r0 + r]);
+              T* row_sum = sums.get() + (r0 + r) * L;
+              T* row_dsum = dsums.get() + (r0 + r) * L;
+              V sum = hn::Load(d, row_sum), dsum = hn::Load(d, row_dsum);
+              for (size_t c = 0; c < kChunks; ++c) {
+                const V pc = hn::IfThenElseZero(visible_lanes(d, c, visible),
+                                                hn::Exp(d, hn::MulSub(vscale, acc[r][c], vlse)));
+                sum = hn::Add(sum, pc);
+                // P~ dP, zero where P~ is (a key the row does not see)
+                dsum = hn::Add(
+                    dsum, hn::IfThenElseZero(visible_lanes(d, c, visible), hn::Mul(pc, dp[r][c])));
+              }
+              hn::Store(sum, d, row_sum);
+              hn::Store(dsum, d, row_dsum);
+            }
+          });
+        }
+      }
+      for (extent_t r = 0; r < rows; ++r) {
+        const T l = hn::GetLane(hn::SumOfLanes(d, hn::Load(d, sums.get() + r * L)));
+        const T w = hn::GetLane(hn::SumOfLanes(d, hn::Load(d, dsums.get() + r * L)));
+        const bool none = lse_r[r] == neg_inf || l == T(0);
+        const T inv_l = none ? T(1) : T(1) / l;
+        job.inv_l[bh * N + i0 + r] = inv_l;
+        job.delta[bh * N + i0 + r] = none ? T(0) : w * inv_l;
+      }
+    }
+  }
+}
+
 // ---- backward: one pass over key tiles -------------------------------------------
 // A task (b, g, split) owns the key tiles t ≡ split (mod S) of kv head g:
 // their rows of dK and dV, summed over every query row of every query head
@@ -311,9 +404,9 @@ void backward_pass(const AttnJob<T>& job) {
     auto ds = hwy::AllocateAligned<T>(kRowBatch * BN);       // (ROW_BATCH, BLOCK_N)
     hwy::AlignedFreeUniquePtr<T[]> own_part;                 // (group, N, Dp)
     if (splits == 1) own_part = hwy::AllocateAligned<T>(part_size);
-    T lse_b[kRowBatch], delta_b[kRowBatch];    // (ROW_BATCH)
-    T* dq_rows[kRowBatch];                     // the batch's rows of the partial
-    std::vector<T*> dk_keys(BN), dv_keys(BN);  // rows of dk_acc, dv_acc
+    T lse_b[kRowBatch], inv_l_b[kRowBatch], delta_b[kRowBatch];  // (ROW_BATCH)
+    T* dq_rows[kRowBatch];                                       // the batch's rows of the partial
+    std::vector<T*> dk_keys(BN), dv_keys(BN);                    // rows of dk_acc, dv_acc
     for (size_t c = 0; c < BN; ++c) {
       dk_keys[c] = dk_acc.get() + c * DP;
       dv_keys[c] = dv_acc.get() + c * DP;
@@ -330,8 +423,8 @@ void backward_pass(const AttnJob<T>& job) {
       for (size_t r0 = 0; r0 < batch; r0 += kRows) {
         with_count(std::min(kRows, batch - r0), [&](auto rows) {
           p_ds_rows<rows.value>(d, q_rows.get() + r0 * DP, do_rows.get() + r0 * DP, DP, kt.get(),
-                                vt.get(), D, BN, visible, job.scale, lse_b + r0, delta_b + r0,
-                                p.get() + r0 * BN, ds.get() + r0 * BN);
+                                vt.get(), D, BN, visible, job.scale, lse_b + r0, inv_l_b + r0,
+                                delta_b + r0, p.get() + r0 * BN, ds.get() + r0 * BN);
         });
       }
       // accumulate: dV_j += Σ_i P_ij dO_i, dK_j += Σ_i dS_ij Q_i (rows ascending)
@@ -365,6 +458,7 @@ void backward_pass(const AttnJob<T>& job) {
             gather_row(job.q.row(b, h, i), job.q.sd, D, q_rows.get() + batch * DP);
             gather_row(job.dout.row(b, h, i), job.dout.sd, D, do_rows.get() + batch * DP);
             lse_b[batch] = lse_i;
+            inv_l_b[batch] = job.inv_l[(b * job.H + h) * N + i];
             delta_b[batch] = job.delta[(b * job.H + h) * N + i];
             dq_rows[batch] = part + static_cast<size_t>((h - g * group) * N + i) * DP;
             visible = row_visible;
@@ -422,15 +516,12 @@ void with_causal(const AttnJob<T>& job) {
 }
 template <class T, bool kCausal>
 struct Backward {
-  static void run(const AttnJob<T>& job) { backward_pass<T, kCausal>(job); }
+  static void run(const AttnJob<T>& job) {
+    row_sum_pass<T, kCausal>(job);
+    backward_pass<T, kCausal>(job);
+  }
 };
 
-void DeltaF32(const AttnJob<float>& job) {
-  delta_pass(job);
-}
-void DeltaF64(const AttnJob<double>& job) {
-  delta_pass(job);
-}
 void BackwardF32(const AttnJob<float>& job) {
   with_causal<float, Backward>(job);
 }
@@ -450,8 +541,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace moacert::kernels::cpu {
 
-HWY_EXPORT(DeltaF32);
-HWY_EXPORT(DeltaF64);
 HWY_EXPORT(BackwardF32);
 HWY_EXPORT(BackwardF64);
 HWY_EXPORT(LanesF32);
@@ -467,12 +556,10 @@ template <class T>
 struct Passes;
 template <>
 struct Passes<float> {
-  static void delta(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(DeltaF32)(j); }
   static void backward(const AttnJob<float>& j) { HWY_DYNAMIC_DISPATCH(BackwardF32)(j); }
 };
 template <>
 struct Passes<double> {
-  static void delta(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(DeltaF64)(j); }
   static void backward(const AttnJob<double>& j) { HWY_DYNAMIC_DISPATCH(BackwardF64)(j); }
 };
 
@@ -518,9 +605,15 @@ double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, ex
                             2.0 * row_batch * double(t.d_padded) +
                             2.0 * row_batch * double(t.block_n) + (splits == 1 ? part : 0.0);
   const double shared = splits == 1 ? 0.0 : double(B * Hkv * splits) * part;
-  const double delta = double(B * H * N);  // D_i
+  const double rows = 2.0 * double(B * H * N);  // D_i and 1 / l_i
   const double backward = detail::thread_count(threads) * per_thread + shared;
-  return element_bytes * (backward + delta);
+  // The row-sum pass, before the backward allocates: K^T, V^T tiles, the
+  // block's q and dO rows and its two lane-wise sums, per thread.
+  const double block = double(detail::kRowBlock), lanes = double(t.block_n) / 4;
+  const double row_sums =
+      detail::thread_count(threads) *
+      (2.0 * double(D * t.block_n) + 2.0 * block * double(t.d_padded) + 2.0 * block * lanes);
+  return element_bytes * (std::max(backward, row_sums) + rows);
 }
 
 double visible_pairs(bool causal, extent_t N, extent_t M) {
@@ -536,15 +629,16 @@ void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<c
                          const AttentionParams& params) {
   AttnJob<T> job = make_job(q, k, params);
   std::vector<T> delta(static_cast<size_t>(job.B * job.H * job.N));  // D_i, (B, H, N)
+  std::vector<T> inv_l(delta.size());                                // 1 / l_i, (B, H, N)
   job.v = strided4(v);
-  job.o_in = strided4(o);
+  (void)o;  // D_i comes from the kernel's own P and dP (the row-sum pass)
   job.lse_in = strided3(lse);
   job.dout = strided4(dout);
   job.dq = strided4(dq);
   job.dk = strided4(dk);
   job.dv = strided4(dv);
   job.delta = delta.data();
-  Passes<T>::delta(job);
+  job.inv_l = inv_l.data();
   Passes<T>::backward(job);
 }
 
@@ -555,7 +649,7 @@ void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::Vie
                             const AttentionParams& params) {
   flash_attention_fwd<T>(q, k, v, o, lse, params);  // cpu.flash's loop nest: its bits
   flash_attention_bwd<T>(q, k, v, moa::View<const T>(o), moa::View<const T>(lse), dout, dq, dk, dv,
-                         params);  // D_i from that o, P from that lse
+                         params);  // P from that lse
 }
 
 #define MOACERT_INSTANTIATE(T)                                                                     \
@@ -580,11 +674,11 @@ Cost attention_bwd_cost(const Problem& p) {
   const double heads = double(d.B * d.H);
   const double pairs = heads * visible_pairs(p.causal(), d.N, d.M);
   Cost c;
-  // Per visible pair: S, dP, and the dV, dK and dQ updates: 5 products of
-  // length D, 2 flops each (one pass, nothing recomputed twice); plus D_i.
-  c.flops = 10.0 * double(d.D) * pairs + 2.0 * heads * double(d.N * d.D);
+  // Per visible pair: S and dP for the row sums, then S and dP again, and
+  // the dV, dK and dQ updates: 7 products of length D, 2 flops each.
+  c.flops = 14.0 * double(d.D) * pairs;
   const double q_like = heads * double(d.N * d.D), kv_like = double(d.B * d.Hkv * d.M * d.D);
-  c.bytes_read = bytes * (3 * q_like + 2 * kv_like + heads * double(d.N));  // q o do, k v, lse
+  c.bytes_read = bytes * (2 * q_like + 2 * kv_like + heads * double(d.N));  // q do, k v, lse
   c.bytes_written = bytes * (q_like + 2 * kv_like);
   c.atomics = 0;
   c.peak_extra_bytes =
@@ -610,8 +704,9 @@ void register_attention_bwd(Registry& r) {
          {Format::f64, Format::f32},
          /*accepts_strided=*/true,
          /*deterministic=*/true,
-         "flash backward, one pass: P recomputed once from the given LSE; dK/dV owned per key "
-         "tile, dQ partials per key split summed in order (no atomics); Highway, OpenMP",
+         "flash backward: a pass for the row sums l_i and D_i = rowsum(P∘dP), then one pass "
+         "with P = exp(S - LSE) / l_i; dK/dV owned per key tile, dQ partials per key split "
+         "summed in order (no atomics); o not read; Highway, OpenMP",
          attention_bwd_cost,
          [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
             const RunOptions& opt) {

@@ -28,7 +28,7 @@ AttentionTiles attention_tiles(int element_bytes, moa::extent_t D);
 // The backward's scratch beyond inputs and outputs, in bytes, for `threads`
 // threads: O((ROW_BATCH + BLOCK_N) D) of tiles per thread, a dQ partial
 // (H/Hkv, N, D) per thread, or per task when keys are split (key_splits),
-// and one D_i per query row. (The forward is cpu.flash's:
+// and one D_i and 1 / l_i per query row. (The forward is cpu.flash's:
 // flash_scratch_bytes.)
 double attention_bwd_scratch_bytes(int element_bytes, moa::extent_t B, moa::extent_t H,
                                    moa::extent_t Hkv, moa::extent_t N, moa::extent_t M,
@@ -40,8 +40,9 @@ template <class T>
 void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                          moa::View<T> o, moa::View<T> lse, const AttentionParams& params);
 
-// dq, dk, dv given o and lse: D_i = rowsum(dO ∘ O) from the given o, P
-// recomputed from the given lse.
+// dq, dk, dv given lse: P recomputed from it and divided by its row sum
+// l_i, D_i = rowsum(P ∘ dP) from that P (a pass of its own before the
+// backward's); o is not read (attention_bwd.cpp says why).
 template <class T>
 void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                          moa::View<const T> o, moa::View<const T> lse, moa::View<const T> dout,
@@ -49,8 +50,7 @@ void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<c
                          const AttentionParams& params);
 
 // The fused forward+backward: o, lse by flash_attention_fwd, then dq, dk,
-// dv by flash_attention_bwd from that o and lse (D_i from the o, P
-// recomputed from the lse). No N×M intermediate.
+// dv by flash_attention_bwd from that lse. No N×M intermediate.
 template <class T>
 void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                             moa::View<const T> dout, moa::View<T> o, moa::View<T> lse,

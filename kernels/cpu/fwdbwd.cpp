@@ -1,8 +1,9 @@
 // attention.fwdbwd, cpu.fused: the fused forward+backward ONF in one call.
 // The forward is cpu.flash's loop nest (tiled online softmax, so o and lse
-// are bitwise cpu.flash's: family "cpu.flash"); D_i = dO_i · O_i from that
-// o; the backward is cpu.flash_bwd's, recomputing P once from that LSE in
-// one pass over key tiles: dK/dV owned per key tile, dQ summed per (batch,
+// are bitwise cpu.flash's: family "cpu.flash"); the backward is
+// cpu.flash_bwd's: a pass for the row sums l_i and D_i = rowsum(P ∘ dP),
+// then P recomputed once from that LSE (divided by l_i) in one pass over key
+// tiles: dK/dV owned per key tile, dQ summed per (batch,
 // kv head, key split) and the splits added in a fixed order, so there are
 // no atomics and no N×M intermediate. The same loop nest as a plain scalar
 // template is fwdbwd_generic.hpp.
@@ -27,9 +28,10 @@ Cost fwdbwd_cost(const Problem& p) {
   const double heads = double(d.B * d.H);
   const double pairs = heads * visible_pairs(p.causal(), d.N, d.M);
   Cost c;
-  // Per visible pair: forward S and PV (2 products of length D), backward S,
-  // dP, dV, dK, dQ (5); 2 flops per multiply-add. Plus D_i.
-  c.flops = 14.0 * double(d.D) * pairs + 2.0 * heads * double(d.N * d.D);
+  // Per visible pair: forward S and PV (2 products of length D), the row
+  // sums' S and dP, backward S, dP, dV, dK, dQ (7); 2 flops per
+  // multiply-add.
+  c.flops = 18.0 * double(d.D) * pairs;
   const double q_like = heads * double(d.N * d.D), kv_like = double(d.B * d.Hkv * d.M * d.D);
   c.bytes_read = bytes * (2 * q_like + 2 * kv_like);                           // q, do, k, v
   c.bytes_written = bytes * (2 * q_like + heads * double(d.N) + 2 * kv_like);  // o, lse, dq, dk, dv
@@ -64,9 +66,9 @@ void register_fwdbwd(Registry& r) {
          {Format::f64, Format::f32},
          /*accepts_strided=*/true,
          /*deterministic=*/true,
-         "fused fwd+bwd: cpu.flash's forward, then cpu.flash_bwd's one recomputing pass over key "
-         "tiles (dK/dV owned per tile, dQ partials per key split summed in order); no atomics, "
-         "no N×M intermediate",
+         "fused fwd+bwd: cpu.flash's forward, then cpu.flash_bwd's row-sum pass and one "
+         "recomputing pass over key tiles (dK/dV owned per tile, dQ partials per key split "
+         "summed in order); no atomics, no N×M intermediate",
          fwdbwd_cost,
          [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
             const RunOptions& opt) {

@@ -10,16 +10,17 @@
 // The ONF, for batch b, query head h (kv head g = h / (H / Hkv)):
 //   forward   cpu.flash's (flash_fwd_generic): for each query block, for
 //             each key tile, online softmax (running max m, running sum l,
-//             unnormalised acc), then O = acc / l, LSE = m + log l;
-//             then D_i = dO_i · O_i
+//             unnormalised acc), then O = acc / l, LSE = m + log l
+//   row sums  with P~_ij = exp(S_ij - LSE_i): l_i = Σ_j P~_ij (1 up to the
+//             LSE's rounding, which it cancels) and D_i = (Σ_j P~_ij dP_ij)
+//             / l_i, keys ascending
 //   backward  one pass over key tiles. The tiles of kv head g are dealt to
 //             S splits (tile t to split t mod S; S = key_splits, a function
 //             of the problem alone). A key tile owns its rows of dK and dV:
 //             it loops over every query row of every query head of its
 //             group in ascending (h, i), recomputing P_ij = exp(S_ij -
-//             LSE_i) and dS_ij once; each dS_ij K_j goes to the split's
-//             partial dQ_i (tiles ascending); dQ = Σ_split partial, splits
-//             ascending
+//             LSE_i) · (1 / l_i) and dS_ij = P_ij (dP_ij - D_i) once; each dS_ij K_j goes to the
+//             split's partial dQ_i (tiles ascending); dQ = Σ_split partial, splits ascending
 // No N×M intermediate exists; scratch is O((BLOCK_M + BLOCK_N) D) per task
 // plus a partial dQ (H/Hkv, N, D) per split and D_i, one scalar per query
 // row. No atomics: every output element has one owner, which sums in a
@@ -83,24 +84,39 @@ void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, Vie
 
   // ---- forward: cpu.flash's loop nest (attention_fwd_generic.hpp) ----------
   flash_fwd_generic<T>(q, k, v, scale_d, causal, o, lse, block_m, block_n);
-  // D_i = dO_i · O_i from that O (0 for a row with no visible key: O = 0)
+
+  // One unnormalised weight P~_ij = exp(S_ij - LSE_i), and dP_ij.
+  auto weight = [&](extent_t b, extent_t h, extent_t g, extent_t i, extent_t j) {
+    T dot = zero;
+    for (extent_t d = 0; d < D; ++d) dot += q(b, h, i, d) * k(b, g, j, d);
+    return T(exp(scale * dot - T(lse(b, h, i))));
+  };
+  auto dp_at = [&](extent_t b, extent_t h, extent_t g, extent_t i, extent_t j) {
+    T dp = zero;
+    for (extent_t d = 0; d < D; ++d) dp += dout(b, h, i, d) * v(b, g, j, d);
+    return dp;
+  };
+  // ---- row sums: 1 / l_i and D_i (1 and 0 for a row with no visible key) --
+  std::vector<T> inv_l(delta.size(), Tr::from_double(1));
   for (extent_t b = 0; b < B; ++b)
     for (extent_t h = 0; h < H; ++h)
       for (extent_t i = 0; i < N; ++i) {
-        T dsum = zero;
-        for (extent_t d = 0; d < D; ++d) dsum += dout(b, h, i, d) * T(o(b, h, i, d));
-        delta_at(b, h, i) = dsum;
+        const extent_t end = key_end(causal, i, N, M);
+        if (end == 0) continue;
+        T l = zero, w = zero;
+        for (extent_t j = 0; j < end; ++j) {
+          const T p = weight(b, h, h / group, i, j);
+          l += p;
+          w += p * dp_at(b, h, h / group, i, j);
+        }
+        const T il = Tr::from_double(1) / l;
+        inv_l[static_cast<std::size_t>((b * H + h) * N + i)] = il;
+        delta_at(b, h, i) = w * il;
       }
-
-  // One recomputed element: P_ij and dS_ij from the scores and LSE.
+  // One recomputed element: P_ij and dS_ij from the scores, LSE, l_i and D_i.
   auto recompute = [&](extent_t b, extent_t h, extent_t g, extent_t i, extent_t j, T& p, T& ds) {
-    T dot = zero, dp = zero;
-    for (extent_t d = 0; d < D; ++d) {
-      dot += q(b, h, i, d) * k(b, g, j, d);
-      dp += dout(b, h, i, d) * v(b, g, j, d);
-    }
-    p = exp(scale * dot - T(lse(b, h, i)));
-    ds = p * (dp - delta_at(b, h, i));
+    p = weight(b, h, g, i, j) * inv_l[static_cast<std::size_t>((b * H + h) * N + i)];
+    ds = p * (dp_at(b, h, g, i, j) - delta_at(b, h, i));
   };
 
   // ---- backward: one pass over key tiles -------------------------------------
