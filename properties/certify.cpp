@@ -20,10 +20,11 @@ struct Judged {
   Verdict verdict;
   std::vector<AnyTensor> outputs;
   oracle::Answer exact;
-  std::vector<std::vector<double>> allowed;  // bounds (apriori) or torch errors
-  std::string error;                         // the kernel threw
-  std::vector<AnyTensor> torch_outputs;      // PyTorch's, when it ran (equivalence)
-  bool hang = false;                         // the kernel timed out (an isolated plugin)
+  std::vector<std::vector<double>> allowed;       // a priori bounds (rules apriori, vs-torch)
+  std::vector<std::vector<double>> torch_errors;  // PyTorch's (rule vs-torch)
+  std::string error;                              // the kernel threw
+  std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
+  bool hang = false;                              // the kernel timed out (an isolated plugin)
 };
 
 // PyTorch's variant of the op when this build has one for the format.
@@ -49,8 +50,10 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
           "rule vs-torch needs the LibTorch adaptor for " + std::string(info(j.c.problem.op).name) +
           " in " + std::string(name(j.c.problem.format)) + ", absent from this build");
     j.torch_outputs = run_variant(*t, j.c, threads);
-    j.allowed = abs_errors(j.exact, j.torch_outputs);
-    torch = &j.allowed;
+    j.torch_errors = abs_errors(j.exact, j.torch_outputs);
+    torch = &j.torch_errors;
+    j.allowed = oracle::apriori_bounds(j.c);
+    bounds = &j.allowed;
   } else if (equivalence) {
     if (const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format)) {
       try {
@@ -84,7 +87,8 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
   const auto names = info(j.c.problem.op).outputs;
   const Format f = j.c.problem.format;
   std::vector<std::vector<double>> vs_torch;  // absolute allowances (rule vs-torch)
-  if (rule.kind == Rule::vs_torch) vs_torch = vs_torch_allowed(j.exact, j.allowed, f, rule.k);
+  if (rule.kind == Rule::vs_torch)
+    vs_torch = vs_torch_allowed(j.exact, j.torch_errors, j.allowed, f, rule.k);
   for (std::size_t t = 0; t < j.outputs.size(); ++t) {
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {

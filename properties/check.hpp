@@ -53,8 +53,8 @@ struct Verdict {
 };
 
 // Judges outputs against the oracle's answer. `bounds` are the a priori
-// bounds (rule apriori); `torch_errors` PyTorch's absolute errors per
-// element (rule vs-torch).
+// bounds (rules apriori and vs-torch); `torch_errors` PyTorch's absolute
+// errors per element (rule vs-torch).
 Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyTensor>& outputs,
               const Rule& rule, const std::vector<std::vector<double>>* bounds,
               const std::vector<std::vector<double>>* torch_errors = nullptr);
@@ -62,16 +62,22 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
 // The vs-torch rule's allowance, per tensor and element, as an absolute
 // error: R times PyTorch's largest absolute error on that output tensor (at
 // least half an ulp at the tensor's scale: the rounding any stored result
-// pays), plus one ulp of the format at the tensor's largest exact magnitude
-// (flash-attention's "no worse than R times PyTorch" made exact). Element by
+// pays; and at least kVsTorchFloor of the element's a priori bound, the
+// scale of the terms it sums), plus one ulp of the format at the tensor's
+// largest exact magnitude (flash-attention's "no worse than R times
+// PyTorch", its atol made exact). Element by
 // element ratios are not a law: two correct summation orders err
 // independently, and PyTorch's error on one element can be 0 by chance
 // (docs/torch.md#r). A tensor whose exact values are all 0 gives PyTorch's
 // error no scale: its allowance is +inf (only the a priori rule judges it),
 // except that a NaN or an infinity still fails.
 std::vector<std::vector<double>> vs_torch_allowed(
-    const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors, Format f,
-    double r);
+    const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors,
+    const std::vector<std::vector<double>>& bounds, Format f, double r);
+// Where the outputs cancel (a dominant key: exact dQ of order e^-50 while
+// its terms are of order 1), PyTorch's error can be 0 or tiny by luck: it is
+// counted as at least this share of the a priori bound (docs/torch.md#r).
+constexpr double kVsTorchFloor = 0x1p-10;
 
 // Absolute errors of outputs against the answer, per tensor and element.
 std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,

@@ -184,7 +184,6 @@ bool prop_backward_consistency(Format f) {
 
 std::vector<const kernels::Variant*> vs_torch_variants_for(Op op, Format f) {
   std::vector<const kernels::Variant*> out;
-  if (op == Op::attention_bwd || op == Op::attention_fwdbwd) return out;
   for (const kernels::Variant* v : variants_for(op, f))
     if (v->backend == "cpu" && v->name != "cpu.dnf" && v->name != "cpu.naive") out.push_back(v);
   return out;
@@ -201,8 +200,9 @@ bool prop_vs_torch(Op op, Format f, double r) {
     const Case c = make_case(spec);
     const oracle::Answer exact = oracle::evaluate(c);
     const auto torch_errors = abs_errors(exact, run_variant(*torch, c));
+    const auto bounds = oracle::apriori_bounds(c);
     for (const kernels::Variant* v : cpu) {
-      const Verdict verdict = judge(c, exact, run_variant(*v, c), rule, nullptr, &torch_errors);
+      const Verdict verdict = judge(c, exact, run_variant(*v, c), rule, &bounds, &torch_errors);
       if (!verdict.holds) RC_FAIL(v->name + " vs torch: " + verdict.why);
     }
   });
