@@ -27,12 +27,6 @@ struct Judged {
   bool hang = false;                              // the kernel timed out (an isolated plugin)
 };
 
-// PyTorch's variant of the op when this build has one for the format.
-const kernels::Variant* torch_for(Op op, Format f) {
-  const kernels::Variant* t = kernels::Registry::builtin().find(op, "torch");
-  return t && t->supports(f) ? t : nullptr;
-}
-
 Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false) {
   Judged j;

@@ -189,12 +189,17 @@ std::vector<const kernels::Variant*> vs_torch_variants_for(Op op, Format f) {
   return out;
 }
 
+const kernels::Variant* torch_for(Op op, Format f) {
+  const kernels::Variant* t = kernels::Registry::builtin().find(op, "torch");
+  return t && t->supports(f) ? t : nullptr;
+}
+
 bool prop_vs_torch(Op op, Format f, double r) {
-  const kernels::Variant* torch = kernels::Registry::builtin().find(op, "torch");
+  const kernels::Variant* torch = torch_for(op, f);
   const auto cpu = vs_torch_variants_for(op, f);
   const Rule rule{Rule::vs_torch, r};
   return rc::check(label(op, f, "no worse than " + rule.str() + ":"), [=] {
-    RC_PRE(torch != nullptr && torch->supports(f));
+    RC_PRE(torch != nullptr);
     const CaseSpec spec = *gen_for(op, f);
     classify(spec);
     const Case c = make_case(spec);

@@ -38,6 +38,10 @@ bool prop_determinism(Op op, Format f);
 // bitwise, and its gradients agree with attention.bwd's within the rule.
 bool prop_backward_consistency(Format f);
 
+// PyTorch's variant of `op` when this build has one for `f` (the LibTorch
+// adaptor), else nullptr.
+const kernels::Variant* torch_for(Op op, Format f);
+
 // The vs-torch rule as a law (only in builds with LibTorch): each tuned CPU
 // variant's error against the oracle is at most R times PyTorch's on the
 // same case (at least half an ulp, and 2^-10 of the a priori bound), plus

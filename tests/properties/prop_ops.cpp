@@ -43,8 +43,7 @@ void register_properties(Op op) {
       add(op, "BackwardConsistency", f, [=] { return properties::prop_backward_consistency(f); });
     }
     // Only in builds with LibTorch, for the formats its adaptor runs.
-    const kernels::Variant* torch = kernels::Registry::builtin().find(op, "torch");
-    if (torch && torch->supports(f) && !properties::vs_torch_variants_for(op, f).empty())
+    if (properties::torch_for(op, f) && !properties::vs_torch_variants_for(op, f).empty())
       add(op, "VsTorch", f, [=] { return properties::prop_vs_torch(op, f); });
   }
 }
