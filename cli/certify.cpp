@@ -75,12 +75,26 @@ std::uint64_t max_memory_of(const std::string& text) {
   return text.empty() ? default_max_memory() : parse_bytes(text);
 }
 
-// The variant of `--plugin LIB.so[#NAME]`; its worker ends with it.
-kernels::Variant load_plugin(const std::string& spec, double timeout,
+void check_timeout(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds))
+    throw UsageError("--timeout must be a positive number of seconds");
+}
+
+// The variant of `--plugin LIB.so[#NAME]` (its worker ends with it), given
+// without --variant, a kernel of `op`; `op_words` ends the message when it
+// is not ("not attention.fwd").
+kernels::Variant load_plugin(const std::string& spec, const std::string& variant, double timeout,
+                             Op op, const std::string& op_words,
                              const std::string& default_name = {}) {
+  if (!variant.empty()) throw UsageError("give --variant or --plugin, not both");
   kernels::plugin::LoadOptions o;
   o.timeout_s = timeout;
-  return kernels::plugin::load(spec, o, default_name);
+  kernels::Variant v = kernels::plugin::load(spec, o, default_name);
+  if (v.op != op) {
+    throw UsageError("plugin kernel " + v.name + " is a kernel of " + std::string(info(v.op).name) +
+                     ", " + op_words);
+  }
+  return v;
 }
 
 // Every case certify will run fits the memory budget: the curated specs
@@ -119,17 +133,11 @@ int run_certify(const CertifyArgs& a) {
   if (!op) throw UsageError("unknown op '" + a.op + "' (moacert list shows the ops)");
   const auto& registry = kernels::Registry::builtin();
   std::vector<const kernels::Variant*> variants;
-  if (!(a.timeout > 0) || !std::isfinite(a.timeout))
-    throw UsageError("--timeout must be a positive number of seconds");
+  check_timeout(a.timeout);
   const std::uint64_t max_memory = max_memory_of(a.max_memory);
   std::optional<kernels::Variant> plugin;
   if (!a.plugin.empty()) {
-    if (!a.variant.empty()) throw UsageError("give --variant or --plugin, not both");
-    plugin = load_plugin(a.plugin, a.timeout);
-    if (plugin->op != *op) {
-      throw UsageError("plugin kernel " + plugin->name + " is a kernel of " +
-                       std::string(info(plugin->op).name) + ", not " + a.op);
-    }
+    plugin = load_plugin(a.plugin, a.variant, a.timeout, *op, "not " + a.op);
     variants.push_back(&*plugin);
   } else if (!a.variant.empty()) {
     const kernels::Variant* v = registry.find(*op, a.variant);
@@ -219,19 +227,14 @@ int run_reproduce(const ReproduceArgs& a) {
   std::string why;
   const std::optional<properties::Token> token = properties::Token::decode(text, &why);
   if (!token) throw UsageError("bad token: " + why);
-  if (!(a.timeout > 0) || !std::isfinite(a.timeout))
-    throw UsageError("--timeout must be a positive number of seconds");
+  check_timeout(a.timeout);
   const std::uint64_t max_memory = max_memory_of(a.max_memory);
   std::optional<kernels::Variant> plugin;
   if (!a.plugin.empty()) {
-    if (!a.variant.empty()) throw UsageError("give --variant or --plugin, not both");
     // Without #NAME, the token's own kernel name picks among several.
-    plugin = load_plugin(a.plugin, a.timeout, kernels::plugin::kernel_name_of(token->variant));
-    if (plugin->op != token->op) {
-      throw UsageError("plugin kernel " + plugin->name + " is a kernel of " +
-                       std::string(info(plugin->op).name) + ", the token's case of " +
-                       std::string(info(token->op).name));
-    }
+    plugin = load_plugin(a.plugin, a.variant, a.timeout, token->op,
+                         "the token's case of " + std::string(info(token->op).name),
+                         kernels::plugin::kernel_name_of(token->variant));
   } else if (token->variant.rfind("plugin:", 0) == 0 && a.variant.empty()) {
     throw UsageError("the token names " + token->variant +
                      ": give its library with --plugin LIB.so (or --variant another)");
