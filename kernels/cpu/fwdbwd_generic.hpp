@@ -19,11 +19,12 @@
 //             of the problem alone). A key tile owns its rows of dK and dV:
 //             it loops over every query row of every query head of its
 //             group in ascending (h, i), recomputing P_ij = exp(S_ij -
-//             LSE_i) · (1 / l_i) and dS_ij = P_ij (dP_ij - D_i) once; each dS_ij K_j goes to the
-//             split's partial dQ_i (tiles ascending); dQ = Σ_split partial, splits ascending
+//             LSE_i) · (1 / l_i) and dS_ij = P_ij (dP_ij - D_i) once; each
+//             dS_ij K_j goes to the split's partial dQ_i (tiles ascending);
+//             dQ = Σ_split partial, splits ascending
 // No N×M intermediate exists; scratch is O((BLOCK_M + BLOCK_N) D) per task
-// plus a partial dQ (H/Hkv, N, D) per split and D_i, one scalar per query
-// row. No atomics: every output element has one owner, which sums in a
+// plus a partial dQ (H/Hkv, N, D) per split and D_i and 1 / l_i, two
+// scalars per query row. No atomics: every output element has one owner, which sums in a
 // fixed order.
 #pragma once
 
