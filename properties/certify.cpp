@@ -34,11 +34,12 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
   j.exact = oracle::evaluate(j.c);
   const std::vector<std::vector<double>>* bounds = nullptr;
   const std::vector<std::vector<double>>* torch = nullptr;
-  if (rule.kind == Rule::apriori) {
+  if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch) {
     j.allowed = oracle::apriori_bounds(j.c);
     bounds = &j.allowed;
-  } else if (rule.kind == Rule::vs_torch) {
-    const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
+  }
+  const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
+  if (rule.kind == Rule::vs_torch) {
     if (!t)
       throw std::invalid_argument(
           "rule vs-torch needs the LibTorch adaptor for " + std::string(info(j.c.problem.op).name) +
@@ -46,15 +47,11 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
     j.torch_outputs = run_variant(*t, j.c, threads);
     j.torch_errors = abs_errors(j.exact, j.torch_outputs);
     torch = &j.torch_errors;
-    j.allowed = oracle::apriori_bounds(j.c);
-    bounds = &j.allowed;
-  } else if (equivalence) {
-    if (const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format)) {
-      try {
-        j.torch_outputs = run_variant(*t, j.c, threads);
-      } catch (const std::exception&) {
-        j.torch_outputs.clear();  // no equivalence figures for this case
-      }
+  } else if (equivalence && t) {  // under any other rule, for the report only
+    try {
+      j.torch_outputs = run_variant(*t, j.c, threads);
+    } catch (const std::exception&) {
+      j.torch_outputs.clear();  // no equivalence figures for this case
     }
   }
   try {
