@@ -18,6 +18,7 @@
 #include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
+#include "properties/properties.hpp"
 #include "reports/certificate.hpp"
 
 namespace moacert::cli {
@@ -157,9 +158,6 @@ int run_certify(const CertifyArgs& a) {
   if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
   const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
   if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
-  if (rule->kind == properties::Rule::vs_torch && !registry.find(*op, "torch")) {
-    throw UsageError("rule vs-torch needs the LibTorch adaptor, absent from this build");
-  }
   const std::uint64_t seed =
       a.seed_given ? a.seed
                    : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
@@ -170,6 +168,13 @@ int run_certify(const CertifyArgs& a) {
     if (!v->supports(f)) {
       throw UsageError("variant " + v->name + " of " + a.op + " does not support " +
                        std::string(name(f)));
+    }
+    if (rule->kind == properties::Rule::vs_torch && !properties::torch_for(*op, f)) {
+      throw UsageError("rule vs-torch needs PyTorch's variant of " + a.op + " in " +
+                       std::string(name(f)) +
+                       (registry.find(*op, "torch") ? ", which the LibTorch adaptor does not run"
+                                                    : ": the LibTorch adaptor is absent from "
+                                                      "this build"));
     }
     check_certify_budget(*v, f, a.cases, seed, max_memory);
   }
