@@ -191,7 +191,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
   Mat dq_val(Shape{B, H, N, D}), dk_val(Shape{B, Hkv, M, D}), dv_val(Shape{B, Hkv, M, D});
   const double nq = double(group * N);  // terms of each dK, dV sum
   std::vector<double> s_row(static_cast<std::size_t>(M)), delta_row(s_row.size()),
-      dp_row(s_row.size()), b_row(s_row.size());
+      dp_row(s_row.size()), b_row(s_row.size()), pi_row(s_row.size());
   for (extent_t b = 0; b < B; ++b) {
     for (extent_t h = 0; h < H; ++h) {
       const extent_t g = h / group;
@@ -245,15 +245,16 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
         // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
         // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
         // more roundings), whichever is larger.
-        auto Pi_of = [&](extent_t j) {
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
           const double x = std::fabs(s_row[j] - lse), delta = delta_row[j];
           const double Pi_given = std::expm1(delta + el + u.ua * (x + delta + el) +
                                              std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
           const double Pi_norm =
               Lambda < 1 ? (compose(compose(Delta, rho(j)), power(u.ua, 2)) + Lambda) / (1 - Lambda)
                          : kInf;
-          return std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
-        };
+          pi_row[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
+        }
         // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
         // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
         // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
@@ -261,7 +262,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
         double eD_sum = 0, dp_max = 0;
         for (extent_t j = 0; j < M; ++j) {
           if (!dnf::visible(causal, i, j, N, M)) continue;
-          const double w = compose(Pi_of(j), u.gamma(double(n + 2)));
+          const double w = compose(pi_row[j], u.gamma(double(n + 2)));
           eD_sum += std::exp(s_row[j] - lse) *
                     (w * std::fabs(dp_row[j]) + (1 + w) * u.gamma(double(D)) * b_row[j]);
           dp_max = std::max(dp_max, std::fabs(dp_row[j]) + u.gamma(double(D)) * b_row[j]);
@@ -272,7 +273,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           const double dp = dp_row[j], bij = b_row[j];
           const double s = s_row[j];
           const double P = std::exp(s - lse);
-          const double Pi = Pi_of(j);
+          const double Pi = pi_row[j];
           const double ds = P * (dp - Drow);
           // P̂ may also underflow (x beyond the exponent range): an absolute
           // η_a next to its relative Π, carried through dS and its products.
