@@ -344,12 +344,13 @@ void row_sum_pass(const AttnJob<T>& job) {
               T* row_dsum = dsums.get() + (r0 + r) * L;
               V sum = hn::Load(d, row_sum), dsum = hn::Load(d, row_dsum);
               for (size_t c = 0; c < kChunks; ++c) {
-                const V pc = hn::IfThenElseZero(visible_lanes(d, c, visible),
-                                                hn::Exp(d, hn::MulSub(vscale, acc[r][c], vlse)));
+                const auto seen = visible_lanes(d, c, visible);
+                const V pc =
+                    hn::IfThenElseZero(seen, hn::Exp(d, hn::MulSub(vscale, acc[r][c], vlse)));
                 sum = hn::Add(sum, pc);
-                // P~ dP, zero where P~ is (a key the row does not see)
-                dsum = hn::Add(
-                    dsum, hn::IfThenElseZero(visible_lanes(d, c, visible), hn::Mul(pc, dp[r][c])));
+                // P~ dP, zero where P~ is (a key the row does not see, whose
+                // dP may be anything)
+                dsum = hn::Add(dsum, hn::IfThenElseZero(seen, hn::Mul(pc, dp[r][c])));
               }
               hn::Store(sum, d, row_sum);
               hn::Store(dsum, d, row_dsum);

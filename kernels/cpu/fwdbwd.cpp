@@ -3,9 +3,9 @@
 // are bitwise cpu.flash's: family "cpu.flash"); the backward is
 // cpu.flash_bwd's: a pass for the row sums l_i and D_i = rowsum(P ∘ dP),
 // then P recomputed once from that LSE (divided by l_i) in one pass over key
-// tiles: dK/dV owned per key tile, dQ summed per (batch,
-// kv head, key split) and the splits added in a fixed order, so there are
-// no atomics and no N×M intermediate. The same loop nest as a plain scalar
+// tiles: dK/dV owned per key tile, dQ summed per (batch, kv head, key split)
+// and the splits added in a fixed order, so there are no atomics and no N×M
+// intermediate. The same loop nest as a plain scalar
 // template is fwdbwd_generic.hpp.
 #include <omp.h>
 
