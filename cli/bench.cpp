@@ -157,7 +157,7 @@ int run_bench(const BenchArgs& a) {
                               {"peak_bytes", r.peak_bytes}});
     }
     fmt::print("{}\n", j.dump());
-    // stdout holds exactly DESIGN.md's object; the BLAS LibTorch resolved
+    // stdout holds exactly docs/design.md's object; the BLAS LibTorch resolved
     // goes to stderr.
     fmt::print(stderr, "BLAS mapped into this process: {}\n",
                blas.empty() ? std::string("none") : fmt::format("{}", fmt::join(blas, ", ")));

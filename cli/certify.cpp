@@ -258,7 +258,7 @@ int run_reproduce(const ReproduceArgs& a) {
     check_budget(spec->problem, max_memory, "the token's case");
   const properties::Replay r = properties::replay(*token, *v);
   if (!save.empty()) {
-    // The case file of DESIGN.md, e.g. for tests/regressions/.
+    // The case file of docs/design.md, e.g. for tests/regressions/.
     try {
       oracle::write_json_file(save, oracle::write_case(r.c));
     } catch (const std::exception& e) {

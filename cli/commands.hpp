@@ -1,6 +1,6 @@
 // The `moacert` subcommands. Each adds itself to the CLI11 app and sets the
 // process's exit status through `status`: 0 holds, 1 a counterexample or a
-// failed check, 2 bad usage or input (DESIGN.md, "Command line").
+// failed check, 2 bad usage or input (docs/design.md, "Command line").
 #pragma once
 
 #include <stdexcept>

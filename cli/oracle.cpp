@@ -1,5 +1,5 @@
 // `moacert oracle OP --input CASE.json --output OUT.json [--precision BITS]`:
-// the oracle's answer to one case file, in the same form (DESIGN.md, "Case
+// the oracle's answer to one case file, in the same form (docs/design.md, "Case
 // files"; docs/case-files.md). A bad case file exits 2 with one line naming
 // the field, and nothing is written.
 #include <string>

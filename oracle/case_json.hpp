@@ -1,4 +1,4 @@
-// Case files (DESIGN.md, "Case files"; schema in docs/case-files.md):
+// Case files (docs/design.md, "Case files"; schema in docs/case-files.md):
 // reading a case from JSON, strictly, and writing cases and the oracle's
 // answers in the same form.
 #pragma once

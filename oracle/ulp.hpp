@@ -1,4 +1,4 @@
-// ULP arithmetic (DESIGN.md, "Error, rounding and bounds"):
+// ULP arithmetic (docs/design.md, "Error, rounding and bounds"):
 //   ulp_F(x) = 2^(max(e, emin) - p + 1),  e = floor(log2 |x|)
 // (the MPFR/Goldberg definition), with p and emin of format F; for x = 0 it
 // is the smallest subnormal 2^(emin - p + 1). The error of a result y

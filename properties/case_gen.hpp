@@ -56,7 +56,7 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<moa::ext
 rc::Gen<std::vector<moa::Layout>> gen_layouts(const CaseSpec& spec);
 
 // The oracle's forward, used for attention.bwd's o and lse inputs (the
-// oracle's correctly rounded values, DESIGN.md).
+// oracle's correctly rounded values, docs/design.md).
 using ForwardFn = std::function<std::vector<AnyTensor>(const Case& fwd_case)>;
 
 // The case's exact inputs. Values come from a fixed integer stream of the

@@ -1,6 +1,6 @@
 // Running a variant on a case and judging its outputs against the oracle:
 // per element ULP error, error-to-bound ratio and normwise relative error,
-// under one of the rules of DESIGN.md (apriori, max-ulp=K, vs-torch=R).
+// under one of the rules of docs/design.md (apriori, max-ulp=K, vs-torch=R).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ std::optional<Rule> parse_rule(const std::string& s);
 std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int threads = 0);
 
 // The error of one computed element against the exact value, in ulps of
-// the format (DESIGN.md): |y - x| / ulp_F(x), +inf for a NaN or an infinity
+// the format (docs/design.md): |y - x| / ulp_F(x), +inf for a NaN or an infinity
 // where x is finite, 0 when y equals an infinite x.
 double ulp_error(double y, const oracle::DD& x, Format f);
 // ulp_F(x) = 2^(max(e, emin) - p + 1), e = floor(log2 |x|).

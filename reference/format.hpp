@@ -1,6 +1,6 @@
 // The floating-point formats moacert certifies, and the 16-bit storage
 // types. bf16 and f16 are storage formats: kernels load them into f32,
-// accumulate in f32, and round the result back (DESIGN.md, "Formats").
+// accumulate in f32, and round the result back (docs/design.md, "Ops").
 #pragma once
 
 #include <bit>

@@ -1,4 +1,4 @@
-// The ops of DESIGN.md: their names (part of the interface), and the names
+// The ops of docs/design.md: their names (part of the interface), and the names
 // of their inputs, outputs and parameters in the table's order.
 #pragma once
 

@@ -1,6 +1,6 @@
 // A problem: an op, a format, the dimensions and parameters of one call.
 // From it follow the logical shapes of every input and output in the order of
-// DESIGN.md's ops table; `validate` refuses what the op forbids, naming the
+// docs/design.md's ops table; `validate` refuses what the op forbids, naming the
 // op, the tensor or parameter, and the offending dimension.
 #pragma once
 

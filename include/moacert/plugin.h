@@ -1,4 +1,4 @@
-/* The moacert plugin ABI (DESIGN.md, "Plugin ABI"): a shared library that
+/* The moacert plugin ABI (docs/design.md, "Plugin ABI"): a shared library that
    exports `moacert_plugin_kernels` can be certified by
    `moacert certify OP --plugin LIB.so[#NAME]`. Tensors are DLPack's
    (Debian's libdlpack-dev). How to write, build and certify a plugin, and
@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-/* The declarations below are DESIGN.md's, verbatim. */
+/* The declarations below are docs/design.md's, verbatim. */
 /* clang-format off */
 #define MOACERT_PLUGIN_ABI 1
 typedef struct moacert_kernel {

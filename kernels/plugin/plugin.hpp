@@ -1,4 +1,4 @@
-// Plugins (DESIGN.md, "Plugin ABI"; docs/plugins.md): a user's shared
+// Plugins (docs/design.md, "Plugin ABI"; docs/plugins.md): a user's shared
 // library of kernels, certified like any built-in variant. The library is
 // untrusted, so moacert never loads it: it is validated in a short-lived
 // child, and each call runs in a worker process (moacert-plugin-worker),

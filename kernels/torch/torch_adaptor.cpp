@@ -1,4 +1,4 @@
-// The LibTorch adaptor: every op of DESIGN.md as PyTorch users write it,
+// The LibTorch adaptor: every op of docs/design.md as PyTorch users write it,
 // from PyTorch's own operators, registered as the variant `torch`. It is the
 // baseline `bench` compares against and the reference of the vs-torch rule,
 // and `moacert certify OP --variant torch` certifies PyTorch itself.
@@ -13,7 +13,7 @@
 //   which has no single stride per axis, goes through a row-major temporary
 //   (cpu::with_flat_layouts). Outputs are written with copy_ into from_blob
 //   views of moacert's output tensors.
-// * bf16 is storage with f32 compute (DESIGN.md, "Formats"): the inputs are
+// * bf16 is storage with f32 compute (docs/design.md, "Ops"): the inputs are
 //   widened to f32, the op runs in f32, and the outputs are rounded once.
 //   Eager PyTorch in bf16 would round S, P, dP, dS and every activation to
 //   bf16 between operators; PyTorch's own fused attention kernels and its
@@ -163,7 +163,7 @@ Attention attention(torch::Tensor q, torch::Tensor k, torch::Tensor v, double sc
     torch::_softmax_out(p, s, -1, /*half_to_float=*/false);  // the kernel of torch::softmax
   }
   // A row that sees no key: softmax of all -inf is 0/0 = NaN in PyTorch;
-  // its O is 0 (DESIGN.md). masked_fill also zeroes the gradient there.
+  // its O is 0 (docs/design.md). masked_fill also zeroes the gradient there.
   if (no_key.defined()) p = grad ? p.masked_fill(no_key, 0) : p.masked_fill_(no_key, 0);
   return {torch::matmul(p, v), lse};
 }

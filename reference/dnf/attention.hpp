@@ -115,7 +115,7 @@ void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double sca
 
 // attention.bwd: dq (B,H,N,D), dk, dv (B,Hkv,M,D), the exact derivative of
 // attention.fwd given dO. o and lse are recomputed, not read: the exact
-// answer depends on q, k, v and dO alone (DESIGN.md).
+// answer depends on q, k, v and dO alone (docs/design.md).
 template <class T>
 void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
                    double scale_d, bool causal, View<T> dq, View<T> dk, View<T> dv) {

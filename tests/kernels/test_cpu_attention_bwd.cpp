@@ -1,6 +1,6 @@
 // attention.bwd, cpu.flash_bwd, against the DNF in double on the exact
 // values it receives; o and lse are the DNF's forward outputs rounded to the
-// format (as the oracle hands them over, DESIGN.md).
+// format (as the oracle hands them over, docs/design.md).
 #include <gtest/gtest.h>
 
 #include <limits>
