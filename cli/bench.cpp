@@ -19,6 +19,7 @@
 #include "bench/harness.hpp"
 #include "cli/budget.hpp"
 #include "cli/commands.hpp"
+#include "cli/numbers.hpp"
 #include "cli/shape.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "kernels/registry.hpp"
@@ -59,7 +60,8 @@ int run_bench(const BenchArgs& a) {
   if (!op) throw UsageError("bench: unknown op '" + a.op + "'");
   const auto format = parse_format(a.dtype);
   if (!format) throw UsageError("bench: unknown --dtype '" + a.dtype + "'");
-  if (a.threads < 0) throw UsageError("bench: --threads must be positive");
+  check_threads(a.threads, "bench");
+  check_timeout(a.timeout);
   if (a.repeats < 1 || a.warmup < 1) throw UsageError("bench: --repeats and --warmup must be >= 1");
   Problem p;
   p.op = *op;
@@ -97,8 +99,6 @@ int run_bench(const BenchArgs& a) {
   }
   std::optional<kernels::Variant> plugin;
   if (!a.plugin.empty()) {
-    if (!(a.timeout > 0) || !std::isfinite(a.timeout))
-      throw UsageError("bench: --timeout must be a positive number of seconds");
     kernels::plugin::LoadOptions lo;
     lo.timeout_s = a.timeout;
     plugin = kernels::plugin::load(a.plugin, lo);
@@ -225,7 +225,7 @@ void add_bench(CLI::App& app, int& status) {
   cmd->add_option("--dtype", args->dtype, "f64, f32, bf16 or f16 (default f32)");
   cmd->add_flag("--causal", args->causal, "causal mask (bottom-right aligned)");
   cmd->add_option("--threads", args->threads, "threads (default: the OpenMP default)");
-  cmd->add_flag("--json", args->json, "print one JSON object (DESIGN.md)");
+  cmd->add_flag("--json", args->json, "print one JSON object (docs/design.md)");
   cmd->add_option("--plugin", args->plugin, "also time a plugin kernel: LIB.so[#NAME]");
   cmd->add_option("--timeout", args->timeout, "seconds a plugin call may take (default 60)");
   cmd->add_option("--max-memory", args->max_memory,

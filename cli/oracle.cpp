@@ -9,6 +9,7 @@
 
 #include "cli/budget.hpp"
 #include "cli/commands.hpp"
+#include "cli/numbers.hpp"
 #include "oracle/case_json.hpp"
 #include "oracle/oracle.hpp"
 
@@ -25,6 +26,7 @@ struct OracleArgs {
 
 int run_oracle(const OracleArgs& args) {
   if (!parse_op(args.op)) throw UsageError("oracle: unknown op \"" + args.op + "\"");
+  check_threads(args.threads, "oracle");
   const Case c = oracle::read_case_file(args.input);
   if (info(c.problem.op).name != args.op) {
     throw UsageError("oracle: " + args.input + " is a case of " +
@@ -63,8 +65,7 @@ void add_oracle(CLI::App& app, int& status) {
   cmd->add_option("--precision", args->precision,
                   "the precision cap in bits (elements still undecided are reported)")
       ->check(CLI::Range(53, 1 << 20));
-  cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)");
   cmd->add_option("--max-memory", args->max_memory,
                   "refuse a case needing more, e.g. 4G (default: half the RAM)");
   cmd->callback([args, &status] { status = run_oracle(*args); });
