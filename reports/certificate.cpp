@@ -33,7 +33,10 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build)
   j["rule"] = c.rule.str();
   j["verdict"] = c.holds ? "holds" : "fails";
   j["seed"] = c.seed;
-  j["cases"] = {{"curated", c.curated_run}, {"random", c.random_run}, {"discarded", c.discarded}};
+  j["cases"] = {{"curated", c.curated_run},
+                {"random", c.random_run},
+                {"discarded", c.discarded},
+                {"case_files", c.case_files_run}};
   nlohmann::json tensors = nlohmann::json::object();
   for (const auto& t : c.tensors) {
     tensors[t.name] = {{"elements", t.elements},
@@ -81,8 +84,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
   md << "# Certificate: " << info(c.op).name << " / " << c.variant << " / " << name(c.format)
      << "\n\n";
   md << "**Verdict: " << (c.holds ? "holds" : "FAILS") << "** under rule `" << c.rule.str() << "`, "
-     << c.curated_run << " curated and " << c.random_run << " random cases (seed " << c.seed << ", "
-     << c.discarded << " discarded), " << fmt::format("{:.1f}", c.seconds) << " s.\n\n";
+     << c.curated_run << " curated and " << c.random_run << " random cases"
+     << (c.case_files_run > 0 ? fmt::format(" and {} case files", c.case_files_run) : "")
+     << " (seed " << c.seed << ", " << c.discarded << " discarded), "
+     << fmt::format("{:.1f}", c.seconds) << " s.\n\n";
   md << "| output | elements | max ulp | mean ulp | p99 ulp | max error / allowed | max normwise "
         "error (u) |\n";
   md << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -90,8 +95,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
     md << fmt::format("| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} |\n", t.name,
                       t.elements, t.max_ulp, t.mean_ulp, t.p99_ulp, t.max_ratio, t.max_normwise_u);
   }
-  md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
-     << fmt::format("{:.3g}", c.worst_ratio) << ").\n";
+  if (!c.worst_token.empty()) {  // case files (certify --case) have no token
+    md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
+       << fmt::format("{:.3g}", c.worst_ratio) << ").\n";
+  }
   if (!c.holds) {
     md << "\n## Counterexample\n\n" << c.failure << "\n\n```\n" << c.failure_case << "\n```\n\n";
     md << "| tensor | index | exact | computed | ulps | allowed |\n| --- | --- | ---: | ---: | "
@@ -129,7 +136,7 @@ nlohmann::json summary_json(const std::vector<properties::Certificate>& cs,
     variants.push_back({{"variant", c.variant},
                         {"format", std::string(name(c.format))},
                         {"verdict", c.holds ? "holds" : "fails"},
-                        {"cases", c.curated_run + c.random_run},
+                        {"cases", c.curated_run + c.random_run + c.case_files_run},
                         {"worst_error_to_allowed", number(c.worst_ratio)},
                         {"worst_token", c.worst_token},
                         {"certificate", c.variant + "/certificate.json"}});
@@ -154,8 +161,8 @@ std::string summary_markdown(const std::vector<properties::Certificate>& cs,
      << "| --- | --- | --- | ---: | ---: |\n";
   for (const auto& c : cs) {
     md << fmt::format("| [{}]({}/certificate.md) | {} | {} | {} | {:.3g} |\n", c.variant, c.variant,
-                      name(c.format), c.holds ? "holds" : "FAILS", c.curated_run + c.random_run,
-                      c.worst_ratio);
+                      name(c.format), c.holds ? "holds" : "FAILS",
+                      c.curated_run + c.random_run + c.case_files_run, c.worst_ratio);
   }
   md << "\nmoacert " << build.version << " (" << build.flags << ").\n";
   return md.str();

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "properties/certify.hpp"
+#include "properties/results.hpp"
 
 namespace moacert::reports {
 

@@ -1,0 +1,80 @@
+// What a certification yields, as plain values: the rule it judged under,
+// per-tensor summaries, the worst elements, the equivalence report against
+// PyTorch and the certificate that holds them. Reports read these and
+// nothing else (docs/design.md, "Who may include whom"): this header
+// includes nothing of kernels/, oracle/ or the property engine.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reference/format.hpp"
+#include "reference/moa/shape.hpp"
+#include "reference/ops.hpp"
+
+namespace moacert::properties {
+
+// The pass rule (docs/design.md, "Error, rounding and bounds").
+struct Rule {
+  enum Kind { apriori, max_ulp, vs_torch } kind = apriori;
+  double k = 0;  // K ulps, or R times PyTorch's error
+  // "apriori", "max-ulp=K", "vs-torch=R".
+  std::string str() const {
+    if (kind == apriori) return "apriori";
+    std::ostringstream os;
+    os << (kind == max_ulp ? "max-ulp=" : "vs-torch=") << k;
+    return os.str();
+  }
+};
+
+// How a kernel's outputs compare with PyTorch's, per output tensor: each
+// one's largest error against the oracle, and the largest direct difference
+// |kernel - torch|, all in ulps of the format at the exact value.
+struct Equivalence {
+  std::string name;
+  double kernel_max_ulp = 0, torch_max_ulp = 0, max_diff_ulp = 0;
+};
+
+// Per output tensor, over every element of every case.
+struct TensorSummary {
+  std::string name;
+  std::int64_t elements = 0;
+  double max_ulp = 0, mean_ulp = 0, p99_ulp = 0;
+  double max_ratio = 0;  // error / allowed (bound, or K ulp, or R·torch + 1)
+  double max_normwise_u = 0;
+  std::int64_t undetermined = 0;
+};
+
+// One element of a failing or worst case, for reports and `reproduce`.
+struct ElementReport {
+  std::string tensor;
+  moa::Index index;
+  double exact = 0, computed = 0, ulps = 0, allowed = 0;
+};
+
+struct Certificate {
+  Op op = Op::attention_fwd;
+  std::string variant;
+  Format format = Format::f32;
+  Rule rule;
+  std::uint64_t seed = 0;
+  bool holds = true;
+  int curated_run = 0, random_run = 0, discarded = 0;
+  int case_files_run = 0;  // certify --case: files judged instead of generated cases
+  std::vector<TensorSummary> tensors;
+  std::string worst_token;  // the case that came closest to failing (or failed)
+  double worst_ratio = 0;
+  std::string failure;                          // why the counterexample fails, in words
+  std::string failure_case;                     // the shrunk case, described
+  std::vector<ElementReport> failure_elements;  // its worst elements
+  bool determinism_checked = false, determinism_holds = true;
+  double seconds = 0;
+  // Equivalence with PyTorch over the cases it ran on (vs_torch_cases; 0
+  // when this build has no torch variant for the op and format).
+  int vs_torch_cases = 0;
+  std::vector<Equivalence> vs_torch;
+};
+
+}  // namespace moacert::properties

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Checks docs/design.md's include rules ("Who may include whom") over the
+source tree: every quoted #include of a project folder from a file in a
+ruled folder must be allowed for that folder. Prints FILE:LINE and the rule
+for each violation and exits 1; exits 0 when there is none.
+
+    include_rules.py ROOT
+"""
+import pathlib
+import re
+import sys
+
+# The project's top-level folders: a quoted include of anything else
+# ("hwy/foreach_target.h", "dlpack/dlpack.h") is a third party's.
+PROJECT = {"reference", "oracle", "kernels", "properties", "reports", "cli",
+           "bench", "simt", "include", "tests", "fuzz", "examples"}
+
+# folder -> (include prefixes it may use, the rule in words)
+RULES = {
+    "reference": (["reference/"], "reference/ includes nothing else of the project"),
+    "oracle": (["oracle/", "reference/"], "oracle/ includes only reference/"),
+    "kernels": (["kernels/", "reference/", "include/moacert/"],
+                "kernels/ include reference/ and include/moacert/, never oracle/ "
+                "(a kernel cannot see the answer), properties/, reports/ or cli/"),
+    "properties": (["properties/", "oracle/", "kernels/", "reference/"],
+                   "properties/ includes oracle/, kernels/ and reference/ only"),
+    "reports": (["reports/", "reference/", "properties/results.hpp"],
+                "reports/ reads results (properties/results.hpp) and reference/, "
+                "never kernels/ or the property engine"),
+    "simt": (["simt/", "include/moacert/"],
+             "simt/ includes nothing of the project but include/moacert/"),
+    "include": (["include/moacert/"],
+                "include/moacert/ (public headers) includes nothing else of the project"),
+    "examples": (["include/moacert/", "examples/"],
+                 "examples/ build against the installed headers (include/moacert/) alone"),
+}
+# Folders that may include anything of the project but cli/ (the command
+# composes the libraries; nothing is built on top of it).
+NOT_CLI = ["bench", "tests", "fuzz", "reference", "oracle", "kernels", "properties", "reports",
+           "simt", "include", "examples"]
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SOURCES = {".hpp", ".h", ".cpp", ".cc", ".cu", ".cuh", ".c", ".inl"}
+
+
+def rules():
+    for folder in NOT_CLI:
+        allowed, rule = RULES.get(folder, ([f + "/" for f in PROJECT if f != "cli"], ""))
+        yield folder, allowed, rule or f"{folder}/ includes nothing of cli/ (only cli/ composes)"
+
+
+def violations(root: pathlib.Path):
+    for folder, allowed, rule in rules():
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.suffix not in SOURCES or not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), start=1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                target = m.group(1)
+                if target.split("/", 1)[0] not in PROJECT or "/" not in target:
+                    continue  # a third party's header, or one beside the file
+                if not any(target.startswith(a) for a in allowed):
+                    yield f"{path.relative_to(root)}:{number}: includes \"{target}\": {rule}"
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    found = list(violations(pathlib.Path(sys.argv[1])))
+    for v in found:
+        print(v)
+    print(f"include rules: {len(found)} violation(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
