@@ -15,6 +15,7 @@
 
 #include "cli/budget.hpp"
 #include "cli/commands.hpp"
+#include "cli/numbers.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
@@ -63,22 +64,17 @@ struct CertifyArgs {
   std::string variant;
   std::string dtype;
   int cases = 200;
-  std::uint64_t seed = 0;
-  bool seed_given = false;
+  std::string seed;  // empty: from the clock
   std::string rule = "apriori";
   std::string out = "moacert-out";
-  std::string plugin;      // LIB.so[#NAME]
-  double timeout = 60;     // seconds per plugin call
-  std::string max_memory;  // bytes, "4G"; empty: half the RAM
+  std::string plugin;                   // LIB.so[#NAME]
+  double timeout = 60;                  // seconds per plugin call
+  std::string max_memory;               // bytes, "4G"; empty: half the RAM
+  std::vector<std::string> case_files;  // --case: judge these instead of generated cases
 };
 
 std::uint64_t max_memory_of(const std::string& text) {
   return text.empty() ? default_max_memory() : parse_bytes(text);
-}
-
-void check_timeout(double seconds) {
-  if (!(seconds > 0) || !std::isfinite(seconds))
-    throw UsageError("--timeout must be a positive number of seconds");
 }
 
 // The variant of `--plugin LIB.so[#NAME]` (its worker ends with it), given
@@ -155,12 +151,26 @@ int run_certify(const CertifyArgs& a) {
     format = parse_format(a.dtype);
     if (!format) throw UsageError("unknown dtype '" + a.dtype + "' (f64, f32, bf16, f16)");
   }
+  // Case files fix the op and the format: each must be a case of OP, all in
+  // one format (that of --dtype, when given).
+  std::vector<std::pair<std::string, Case>> case_files;
+  for (const std::string& path : a.case_files) {
+    Case c = oracle::read_case_file(path);
+    if (c.problem.op != *op)
+      throw UsageError("--case " + path + " is a case of " + std::string(info(c.problem.op).name) +
+                       ", not " + a.op);
+    if (format && c.problem.format != *format)
+      throw UsageError("--case " + path + " is in " + std::string(name(c.problem.format)) +
+                       ", not " + std::string(name(*format)));
+    format = c.problem.format;
+    case_files.emplace_back(path, std::move(c));
+  }
   if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
   const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
   if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
   const std::uint64_t seed =
-      a.seed_given ? a.seed
-                   : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+      !a.seed.empty() ? parse_seed(a.seed)
+                      : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
   // Every refusal before the output folder is created: a refused run
   // leaves nothing behind.
   for (const kernels::Variant* v : variants) {
@@ -176,7 +186,8 @@ int run_certify(const CertifyArgs& a) {
                                                     : ": the LibTorch adaptor is absent from "
                                                       "this build"));
     }
-    check_certify_budget(*v, f, a.cases, seed, max_memory);
+    if (case_files.empty()) check_certify_budget(*v, f, a.cases, seed, max_memory);
+    for (const auto& [path, c] : case_files) check_budget(c.problem, max_memory, "--case " + path);
   }
   const fs::path out(a.out);
   require_writable(out);
@@ -194,6 +205,7 @@ int run_certify(const CertifyArgs& a) {
     o.cases = a.cases;
     o.seed = seed;
     o.rule = *rule;
+    o.case_files = case_files;
     o.progress = [&progress](int done, int total, const char* phase) {
       progress(done, total, phase);
     };
@@ -202,12 +214,18 @@ int run_certify(const CertifyArgs& a) {
     reports::write_atomically(dir / "certificate.json",
                               reports::to_json(cert, build_info()).dump(2) + "\n");
     reports::write_atomically(dir / "certificate.md", reports::to_markdown(cert, build_info()));
-    fmt::print("{} {} {}: {} ({} curated + {} random cases, worst error/allowed {:.3g})\n", a.op,
-               v->name, name(f), cert.holds ? "holds" : "FAILS", cert.curated_run, cert.random_run,
-               cert.worst_ratio);
+    const std::string ran =
+        case_files.empty()
+            ? fmt::format("{} curated + {} random cases", cert.curated_run, cert.random_run)
+            : fmt::format("{} of {} case files", cert.case_files_run, case_files.size());
+    fmt::print("{} {} {}: {} ({}, worst error/allowed {:.3g})\n", a.op, v->name, name(f),
+               cert.holds ? "holds" : "FAILS", ran, cert.worst_ratio);
     if (!cert.holds) {
       fmt::print("{}\n", cert.failure);
-      fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
+      if (case_files.empty())
+        fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
+      else
+        fmt::print("{}\n", cert.failure_case);  // the case file that fails
     }
     all_hold = all_hold && cert.holds;
     certs.push_back(cert);
@@ -291,8 +309,7 @@ void add_certify(CLI::App& app, int& status) {
   cmd->add_option("--variant", a->variant, "one variant (default: every variant of the op)");
   cmd->add_option("--dtype", a->dtype, "f64, f32, bf16 or f16 (default f32)");
   cmd->add_option("--cases", a->cases, "random cases after the curated ones (default 200)");
-  cmd->add_option("--seed", a->seed, "seed of the random cases (default: from the clock)")
-      ->each([a](const std::string&) { a->seed_given = true; });
+  cmd->add_option("--seed", a->seed, "seed of the random cases (default: from the clock)");
   cmd->add_option("--rule", a->rule, "apriori (default), max-ulp=K or vs-torch=R");
   cmd->add_option("--out", a->out, "output folder (default moacert-out)");
   cmd->add_option("--plugin", a->plugin,
@@ -300,6 +317,8 @@ void add_certify(CLI::App& app, int& status) {
   cmd->add_option("--timeout", a->timeout, "seconds a plugin call may take (default 60)");
   cmd->add_option("--max-memory", a->max_memory,
                   "refuse cases needing more, e.g. 4G (default: half the RAM)");
+  cmd->add_option("--case", a->case_files,
+                  "judge these case files (docs/case-files.md) instead of generated cases");
   cmd->callback([a, &status] { status = run_certify(*a); });
 }
 

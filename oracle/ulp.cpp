@@ -44,9 +44,27 @@ double ulp(Format f, mpfr_srcptr x) {
 }
 
 double ulp(Format f, const DD& x) {
-  Mpfr v(kExact);
-  set_dd(v.v, x);
-  return ulp(f, v.v);
+  if (!std::isfinite(x.hi)) return kInf;
+  const FormatInfo fi = info(f);
+  int e = fi.emin;
+  if (x.hi != 0) {
+    e = std::ilogb(x.hi);
+    // hi a power of two with lo of the other sign: |x| lies just below it.
+    if (std::fabs(x.hi) == std::ldexp(1.0, e) && x.lo != 0 &&
+        std::signbit(x.lo) != std::signbit(x.hi))
+      --e;
+    e = std::max(e, fi.emin);
+  }
+  return std::ldexp(1.0, e - fi.precision + 1);
+}
+
+double abs_error(double y, const DD& x) {
+  if (std::isnan(x.hi)) return std::isnan(y) ? 0 : kInf;  // an undefined exact value
+  if (std::isinf(x.hi)) return y == x.hi ? 0 : kInf;
+  if (!std::isfinite(y)) return kInf;
+  // y - hi = s + t exactly (Knuth's TwoSum), then the low parts.
+  const double s = y - x.hi, v = s - y, t = (y - (s - v)) + (-x.hi - v);
+  return std::fabs(s + (t - x.lo));
 }
 
 double ulp_error(Format f, double y, mpfr_srcptr x) {
@@ -61,9 +79,9 @@ double ulp_error(Format f, double y, mpfr_srcptr x) {
 }
 
 double ulp_error(Format f, double y, const DD& x) {
-  Mpfr v(kExact);
-  set_dd(v.v, x);
-  return ulp_error(f, y, v.v);
+  const double err = abs_error(y, x);
+  if (err == 0 || std::isinf(err)) return err;
+  return err / ulp(f, x);  // a power of two
 }
 
 double normwise_error(Format f, std::span<const double> y, std::span<const DD> x) {

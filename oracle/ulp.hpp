@@ -20,11 +20,21 @@
 
 namespace moacert::oracle {
 
+// This file is the one definition of the error: the judge
+// (properties/check.cpp), the certificate and the tests all use it.
+
 // ulp_F(x) as a double (a power of two; +inf for x infinite or NaN).
 double ulp(Format f, const DD& x);
 double ulp(Format f, mpfr_srcptr x);
 
-// |y - x| / ulp_F(x), rounded to nearest.
+// |y - x|, with the non-finite rules above (0 or +inf). For a DD x it is
+// computed in double with an error-free difference: exact when y and x.hi
+// are within a factor of two of each other, and otherwise within a few units
+// of double's roundoff of |y - x| (far below any format's ulp).
+double abs_error(double y, const DD& x);
+
+// |y - x| / ulp_F(x), rounded to nearest (the DD form: abs_error over a power
+// of two, so to double's accuracy).
 double ulp_error(Format f, double y, const DD& x);
 double ulp_error(Format f, double y, mpfr_srcptr x);
 

@@ -27,10 +27,10 @@ struct Judged {
   bool hang = false;                              // the kernel timed out (an isolated plugin)
 };
 
-Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
+Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false) {
   Judged j;
-  j.c = make_case(spec);
+  j.c = std::move(c);
   j.exact = oracle::evaluate(j.c);
   const std::vector<std::vector<double>>* bounds = nullptr;
   const std::vector<std::vector<double>>* torch = nullptr;
@@ -72,26 +72,24 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
   return j;
 }
 
+Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
+                  bool equivalence = false) {
+  return judge_case(make_case(spec), v, rule, threads, equivalence);
+}
+
 // The `count` elements nearest to failing (largest error / allowed).
 std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std::size_t count) {
   std::vector<std::pair<double, ElementReport>> all;
   const auto names = info(j.c.problem.op).outputs;
   const Format f = j.c.problem.format;
-  std::vector<std::vector<double>> vs_torch;  // absolute allowances (rule vs-torch)
-  if (rule.kind == Rule::vs_torch)
-    vs_torch = vs_torch_allowed(j.exact, j.torch_errors, j.allowed, f, rule.k);
+  const auto allowed = allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors);
   for (std::size_t t = 0; t < j.outputs.size(); ++t) {
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {
       const oracle::DD& x = j.exact.outputs[t].exact[n];
-      const double y = j.outputs[t].get(i), ulps = ulp_error(y, x, f);
-      double allowed = rule.k;
-      if (rule.kind == Rule::apriori) allowed = j.allowed[t][n];
-      if (rule.kind == Rule::vs_torch) allowed = vs_torch[t][n];
-      const double measured = rule.kind == Rule::max_ulp ? ulps : abs_error(y, x);
-      const double ratio = measured == 0 ? 0 : allowed > 0 ? measured / allowed : INFINITY;
-      all.push_back({std::isnan(ratio) ? INFINITY : ratio,
-                     {std::string(names[t]), i, x.hi, y, ulps, allowed}});
+      const double y = j.outputs[t].get(i);
+      const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
+      all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed[t][n]}});
       ++n;
     }
   }
@@ -175,16 +173,21 @@ Certificate certify(const CertifyOptions& o) {
   base.tiles = v.tiles;
   std::sort(base.tiles.begin(), base.tiles.end());
 
-  const auto curated =
-      o.curated ? curated_specs(v.op, o.format, base.tiles) : std::vector<CaseSpec>{};
-  const int total = int(curated.size()) + o.cases;
+  const bool from_files = !o.case_files.empty();
+  const auto curated = o.curated && !from_files ? curated_specs(v.op, o.format, base.tiles)
+                                                : std::vector<CaseSpec>{};
+  const int total = int(curated.size()) + (from_files ? int(o.case_files.size()) : o.cases);
   Accumulator acc;
   cert.determinism_checked = v.deterministic;
   // PyTorch against itself says nothing: no equivalence report for torch.
   const bool equivalence = o.equivalence && v.name != "torch";
-  auto note_worst = [&](const Judged& j, const Token& t) {
+  auto ratio_of = [](const Judged& j) {
     double ratio = 0;
     for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
+    return ratio;
+  };
+  auto note_worst = [&](const Judged& j, const Token& t) {
+    const double ratio = ratio_of(j);
     if (ratio >= cert.worst_ratio || cert.worst_token.empty()) {
       cert.worst_ratio = ratio;
       cert.worst_token = t.encode();
@@ -225,9 +228,29 @@ Certificate certify(const CertifyOptions& o) {
     if (o.progress) o.progress(int(k) + 1, total, "curated");
   }
 
+  // Or the case files given: no token (a file is not a generated case), the
+  // certificate names the file.
+  for (std::size_t k = 0; cert.holds && k < o.case_files.size(); ++k) {
+    const auto& [path, c] = o.case_files[k];
+    const Judged j = judge_case(c, v, o.rule, o.threads, equivalence);
+    ++cert.case_files_run;
+    add_equivalence(cert, j);
+    if (j.error.empty()) acc.add(j.verdict);
+    if (!j.verdict.holds) {
+      cert.holds = false;
+      cert.failure = j.verdict.why;
+      cert.failure_case = "case file " + path;
+      cert.worst_ratio = INFINITY;
+      if (j.error.empty()) cert.failure_elements = worst_elements(j, o.rule, 10);
+      break;
+    }
+    cert.worst_ratio = std::max(cert.worst_ratio, ratio_of(j));
+    if (o.progress) o.progress(int(k) + 1, total, "case files");
+  }
+
   // 2. Random cases, shrinking the first failure.
   const rc::Gen<CaseSpec> gen = gen_case_spec(v.op, o.format, base.tiles);
-  for (int i = 0; cert.holds && i < o.cases; ++i) {
+  for (int i = 0; !from_files && cert.holds && i < o.cases; ++i) {
     Token t = base;
     t.index = i;
     t.size = size_for(i, o.cases);
@@ -250,8 +273,14 @@ Certificate certify(const CertifyOptions& o) {
       if (o.progress) o.progress(int(curated.size()) + i + 1, total, "random");
       continue;
     }
-    // Shrink: take the first shrink that still fails, until none does.
-    // A hang is not shrunk: each candidate would cost a whole timeout.
+    // Shrink: take the first shrink that still fails, until none does. The
+    // search is RapidCheck's (rc::shrinkable::findLocalMin walks the same
+    // tree the same way), written out here because the token must record
+    // the path taken (the index of each shrink accepted, so that reproduce
+    // re-creates the shrunk case without searching again), the search has
+    // an evaluation budget, and the last failing candidate's judgement is
+    // kept for the certificate; findLocalMin returns only the value and a
+    // count. A hang is not shrunk: each candidate would cost a whole timeout.
     int budget = j.hang ? 0 : o.max_shrinks;
     bool shrunk = true;
     while (shrunk && budget > 0) {

@@ -11,6 +11,7 @@
 
 #include "kernels/registry.hpp"
 #include "properties/check.hpp"
+#include "properties/results.hpp"
 #include "properties/token.hpp"
 
 namespace moacert::properties {
@@ -28,51 +29,15 @@ struct CertifyOptions {
   // format) on every case too, for the equivalence report; the vs-torch
   // rule runs it anyway.
   bool equivalence = true;
+  // Case files to judge instead of the curated and random cases (certify
+  // --case): each is judged as a random case would be, but has no token;
+  // the certificate names the file instead.
+  std::vector<std::pair<std::string, Case>> case_files;
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
 };
 
-// Per output tensor, over every element of every case.
-struct TensorSummary {
-  std::string name;
-  std::int64_t elements = 0;
-  double max_ulp = 0, mean_ulp = 0, p99_ulp = 0;
-  double max_ratio = 0;  // error / allowed (bound, or K ulp, or R·torch + 1)
-  double max_normwise_u = 0;
-  std::int64_t undetermined = 0;
-};
-
-// One element of a failing or worst case, for reports and `reproduce`.
-struct ElementReport {
-  std::string tensor;
-  moa::Index index;
-  double exact = 0, computed = 0, ulps = 0, allowed = 0;
-};
-
-struct Certificate {
-  Op op = Op::attention_fwd;
-  std::string variant;
-  Format format = Format::f32;
-  Rule rule;
-  std::uint64_t seed = 0;
-  bool holds = true;
-  int curated_run = 0, random_run = 0, discarded = 0;
-  std::vector<TensorSummary> tensors;
-  std::string worst_token;  // the case that came closest to failing (or failed)
-  double worst_ratio = 0;
-  std::string failure;                          // why the counterexample fails, in words
-  std::string failure_case;                     // the shrunk case, described
-  std::vector<ElementReport> failure_elements;  // its worst elements
-  bool determinism_checked = false, determinism_holds = true;
-  double seconds = 0;
-  // Equivalence with PyTorch over the cases it ran on (vs_torch_cases; 0
-  // when this build has no torch variant for the op and format): per output,
-  // the largest errors of the kernel and of PyTorch against the oracle and
-  // the largest direct difference, in ulps.
-  int vs_torch_cases = 0;
-  std::vector<Equivalence> vs_torch;
-};
-
+// The certificate (properties/results.hpp) of one variant.
 Certificate certify(const CertifyOptions& options);
 
 // Re-creates a token's case and judges `variant` on it (the token's own

@@ -12,21 +12,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
-std::string Rule::str() const {
-  std::ostringstream os;
-  switch (kind) {
-    case apriori:
-      return "apriori";
-    case max_ulp:
-      os << "max-ulp=" << k;
-      break;
-    case vs_torch:
-      os << "vs-torch=" << k;
-      break;
-  }
-  return os.str();
-}
-
 std::optional<Rule> parse_rule(const std::string& s) {
   if (s == "apriori") return Rule{};
   for (auto [prefix, kind] :
@@ -60,32 +45,6 @@ std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int
   return out;
 }
 
-double abs_error(double y, const oracle::DD& x) {
-  if (std::isinf(x.hi)) return y == x.hi ? 0 : kInf;
-  if (!std::isfinite(y)) return kInf;
-  return std::fabs((y - x.hi) - x.lo);
-}
-
-double ulp_of(const oracle::DD& x, Format f) {
-  const FormatInfo fi = info(f);
-  int e = fi.emin;
-  if (x.hi != 0 && std::isfinite(x.hi)) {
-    e = std::ilogb(x.hi);
-    // hi a power of two with lo of the other sign: |x| lies just below it.
-    if (std::fabs(x.hi) == std::ldexp(1.0, e) && x.lo != 0 &&
-        std::signbit(x.lo) != std::signbit(x.hi))
-      --e;
-    e = std::max(e, fi.emin);
-  }
-  return std::ldexp(1.0, e - fi.precision + 1);
-}
-
-double ulp_error(double y, const oracle::DD& x, Format f) {
-  const double err = abs_error(y, x);
-  if (err == 0 || std::isinf(err)) return err;
-  return err / ulp_of(x, f);  // a power of two: exact
-}
-
 std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
                                             const std::vector<AnyTensor>& outputs) {
   std::vector<std::vector<double>> out;
@@ -93,7 +52,7 @@ std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
     std::vector<double> e;
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(outputs[t].shape()))
-      e.push_back(abs_error(outputs[t].get(i), exact.outputs[t].exact[n++]));
+      e.push_back(oracle::abs_error(outputs[t].get(i), exact.outputs[t].exact[n++]));
     out.push_back(std::move(e));
   }
   return out;
@@ -112,7 +71,7 @@ std::vector<std::vector<double>> vs_torch_allowed(
     // the rounding any stored result pays: an error of 0 is luck, not a scale.
     // And at least a share of the element's a priori bound: where the output
     // cancels, PyTorch may be exact by luck (a probability rounded to 1).
-    const double ulp = ulp_of(oracle::DD{x_max, 0}, f);
+    const double ulp = oracle::ulp(f, oracle::DD{x_max, 0});
     std::vector<double> allowed(torch_errors[t].size(), kInf);
     if (x_max != 0)
       for (std::size_t n = 0; n < allowed.size(); ++n)
@@ -122,62 +81,69 @@ std::vector<std::vector<double>> vs_torch_allowed(
   return out;
 }
 
+std::vector<std::vector<double>> allowances(const Case& c, const oracle::Answer& exact,
+                                            const Rule& rule,
+                                            const std::vector<std::vector<double>>* bounds,
+                                            const std::vector<std::vector<double>>* torch_errors) {
+  switch (rule.kind) {
+    case Rule::apriori:
+      return *bounds;
+    case Rule::vs_torch:  // R times PyTorch's error plus 1 ulp, absolute
+      return vs_torch_allowed(exact, *torch_errors, *bounds, c.problem.format, rule.k);
+    case Rule::max_ulp:
+      break;
+  }
+  std::vector<std::vector<double>> k;
+  for (const oracle::TensorAnswer& t : exact.outputs) k.emplace_back(t.exact.size(), rule.k);
+  return k;
+}
+
+ElementJudgement judge_element(double y, const oracle::DD& x, double allowed, const Rule& rule,
+                               Format f) {
+  ElementJudgement e;
+  e.abs_error = oracle::abs_error(y, x);
+  e.ulps = oracle::ulp_error(f, y, x);
+  const double measured = rule.kind == Rule::max_ulp ? e.ulps : e.abs_error;
+  e.margin = measured == 0 ? 0 : allowed > 0 ? measured / allowed : kInf;
+  if (std::isnan(e.margin)) e.margin = kInf;  // an unbounded error against an unbounded allowance
+  return e;
+}
+
 Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyTensor>& outputs,
               const Rule& rule, const std::vector<std::vector<double>>* bounds,
               const std::vector<std::vector<double>>* torch_errors) {
   Verdict v;
   const Format f = c.problem.format;
-  std::vector<std::vector<double>> vs_torch;
-  if (rule.kind == Rule::vs_torch)
-    vs_torch = vs_torch_allowed(exact, *torch_errors, *bounds, f, rule.k);
-  const double u = std::ldexp(1.0, -info(f).precision);
+  const auto allowed = allowances(c, exact, rule, bounds, torch_errors);
+  const bool absolute = rule.kind != Rule::max_ulp;
   const auto names = info(c.problem.op).outputs;
   for (std::size_t t = 0; t < outputs.size(); ++t) {
     const oracle::TensorAnswer& ans = exact.outputs[t];
     TensorStats s;
     s.name = std::string(names[t]);
-    std::vector<double> ulps;
-    double diff2 = 0, norm2 = 0, worst_margin = -1;
+    std::vector<double> ulps, computed;
+    double worst_margin = -1;
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(outputs[t].shape())) {
       const double y = outputs[t].get(i);
       const oracle::DD& x = ans.exact[n];
-      const double err = abs_error(y, x), ulp = ulp_error(y, x, f);
+      const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
       if (ans.undetermined[n]) ++s.undetermined;
-      ulps.push_back(ulp);
-      if (std::isfinite(x.hi)) {
-        diff2 += err * err;
-        norm2 += x.hi * x.hi;
-      }
-      // How close the element comes to failing: error / allowed.
-      double allowed = 0;
-      switch (rule.kind) {
-        case Rule::apriori:
-          allowed = (*bounds)[t][n];
-          break;
-        case Rule::max_ulp:
-          allowed = rule.k;
-          break;
-        case Rule::vs_torch:  // R times PyTorch's error plus 1 ulp, absolute
-          allowed = vs_torch[t][n];
-          break;
-      }
-      const bool absolute = rule.kind != Rule::max_ulp;
-      const double measured = absolute ? err : ulp;
-      const double margin = measured == 0 ? 0 : allowed > 0 ? measured / allowed : kInf;
-      if (margin > worst_margin) {
-        worst_margin = margin;
+      ulps.push_back(e.ulps);
+      computed.push_back(y);
+      if (e.margin > worst_margin) {
+        worst_margin = e.margin;
         s.worst = std::int64_t(n);
         s.worst_exact = x.hi;
         s.worst_computed = y;
-        s.worst_ulp = ulp;
-        s.worst_bound = allowed;
+        s.worst_ulp = e.ulps;
+        s.worst_bound = allowed[t][n];
       }
-      if (v.holds && (margin > 1 || std::isnan(margin))) {
+      if (v.holds && e.margin > 1) {
         v.holds = false;
         std::ostringstream os;
-        os << s.name << i.str() << ": computed " << y << ", exact " << x.hi << ", error " << ulp
-           << " ulp" << (rule.kind == Rule::apriori ? ", bound " : ", allowed ") << allowed
+        os << s.name << i.str() << ": computed " << y << ", exact " << x.hi << ", error " << e.ulps
+           << " ulp" << (rule.kind == Rule::apriori ? ", bound " : ", allowed ") << allowed[t][n]
            << (absolute ? " (absolute)" : " ulp");
         v.why = os.str();
       }
@@ -194,7 +160,7 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
       for (double x : sorted) sum += x;
       s.mean_ulp = sum / double(sorted.size());
     }
-    s.normwise_u = norm2 > 0 ? std::sqrt(diff2 / norm2) / u : (diff2 > 0 ? kInf : 0);
+    s.normwise_u = oracle::normwise_error(f, computed, ans.exact);
     v.tensors.push_back(std::move(s));
   }
   return v;
@@ -214,9 +180,9 @@ std::vector<Equivalence> equivalence(const Case& c, const oracle::Answer& exact,
       const double y = kernel[t].get(i), z = torch[t].get(i);
       double diff = 0;
       if (y != z && !(std::isnan(y) && std::isnan(z)))
-        diff = std::isfinite(y) && std::isfinite(z) ? std::fabs(y - z) / ulp_of(x, f) : kInf;
-      e.kernel_max_ulp = std::max(e.kernel_max_ulp, ulp_error(y, x, f));
-      e.torch_max_ulp = std::max(e.torch_max_ulp, ulp_error(z, x, f));
+        diff = std::isfinite(y) && std::isfinite(z) ? std::fabs(y - z) / oracle::ulp(f, x) : kInf;
+      e.kernel_max_ulp = std::max(e.kernel_max_ulp, oracle::ulp_error(f, y, x));
+      e.torch_max_ulp = std::max(e.torch_max_ulp, oracle::ulp_error(f, z, x));
       e.max_diff_ulp = std::max(e.max_diff_ulp, diff);
     }
     out.push_back(std::move(e));

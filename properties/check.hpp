@@ -10,30 +10,18 @@
 
 #include "kernels/registry.hpp"
 #include "oracle/oracle.hpp"
+#include "oracle/ulp.hpp"
+#include "properties/results.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::properties {
 
-struct Rule {
-  enum Kind { apriori, max_ulp, vs_torch } kind = apriori;
-  double k = 0;  // K ulps, or R times PyTorch's error
-  std::string str() const;
-};
 // "apriori", "max-ulp=K", "vs-torch=R"; nullopt when malformed.
 std::optional<Rule> parse_rule(const std::string& s);
 
 // Runs `v` on `c` with `threads` threads into fresh row-major outputs. A
 // variant that does not accept strided tensors gets row-major copies.
 std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int threads = 0);
-
-// The error of one computed element against the exact value, in ulps of
-// the format (docs/design.md): |y - x| / ulp_F(x), +inf for a NaN or an infinity
-// where x is finite, 0 when y equals an infinite x.
-double ulp_error(double y, const oracle::DD& x, Format f);
-// ulp_F(x) = 2^(max(e, emin) - p + 1), e = floor(log2 |x|).
-double ulp_of(const oracle::DD& x, Format f);
-// |y - x| in double, +inf as above.
-double abs_error(double y, const oracle::DD& x);
 
 struct TensorStats {
   std::string name;
@@ -51,6 +39,24 @@ struct Verdict {
   std::string why;  // the first failing element, in words
   std::vector<TensorStats> tensors;
 };
+
+// What the rule allows each element of each output tensor: an absolute
+// error (apriori: the a priori bound; vs-torch: vs_torch_allowed) or, under
+// max-ulp, K ulps.
+std::vector<std::vector<double>> allowances(const Case& c, const oracle::Answer& exact,
+                                            const Rule& rule,
+                                            const std::vector<std::vector<double>>* bounds,
+                                            const std::vector<std::vector<double>>* torch_errors);
+
+// One element judged: its errors (oracle/ulp.hpp) and how close it comes to
+// failing, error / allowed in the rule's measure (+inf for an error the rule
+// cannot allow, such as a NaN against a finite exact value). It fails when
+// the margin is above 1.
+struct ElementJudgement {
+  double abs_error = 0, ulps = 0, margin = 0;
+};
+ElementJudgement judge_element(double y, const oracle::DD& x, double allowed, const Rule& rule,
+                               Format f);
 
 // Judges outputs against the oracle's answer. `bounds` are the a priori
 // bounds (rules apriori and vs-torch); `torch_errors` PyTorch's absolute
@@ -83,16 +89,9 @@ constexpr double kVsTorchFloor = 0x1p-10;
 std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
                                             const std::vector<AnyTensor>& outputs);
 
-// How a kernel's outputs compare with PyTorch's on one case, per output
-// tensor (the equivalence report of the vs-torch rule): each one's largest
-// error against the oracle, and the largest direct difference |kernel -
-// torch|, all in ulps of the format at the exact value (ulp_of). Equal
-// values (infinities and NaNs included) differ by 0; a finite against a
-// non-finite one by +inf.
-struct Equivalence {
-  std::string name;
-  double kernel_max_ulp = 0, torch_max_ulp = 0, max_diff_ulp = 0;
-};
+// How a kernel's outputs compare with PyTorch's on one case (Equivalence,
+// properties/results.hpp). Equal values (infinities and NaNs included)
+// differ by 0; a finite against a non-finite one by +inf.
 std::vector<Equivalence> equivalence(const Case& c, const oracle::Answer& exact,
                                      const std::vector<AnyTensor>& kernel,
                                      const std::vector<AnyTensor>& torch);

@@ -231,11 +231,11 @@ TEST(VsTorch, DISABLED_TorchRatios) {
             for (const oracle::DD& x : exact.outputs[o].exact)
               if (std::isfinite(x.hi)) x_max = std::max(x_max, std::fabs(x.hi));
             if (x_max == 0) continue;  // no scale: the rule allows anything finite
-            const double slack = ulp_of(oracle::DD{x_max, 0}, f);  // 1 ulp at the tensor's scale
+            const double slack = oracle::ulp(f, oracle::DD{x_max, 0});  // 1 ulp at the tensor's scale
             std::size_t n = 0;
             for (const moa::Index& idx : moa::iota(k[o].shape())) {
               const oracle::DD& x = exact.outputs[o].exact[n];
-              const double ke = abs_error(k[o].get(idx), x), ulp = ulp_of(x, f);
+              const double ke = oracle::abs_error(k[o].get(idx), x), ulp = oracle::ulp(f, x);
               worst_kernel = std::max(worst_kernel, ke / ulp);
               worst_torch = std::max(worst_torch, te[o][n] / ulp);
               const double t_floor = std::max({t_max, slack / 2, kVsTorchFloor * bounds[o][n]});

@@ -174,6 +174,39 @@ TEST(Ulp, ErrorOfRoundedValues) {
   EXPECT_EQ(ulp_error(Format::f32, 0, DD{kNaN, 0}), kInf);
 }
 
+// The DD forms (computed in double, used by the judge on every element)
+// agree with the MPFR forms (exact) on random values near and far from y,
+// power-of-two edges and the subnormal range included: ulp exactly, the
+// error in ulps to double's accuracy.
+TEST(Ulp, DoubleDoubleFormsAgreeWithMpfr) {
+  std::mt19937_64 rng(11);
+  mpfr_t x;
+  mpfr_init2(x, 2200);
+  std::uniform_int_distribution<int> exponent(-1100, 1000), shift(-60, 4);
+  for (Format f : kAllFormats) {
+    for (int n = 0; n < 100000; ++n) {
+      const double hi =
+          std::ldexp(n % 7 == 0 ? 1.0 : 1.0 + double(rng() >> 11) * 0x1p-53, exponent(rng)) *
+          (n % 2 ? -1 : 1);
+      const double lo = n % 5 == 0 ? 0 : std::ldexp(hi, -53 - int(rng() % 8)) * (n % 3 ? 1 : -1);
+      const DD dd{hi, lo};
+      // y at a random distance from x: equal, a few ulps away, far away.
+      const double y = n % 11 == 0 ? hi : hi + std::ldexp(hi, shift(rng)) * (n % 4 ? 1 : -1);
+      mpfr_set_d(x, hi, MPFR_RNDN);
+      mpfr_add_d(x, x, lo, MPFR_RNDN);  // exact at 2200 bits
+      ASSERT_EQ(ulp(f, dd), ulp(f, x)) << name(f) << " " << hi << " + " << lo;
+      const double want = ulp_error(f, y, x), got = ulp_error(f, y, dd);
+      if (std::isinf(want)) {
+        ASSERT_TRUE(std::isinf(got) || got > 0x1p1000) << name(f) << " " << y << " vs " << hi;
+        continue;
+      }
+      ASSERT_LE(std::fabs(got - want), 0x1p-50 * want + 0x1p-60)
+          << name(f) << " y " << y << " x " << hi << " + " << lo;
+    }
+  }
+  mpfr_clear(x);
+}
+
 TEST(Ulp, NormwiseError) {
   const std::vector<DD> x = {{3, 0}, {4, 0}};
   const std::vector<double> same = {3, 4}, off = {3, 4 + 5 * 0x1p-24};

@@ -11,6 +11,8 @@
      FAULT_FAR        writes 4 bytes 200 bytes past the end of y (past the canary slack)
      FAULT_INPUT      writes into its input x (mapped read-only)
      FAULT_WRONG      forgets the normalisation: y = x * w
+     FAULT_NAN        writes NaN into y[0] (finite where the input is)
+     FAULT_INF        writes +inf into y[0]
      FAULT_ERROR      returns an error with a message
      FAULT_ABORT      calls abort()
      FAULT_ABI        declares ABI version 2
@@ -68,6 +70,11 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
 #endif
     for (int64_t d = 0; d < D; ++d) yd[t * D + d] = (float)(xd[t * D + d] * r * wd[d]);
   }
+#if defined(FAULT_NAN)
+  yd[0] = NAN;
+#elif defined(FAULT_INF)
+  yd[0] = INFINITY;
+#endif
 #if defined(FAULT_OOB)
   memset(yd + T * D, 0, 4); /* 4 bytes past y */
 #elif defined(FAULT_FAR)

@@ -1,8 +1,9 @@
 # One `moacert` run with a plugin, checked from CTest:
 #   cmake -DMOACERT=... -DARGS="certify|rmsnorm|--plugin|LIB#k|..." -DEXPECT_RC=0|1|2
 #         [-DEXPECT_TEXT=regex] [-DLIB=/abs/lib.so] [-DOUT=dir] [-DREPRODUCE=LIB#k]
-#         -P plugin_check.cmake
-# Exit 1 must print the reason and a `reproduce:` line, and, with
+#         [-DCASE_FILE=path] -P plugin_check.cmake
+# Exit 1 must print the reason and a `reproduce:` line (with CASE_FILE, a
+# run of `certify --case`: the file's name instead), and, with
 # REPRODUCE, `moacert reproduce TOKEN --plugin ...` must fail the same way.
 # Exit 2 must come with exactly one line on stderr and leave no OUT folder.
 # No worker of LIB may outlive moacert (the tests run the worker without
@@ -49,7 +50,11 @@ if(EXPECT_RC EQUAL 2)
     message(FATAL_ERROR "a refused run left ${OUT}")
   endif()
 endif()
-if(EXPECT_RC EQUAL 1)
+if(EXPECT_RC EQUAL 1 AND CASE_FILE)  # certify --case: the failing file is named, no token
+  if(NOT out MATCHES "case file ${CASE_FILE}")
+    message(FATAL_ERROR "the failing case file is not named: ${out}")
+  endif()
+elseif(EXPECT_RC EQUAL 1)
   if(NOT out MATCHES "reproduce: moacert reproduce (mc1\\.[A-Za-z0-9_-]+)")
     message(FATAL_ERROR "no reproduce line: ${out}")
   endif()
