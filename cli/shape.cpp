@@ -1,6 +1,5 @@
 #include "cli/shape.hpp"
 
-#include <map>
 #include <stdexcept>
 
 #include <fmt/core.h>
@@ -49,20 +48,16 @@ Dims parse_shape(Op op, const std::string& text, const std::string& command) {
   Dims d = default_dims(op);
   if (text.empty()) return d;
   bool h_given = false, hkv_given = false;
-  const std::map<std::string, moa::extent_t Dims::*> fields = {
-      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
-      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
   for (const std::string& item : split(text, ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos)
       throw UsageError(command + ": --shape entry '" + item + "' is not NAME=VALUE");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    const auto f = fields.find(key);
-    if (f == fields.end())
-      throw UsageError(command + ": --shape has no dimension named '" + key + "'");
+    const auto field = dim_field(key);  // reference/problem.hpp
+    if (!field) throw UsageError(command + ": --shape has no dimension named '" + key + "'");
     try {
       std::size_t used = 0;
-      d.*(f->second) = std::stoll(value, &used);
+      d.*field = std::stoll(value, &used);
       if (used != value.size()) throw std::invalid_argument(value);
     } catch (const std::exception&) {
       throw UsageError(command + ": --shape " + key + "='" + value + "' is not an integer");
@@ -76,14 +71,10 @@ Dims parse_shape(Op op, const std::string& text, const std::string& command) {
 }
 
 std::string shape_text(Op op, const Dims& d) {
-  if (op == Op::attention_decode)
-    return fmt::format("B={},H={},Hkv={},L={},D={}", d.B, d.H, d.Hkv, d.M, d.D);
-  if (op == Op::rmsnorm) return fmt::format("T={},D={}", d.T, d.D);
-  if (op == Op::mlp_swiglu) return fmt::format("T={},Dm={},F={}", d.T, d.Dm, d.F);
-  if (op == Op::block)
-    return fmt::format("B={},N={},Dm={},H={},Hkv={},D={},F={}", d.B, d.N, d.Dm, d.H, d.Hkv, d.D,
-                       d.F);
-  return fmt::format("B={},H={},Hkv={},N={},M={},D={}", d.B, d.H, d.Hkv, d.N, d.M, d.D);
+  std::string out;
+  for (std::string_view dim : dims_of(op))
+    out += fmt::format("{}{}={}", out.empty() ? "" : ",", dim, extent_of(d, dim));
+  return out;
 }
 
 }  // namespace moacert::cli

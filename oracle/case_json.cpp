@@ -98,42 +98,6 @@ extent_t positive_int(const json& j, const std::string& path) {
 
 // ---- shapes -------------------------------------------------------------------
 
-// Each input's axes, named by the dimension they carry. "HD" and "HkvD" are
-// block's H·D and Hkv·D; "1" is decode's single query.
-const std::vector<std::vector<std::string>>& axes_of(Op op) {
-  static const std::map<Op, std::vector<std::vector<std::string>>> table = {
-      {Op::attention_fwd, {{"B", "H", "N", "D"}, {"B", "Hkv", "M", "D"}, {"B", "Hkv", "M", "D"}}},
-      {Op::attention_bwd,
-       {{"B", "H", "N", "D"},
-        {"B", "Hkv", "M", "D"},
-        {"B", "Hkv", "M", "D"},
-        {"B", "H", "N", "D"},
-        {"B", "H", "N"},
-        {"B", "H", "N", "D"}}},
-      {Op::attention_fwdbwd,
-       {{"B", "H", "N", "D"},
-        {"B", "Hkv", "M", "D"},
-        {"B", "Hkv", "M", "D"},
-        {"B", "H", "N", "D"}}},
-      {Op::attention_decode,
-       {{"B", "H", "1", "D"}, {"B", "Hkv", "L", "D"}, {"B", "Hkv", "L", "D"}, {"B"}}},
-      {Op::rmsnorm, {{"T", "D"}, {"D"}}},
-      {Op::mlp_swiglu, {{"T", "Dm"}, {"Dm", "F"}, {"Dm", "F"}, {"F", "Dm"}}},
-      {Op::block,
-       {{"B", "N", "Dm"},
-        {"Dm"},
-        {"Dm", "HD"},
-        {"Dm", "HkvD"},
-        {"Dm", "HkvD"},
-        {"HD", "Dm"},
-        {"Dm"},
-        {"Dm", "F"},
-        {"Dm", "F"},
-        {"F", "Dm"}}},
-  };
-  return table.at(op);
-}
-
 struct Seen {
   extent_t value;
   std::string where;
@@ -239,7 +203,7 @@ Case read_case(const json& j) {
     if (std::find(oi.inputs.begin(), oi.inputs.end(), key) == oi.inputs.end())
       fail("tensors." + key, "not an input of " + op_name);
   }
-  const auto& axes = axes_of(p.op);
+  const auto& axes = oi.input_axes;  // reference/ops.hpp
   DimBinder dims;
   if (heads) dims.bind("H", *heads, "params.heads");
   if (kv_heads) dims.bind("Hkv", *kv_heads, "params.kv_heads");
@@ -267,14 +231,15 @@ Case read_case(const json& j) {
       if (__builtin_mul_overflow(count, v, &count) || count > kMaxElements)
         fail(path + ".shape", "more than 2^31 elements");
       s.push_back(v);
-      const std::string& dim = axes[k][a];
-      if (dim == "HD" || dim == "HkvD") {  // block: H·D and Hkv·D
-        const extent_t h = dims.get(dim == "HD" ? "H" : "Hkv");
+      const std::string dim(axes[k][a]);
+      if (dim == "H*D" || dim == "Hkv*D") {  // block: H·D and Hkv·D, the heads given
+        const bool q = dim == "H*D";
+        const extent_t h = dims.get(q ? "H" : "Hkv");
         if (v % h != 0) {
           fail(where, std::to_string(v) + " is not a multiple of params." +
-                          (dim == "HD" ? "heads" : "kv_heads") + " = " + std::to_string(h));
+                          (q ? "heads" : "kv_heads") + " = " + std::to_string(h));
         }
-        dims.bind("D", v / h, where + " / params." + (dim == "HD" ? "heads" : "kv_heads"));
+        dims.bind("D", v / h, where + " / params." + (q ? "heads" : "kv_heads"));
       } else {
         dims.bind(dim, v, where);
       }

@@ -1,8 +1,14 @@
-// The ops of docs/design.md: their names (part of the interface), and the names
-// of their inputs, outputs and parameters in the table's order.
+// The ops of docs/design.md: their names (part of the interface), and the
+// signature of each: its inputs and outputs in the table's order, each with
+// the axes it is indexed by, and its parameters. The problem's shapes
+// (reference/problem.hpp), the case-file reader's axis table
+// (oracle/case_json.cpp) and `--shape` all derive from this one table.
 #pragma once
 
+#include <algorithm>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,35 +24,79 @@ enum class Op {
   block
 };
 
+// An axis names the dimension it runs over: a field of Dims (B H Hkv N M D
+// T Dm F), "L" (decode's cache length, Dims::M), "1" (decode's single
+// query) or a product "H*D", "Hkv*D" (block's projection widths).
+using Axes = std::vector<std::string_view>;
+
 struct OpInfo {
   Op op;
   std::string_view name;
-  std::vector<std::string_view> inputs;
-  std::vector<std::string_view> outputs;
+  std::vector<std::string_view> inputs, outputs;  // names, in the table's order
+  std::vector<Axes> input_axes, output_axes;      // the axes of each, alike
   std::vector<std::string_view> params;
 };
 
+namespace detail {
+
+// "q[B,H,N,D] k[B,Hkv,M,D] -> o[B,H,N,D]": names and axes, in order. The
+// views point into the literal, which lives as long as the program.
+inline void parse_signature(std::string_view sig, OpInfo& op) {
+  bool outputs = false;
+  while (true) {
+    const std::size_t start = sig.find_first_not_of(' ');
+    if (start == std::string_view::npos) return;
+    sig.remove_prefix(start);
+    if (sig.substr(0, 2) == "->") {
+      outputs = true;
+      sig.remove_prefix(2);
+      continue;
+    }
+    const std::size_t open = sig.find('['), close = sig.find(']');
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+      throw std::logic_error("ops table: malformed signature of " + std::string(op.name));
+    Axes axes;
+    for (std::string_view list = sig.substr(open + 1, close - open - 1); !list.empty();) {
+      const std::size_t comma = std::min(list.find(','), list.size());
+      axes.push_back(list.substr(0, comma));
+      list.remove_prefix(std::min(comma + 1, list.size()));
+    }
+    (outputs ? op.outputs : op.inputs).push_back(sig.substr(0, open));
+    (outputs ? op.output_axes : op.input_axes).push_back(std::move(axes));
+    sig.remove_prefix(close + 1);
+  }
+}
+
+inline OpInfo op_info(Op op, std::string_view name, std::string_view signature,
+                      std::vector<std::string_view> params) {
+  OpInfo o{op, name, {}, {}, {}, {}, std::move(params)};
+  parse_signature(signature, o);
+  return o;
+}
+
+}  // namespace detail
+
 inline const std::vector<OpInfo>& all_ops() {
+  using detail::op_info;
   static const std::vector<OpInfo> ops = {
-      {Op::attention_fwd, "attention.fwd", {"q", "k", "v"}, {"o", "lse"}, {"scale", "causal"}},
-      {Op::attention_bwd,
-       "attention.bwd",
-       {"q", "k", "v", "o", "lse", "do"},
-       {"dq", "dk", "dv"},
-       {"scale", "causal"}},
-      {Op::attention_fwdbwd,
-       "attention.fwdbwd",
-       {"q", "k", "v", "do"},
-       {"o", "lse", "dq", "dk", "dv"},
-       {"scale", "causal"}},
-      {Op::attention_decode, "attention.decode", {"q", "k", "v", "lens"}, {"o", "lse"}, {"scale"}},
-      {Op::rmsnorm, "rmsnorm", {"x", "w"}, {"y"}, {"eps"}},
-      {Op::mlp_swiglu, "mlp.swiglu", {"x", "w1", "w3", "w2"}, {"y"}, {}},
-      {Op::block,
-       "block",
-       {"x", "attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w1", "w3", "w2"},
-       {"y"},
-       {"heads", "kv_heads", "eps"}},
+      op_info(Op::attention_fwd, "attention.fwd",
+              "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] -> o[B,H,N,D] lse[B,H,N]", {"scale", "causal"}),
+      op_info(Op::attention_bwd, "attention.bwd",
+              "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] o[B,H,N,D] lse[B,H,N] do[B,H,N,D]"
+              " -> dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
+              {"scale", "causal"}),
+      op_info(Op::attention_fwdbwd, "attention.fwdbwd",
+              "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] do[B,H,N,D]"
+              " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
+              {"scale", "causal"}),
+      op_info(Op::attention_decode, "attention.decode",
+              "q[B,H,1,D] k[B,Hkv,L,D] v[B,Hkv,L,D] lens[B] -> o[B,H,1,D] lse[B,H,1]", {"scale"}),
+      op_info(Op::rmsnorm, "rmsnorm", "x[T,D] w[D] -> y[T,D]", {"eps"}),
+      op_info(Op::mlp_swiglu, "mlp.swiglu", "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}),
+      op_info(Op::block, "block",
+              "x[B,N,Dm] attn_norm[Dm] wq[Dm,H*D] wk[Dm,Hkv*D] wv[Dm,Hkv*D] wo[H*D,Dm]"
+              " mlp_norm[Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[B,N,Dm]",
+              {"heads", "kv_heads", "eps"}),
   };
   return ops;
 }

@@ -4,8 +4,12 @@
 // op, the tensor or parameter, and the offending dimension.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/format.hpp"
@@ -43,58 +47,84 @@ struct Problem {
   bool causal() const { return op == Op::block || params.causal; }
 };
 
-// The logical shapes of the inputs (ops-table order). `lens` of decode is
-// (B) and holds int64.
-inline std::vector<moa::Shape> input_shapes(const Problem& p) {
-  const Dims& d = p.dims;
-  switch (p.op) {
-    case Op::attention_fwd:
-      return {{d.B, d.H, d.N, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B, d.Hkv, d.M, d.D}};
-    case Op::attention_bwd:
-      return {{d.B, d.H, d.N, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B, d.Hkv, d.M, d.D},
-              {d.B, d.H, d.N, d.D}, {d.B, d.H, d.N},        {d.B, d.H, d.N, d.D}};
-    case Op::attention_fwdbwd:
-      return {{d.B, d.H, d.N, d.D},
-              {d.B, d.Hkv, d.M, d.D},
-              {d.B, d.Hkv, d.M, d.D},
-              {d.B, d.H, d.N, d.D}};
-    case Op::attention_decode:
-      return {{d.B, d.H, 1, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B}};
-    case Op::rmsnorm:
-      return {{d.T, d.D}, {d.D}};
-    case Op::mlp_swiglu:
-      return {{d.T, d.Dm}, {d.Dm, d.F}, {d.Dm, d.F}, {d.F, d.Dm}};
-    case Op::block:
-      return {
-          {d.B, d.N, d.Dm},  {d.Dm}, {d.Dm, d.H * d.D}, {d.Dm, d.Hkv * d.D}, {d.Dm, d.Hkv * d.D},
-          {d.H * d.D, d.Dm}, {d.Dm}, {d.Dm, d.F},       {d.Dm, d.F},         {d.F, d.Dm}};
-  }
-  return {};
+// The Dims field an axis name (reference/ops.hpp) denotes: a field's own
+// name, or "L" for decode's cache length M; nullptr for any other name.
+inline moa::extent_t Dims::*dim_field(std::string_view axis) {
+  static const std::pair<std::string_view, moa::extent_t Dims::*> fields[] = {
+      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
+      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
+  for (const auto& [name, field] : fields)
+    if (name == axis) return field;
+  return nullptr;
 }
 
-inline std::vector<moa::Shape> output_shapes(const Problem& p) {
-  const Dims& d = p.dims;
-  switch (p.op) {
-    case Op::attention_fwd:
-      return {{d.B, d.H, d.N, d.D}, {d.B, d.H, d.N}};
-    case Op::attention_bwd:
-      return {{d.B, d.H, d.N, d.D}, {d.B, d.Hkv, d.M, d.D}, {d.B, d.Hkv, d.M, d.D}};
-    case Op::attention_fwdbwd:
-      return {{d.B, d.H, d.N, d.D},
-              {d.B, d.H, d.N},
-              {d.B, d.H, d.N, d.D},
-              {d.B, d.Hkv, d.M, d.D},
-              {d.B, d.Hkv, d.M, d.D}};
-    case Op::attention_decode:
-      return {{d.B, d.H, 1, d.D}, {d.B, d.H, 1}};
-    case Op::rmsnorm:
-      return {{d.T, d.D}};
-    case Op::mlp_swiglu:
-      return {{d.T, d.Dm}};
-    case Op::block:
-      return {{d.B, d.N, d.Dm}};
+// The extent an axis runs over in a problem: a dimension, 1, or a product
+// of two ("H*D").
+inline moa::extent_t extent_of(const Dims& d, std::string_view axis) {
+  if (axis == "1") return 1;
+  if (const std::size_t star = axis.find('*'); star != std::string_view::npos) {
+    moa::extent_t product = 0;
+    if (__builtin_mul_overflow(extent_of(d, axis.substr(0, star)),
+                               extent_of(d, axis.substr(star + 1)), &product))
+      throw moa::ShapeError(std::string(axis) + " overflows int64");
+    return product;
   }
-  return {};
+  const auto field = dim_field(axis);
+  if (!field) throw std::logic_error("ops table: unknown axis " + std::string(axis));
+  return d.*field;
+}
+
+// The dimensions an op's tensors run over, by the names its signature uses
+// ("L" for decode's M), in the order of Dims: what `--shape` names for it.
+inline std::vector<std::string_view> dims_of(Op op) {
+  std::vector<std::string_view> used;
+  auto note = [&](std::string_view axis) {
+    if (axis != "1" && std::find(used.begin(), used.end(), axis) == used.end())
+      used.push_back(axis);
+  };
+  for (const auto* list : {&info(op).input_axes, &info(op).output_axes})
+    for (const Axes& axes : *list)
+      for (std::string_view axis : axes) {
+        const std::size_t star = axis.find('*');
+        note(axis.substr(0, star));
+        if (star != std::string_view::npos) note(axis.substr(star + 1));
+      }
+  static constexpr std::string_view order[] = {"B", "H", "Hkv", "N", "M", "L", "D", "T", "Dm", "F"};
+  std::vector<std::string_view> out;
+  for (std::string_view d : order)
+    if (std::find(used.begin(), used.end(), d) != used.end()) out.push_back(d);
+  return out;
+}
+
+inline std::vector<moa::Shape> shapes_of(const Dims& d, const std::vector<Axes>& tensors) {
+  std::vector<moa::Shape> out;
+  for (const Axes& axes : tensors) {
+    moa::Shape s;
+    for (std::string_view axis : axes) s.push_back(extent_of(d, axis));
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The logical shapes of the inputs and outputs, in the ops-table order
+// (`lens` of decode is (B) and holds int64).
+inline std::vector<moa::Shape> input_shapes(const Problem& p) {
+  return shapes_of(p.dims, info(p.op).input_axes);
+}
+inline std::vector<moa::Shape> output_shapes(const Problem& p) {
+  return shapes_of(p.dims, info(p.op).output_axes);
+}
+
+// How many elements the tensors of these shapes hold together, in double
+// (a memory estimate must not overflow).
+inline double element_count(const std::vector<moa::Shape>& shapes) {
+  double n = 0;
+  for (const moa::Shape& s : shapes) {
+    double e = 1;
+    for (int k = 0; k < s.rank(); ++k) e *= double(s[std::size_t(k)]);
+    n += e;
+  }
+  return n;
 }
 
 // True for the one integer input (decode's lens).
