@@ -71,7 +71,7 @@ int run_bench(const BenchArgs& a) {
   validate(p);  // std::invalid_argument: exit 2 with the message
   const std::uint64_t max_memory =
       a.max_memory.empty() ? default_max_memory() : parse_bytes(a.max_memory);
-  check_budget(p, max_memory, "bench: the problem", /*with_oracle=*/false);
+  check_budget(p, max_memory, "bench: the problem", {.oracle = false});
 
   const auto& registry = kernels::Registry::builtin();
   std::vector<const kernels::Variant*> variants;
@@ -113,11 +113,9 @@ int run_bench(const BenchArgs& a) {
   // Each variant's own scratch (its cost function's peak_extra_bytes: the
   // N×M scores of cpu.naive and LibTorch) on top of the tensors, refused
   // before any allocation rather than killed by the OOM killer.
-  for (const kernels::Variant* v : variants) {
-    if (!v->cost) continue;
+  for (const kernels::Variant* v : variants)
     check_budget(p, max_memory, "bench: " + v->name + " on this problem",
-                 /*with_oracle=*/false, v->cost(p).peak_extra_bytes);
-  }
+                 {.oracle = false, .variant = v});
 
   // The baseline at its best: glibc serves allocations from a heap it never
   // returns to the system, so a variant that allocates per call (LibTorch

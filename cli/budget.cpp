@@ -8,61 +8,17 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "oracle/memory.hpp"
 
 namespace moacert::cli {
 
-namespace {
-
-double elements(const std::vector<moa::Shape>& shapes) {
-  double n = 0;
-  for (const moa::Shape& s : shapes) {
-    double e = 1;
-    for (int k = 0; k < s.rank(); ++k) e *= double(s[std::size_t(k)]);
-    n += e;
-  }
-  return n;
-}
-
-// The largest scratch one oracle unit holds (detail/units.hpp), in
-// elements: a query row's scores, a kv group's probabilities and their
-// gradients, a row's hidden layer, a batch's attention and MLP.
-double unit_scratch(const Problem& p) {
-  const Dims& d = p.dims;
-  const double group = double(d.H) / double(std::max<moa::extent_t>(1, d.Hkv));
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_decode:
-      return 4.0 * double(d.M) + 2.0 * double(d.D);
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
-    case Op::rmsnorm:
-      return 2.0 * double(d.D);
-    case Op::mlp_swiglu:
-      return 3.0 * double(d.F) + double(d.Dm);
-    case Op::block:
-      return 2.0 * double(d.H) * double(d.N) * double(d.N) +
-             double(d.N) *
-                 (4.0 * double(d.H) * double(d.D) + 3.0 * double(d.F) + 4.0 * double(d.Dm));
-  }
-  return 0;
-}
-
-}  // namespace
-
-Footprint footprint(const Problem& p, int oracle_bits) {
-  const double bytes = info(p.format).precision > 24 ? 8 : info(p.format).precision > 11 ? 4 : 2;
-  const double in = elements(input_shapes(p)), out = elements(output_shapes(p));
+Footprint footprint(const Problem& p, const BudgetParts& parts) {
   Footprint f;
-  // The case, a row-major copy of its inputs, the outputs of two runs, and
-  // a plugin's shared copy of all of them.
-  f.tensors = bytes * (3 * in + 3 * out);
-  // An mpfi_t holds two mpfr_t (32 bytes each) and their limbs.
-  const double mpfi = 64 + 2 * 8 * std::ceil(oracle_bits / 64.0);
-  const double threads = double(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  f.oracle = in * (mpfi + 16)  // MPFI and double-interval inputs
-             + out * 80        // enclosures, DD, rounded value, bounds per element
-             + threads * unit_scratch(p) * mpfi;
+  f.tensors = double(info(p.format).bytes) *
+              (3 * element_count(input_shapes(p)) + 3 * element_count(output_shapes(p)));
+  if (parts.oracle)
+    f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads);
+  if (parts.variant && parts.variant->cost) f.kernel = parts.variant->cost(p).peak_extra_bytes;
   return f;
 }
 
@@ -107,22 +63,18 @@ std::string bytes_text(double b) {
 }
 
 void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                  bool with_oracle, double scratch_bytes) {
-  const Footprint f = footprint(p);
-  const double need = (with_oracle ? f.total() : f.tensors) + scratch_bytes;
-  if (need <= double(max_bytes)) return;
-  if (scratch_bytes > 0) {
-    throw UsageError(fmt::format("{} needs {} (tensors {} + its scratch {}), over --max-memory {}",
-                                 what, bytes_text(need), bytes_text(f.tensors),
-                                 bytes_text(scratch_bytes), bytes_text(double(max_bytes))));
+                  const BudgetParts& parts) {
+  const Footprint f = footprint(p, parts);
+  if (f.total() <= double(max_bytes)) return;
+  if (f.oracle == 0 && f.kernel == 0) {
+    throw UsageError(fmt::format("{} needs {} of tensors, over --max-memory {}", what,
+                                 bytes_text(f.total()), bytes_text(double(max_bytes))));
   }
-  if (with_oracle) {
-    throw UsageError(fmt::format("{} needs {} (tensors {} + oracle {}), over --max-memory {}", what,
-                                 bytes_text(need), bytes_text(f.tensors), bytes_text(f.oracle),
-                                 bytes_text(double(max_bytes))));
-  }
-  throw UsageError(fmt::format("{} needs {} of tensors, over --max-memory {}", what,
-                               bytes_text(need), bytes_text(double(max_bytes))));
+  std::string terms = "tensors " + bytes_text(f.tensors);
+  if (f.oracle > 0) terms += " + oracle " + bytes_text(f.oracle);
+  if (f.kernel > 0) terms += " + its scratch " + bytes_text(f.kernel);
+  throw UsageError(fmt::format("{} needs {} ({}), over --max-memory {}", what,
+                               bytes_text(f.total()), terms, bytes_text(double(max_bytes))));
 }
 
 }  // namespace moacert::cli

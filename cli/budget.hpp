@@ -1,25 +1,35 @@
-// The memory budget (--max-memory): a case whose tensors or oracle would
-// not fit is refused up front with the figure (exit 2), rather than killed
-// by the OOM killer half-way.
+// The memory budget (--max-memory): a case whose tensors, oracle or kernel
+// scratch would not fit is refused up front with the figure (exit 2),
+// rather than killed by the OOM killer half-way. Each part states its own
+// need: the oracle (oracle/memory.hpp), the kernel (its registry cost
+// function's peak_extra_bytes); this file only adds them up and compares.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "kernels/registry.hpp"
 #include "reference/problem.hpp"
 
 namespace moacert::cli {
 
-// Bytes one case needs, estimated from its problem (docs/plugins.md,
-// "Memory budget"): `tensors` the case's inputs and outputs with the
-// copies a run makes (row-major copies, a plugin's shared memory);
-// `oracle` the oracle's MPFI inputs at its precision cap, its per-element
-// answer, and one unit's scratch per thread.
+// Bytes one case needs (docs/design.md, "Memory budget"): `tensors` the
+// case's inputs and outputs with the copies a run makes (a row-major copy
+// of the inputs, the outputs of two runs, a plugin's shared copy of all of
+// them); `oracle` what the oracle says it needs; `kernel` the variant's own
+// scratch.
 struct Footprint {
-  double tensors = 0, oracle = 0;
-  double total() const { return tensors + oracle; }
+  double tensors = 0, oracle = 0, kernel = 0;
+  double total() const { return tensors + oracle + kernel; }
 };
-Footprint footprint(const Problem& p, int oracle_bits = 1024);
+
+struct BudgetParts {
+  bool oracle = true;                         // the oracle runs (certify, reproduce, oracle)
+  int oracle_precision = 1024;                // its cap, bits
+  int oracle_threads = 0;                     // 0: the machine's cores
+  const kernels::Variant* variant = nullptr;  // whose scratch counts, if any
+};
+Footprint footprint(const Problem& p, const BudgetParts& parts = {});
 
 // Half the machine's physical memory: the default of --max-memory.
 std::uint64_t default_max_memory();
@@ -30,10 +40,10 @@ std::uint64_t parse_bytes(const std::string& text);
 // "37.2 GiB", "512 MiB", "800 B".
 std::string bytes_text(double bytes);
 
-// Throws UsageError "WHAT needs X (tensors A + oracle B), over --max-memory C"
-// when the footprint exceeds `max_bytes`; `with_oracle` false counts tensors
-// only (bench), plus `scratch_bytes` (a variant's own working memory).
+// Throws UsageError "WHAT needs X (tensors A + oracle B + its scratch C),
+// over --max-memory M", naming the parts that count, when the footprint
+// exceeds `max_bytes`.
 void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                  bool with_oracle = true, double scratch_bytes = 0);
+                  const BudgetParts& parts = {});
 
 }  // namespace moacert::cli

@@ -103,11 +103,12 @@ void check_certify_budget(const kernels::Variant& v, Format f, int cases, std::u
   std::sort(tiles.begin(), tiles.end());
   const auto curated = properties::curated_specs(v.op, f, tiles);
   for (std::size_t k = 0; k < curated.size(); ++k)
-    check_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k));
+    check_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k),
+                 {.variant = &v});
   const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, f, tiles);
   for (int i = 0; i < cases; ++i) {
     const auto s = gen(rc::Random({seed, std::uint64_t(i), 0, 0}), properties::size_for(i, cases));
-    check_budget(s.value().problem, max_bytes, "random case " + std::to_string(i));
+    check_budget(s.value().problem, max_bytes, "random case " + std::to_string(i), {.variant = &v});
   }
 }
 
@@ -187,7 +188,8 @@ int run_certify(const CertifyArgs& a) {
                                                       "this build"));
     }
     if (case_files.empty()) check_certify_budget(*v, f, a.cases, seed, max_memory);
-    for (const auto& [path, c] : case_files) check_budget(c.problem, max_memory, "--case " + path);
+    for (const auto& [path, c] : case_files)
+      check_budget(c.problem, max_memory, "--case " + path, {.variant = v});
   }
   const fs::path out(a.out);
   require_writable(out);
@@ -273,7 +275,7 @@ int run_reproduce(const ReproduceArgs& a) {
     throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
   }
   if (const auto spec = properties::spec_of(*token))
-    check_budget(spec->problem, max_memory, "the token's case");
+    check_budget(spec->problem, max_memory, "the token's case", {.variant = v});
   const properties::Replay r = properties::replay(*token, *v);
   if (!save.empty()) {
     // The case file of docs/design.md, e.g. for tests/regressions/.

@@ -34,7 +34,8 @@ int run_oracle(const OracleArgs& args) {
   }
   check_budget(c.problem,
                args.max_memory.empty() ? default_max_memory() : parse_bytes(args.max_memory),
-               "oracle: " + args.input, true);
+               "oracle: " + args.input,
+               {.oracle_precision = args.precision, .oracle_threads = args.threads});
   oracle::Options options;
   options.max_precision = args.precision;
   options.threads = args.threads;

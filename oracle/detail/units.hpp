@@ -80,6 +80,32 @@ inline std::vector<Unit> units_of(const Problem& p) {
   return units;
 }
 
+// The most scratch one unit's DNF call holds at once, in elements of the
+// enclosure type (oracle/memory.cpp multiplies by an element's size): a
+// query row's scores and probabilities, a kv group's probabilities and their
+// gradients, a row's hidden layer, a batch's attention and MLP.
+inline double unit_scratch_elements(const Problem& p) {
+  const Dims& d = p.dims;
+  const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
+  switch (p.op) {
+    case Op::attention_fwd:
+    case Op::attention_decode:
+      return 4.0 * double(d.M) + 2.0 * double(d.D);
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+      return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
+    case Op::rmsnorm:
+      return 2.0 * double(d.D);
+    case Op::mlp_swiglu:
+      return 3.0 * double(d.F) + double(d.Dm);
+    case Op::block:
+      return 2.0 * double(d.H) * double(d.N) * double(d.N) +
+             double(d.N) *
+                 (4.0 * double(d.H) * double(d.D) + 3.0 * double(d.F) + 4.0 * double(d.Dm));
+  }
+  return 0;
+}
+
 // The case's inputs as row-major tensors of the enclosure type T (points:
 // every input value is exact in T), and decode's lens.
 //
