@@ -36,7 +36,7 @@
 
 #include <torch/torch.h>
 
-#include "kernels/cpu/attention_fwd_flat.hpp"
+#include "kernels/cpu/common/strided.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels {
