@@ -681,7 +681,7 @@ void register_attention_bwd_flash_bwd(Registry& r) {
       .cost = attention_bwd_cost,
       .run = f64_f32_run("attention.bwd cpu.flash_bwd",
                          []<class T>(auto&&... a) { run_bwd<T>(a...); }),
-      .tiles = {64, 32},  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on AVX-512)
+      .tiles = tiles_of_formats(formats, flash_bwd_tiles),
       .family_name = "cpu.flash",
       .same_bits_any_layout = false,
   });

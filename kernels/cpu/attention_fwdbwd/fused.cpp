@@ -95,7 +95,7 @@ void register_attention_fwdbwd_fused(Registry& r) {
                  "split summed in order); no atomics, no N×M intermediate",
       .cost = fwdbwd_cost,
       .run = f64_f32_run("attention.fwdbwd cpu.fused", []<class T>(auto&&... a) { run<T>(a...); }),
-      .tiles = {64, 32},  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on AVX-512)
+      .tiles = tiles_of_formats(formats, fused_tiles),
       .family_name = "cpu.flash",
       .same_bits_any_layout = false,
   });
