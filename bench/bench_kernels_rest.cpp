@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/common/gemm.hpp"
 #include "kernels/registry.hpp"
 #include "reference/problem.hpp"
 #include "reference/tensor.hpp"

@@ -1,22 +1,21 @@
-// The CPU variants. Each op's kernels live in their own file and add
-// themselves here.
-#include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/cpu_kernels_rest.hpp"
+// The CPU variants, in the order `list` shows them. Each ONF's file adds
+// itself (register.hpp).
+#include "kernels/cpu/register.hpp"
+
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels {
 
-void register_dnf_kernels(Registry& r);
-
 void register_cpu_kernels(Registry& r) {
-  register_dnf_kernels(r);
-  cpu::register_attention_fwd(r);
-  cpu::register_attention_decode(r);
-  cpu::register_attention_bwd(r);
-  cpu::register_fwdbwd(r);
-  cpu::register_rmsnorm(r);
-  cpu::register_mlp(r);
-  cpu::register_block(r);
+  cpu::register_dnf(r);
+  cpu::register_attention_fwd_naive(r);
+  cpu::register_attention_fwd_flash(r);
+  cpu::register_attention_decode_split(r);
+  cpu::register_attention_bwd_flash_bwd(r);
+  cpu::register_attention_fwdbwd_fused(r);
+  cpu::register_rmsnorm_fused(r);
+  cpu::register_mlp_swiglu_tiled(r);
+  cpu::register_block_composed(r);
 }
 
 }  // namespace moacert::kernels

@@ -36,7 +36,7 @@
 
 #include <torch/torch.h>
 
-#include "kernels/cpu/attention_fwd_flat.hpp"
+#include "kernels/cpu/common/strided.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels {
@@ -364,17 +364,17 @@ CostFn torch_cost_from(const CostFn& dnf, Op op) {
 void register_torch_kernels(Registry& r) {
   const std::vector<Format> formats = {Format::f64, Format::f32, Format::bf16};
   auto add = [&](Op op, std::string summary, CostFn cost, RunFn run) {
-    Variant v;
-    v.name = "torch";
-    v.op = op;
-    v.backend = "torch";
-    v.formats = formats;
-    v.accepts_strided = true;
-    v.deterministic = false;  // LibTorch's BLAS and reductions promise no order
-    v.summary = std::move(summary);
-    v.cost = cost ? std::move(cost) : torch_cost_from(r.find(op, "cpu.dnf")->cost, op);
-    v.run = std::move(run);
-    r.add(std::move(v));
+    r.add(Variant{
+        .name = "torch",
+        .op = op,
+        .backend = "torch",
+        .formats = formats,
+        .accepts_strided = true,
+        .deterministic = false,  // LibTorch's BLAS and reductions promise no order
+        .summary = std::move(summary),
+        .cost = cost ? std::move(cost) : torch_cost_from(r.find(op, "cpu.dnf")->cost, op),
+        .run = std::move(run),
+    });
   };
   add(Op::attention_fwd, "LibTorch: matmul, scale, mask, softmax, matmul; GQA by repeat_interleave",
       attention_fwd_cost, run_attention_fwd);

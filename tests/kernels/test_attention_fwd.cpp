@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-#include "kernels/cpu/attention_fwd_generic.hpp"
+#include "kernels/cpu/attention_fwd/flash_generic.hpp"
 #include "kernels/registry.hpp"
 #include "reference/dnf/attention.hpp"
 #include "tests/kernels/attention_test_util.hpp"

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "kernels/cpu/fwdbwd_generic.hpp"
+#include "kernels/cpu/attention_fwdbwd/fused_generic.hpp"
 #include "reference/dnf/attention.hpp"
 #include "tests/kernels/attention_cases.hpp"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "kernels/cpu/decode_generic.hpp"
+#include "kernels/cpu/attention_decode/split_generic.hpp"
 #include "kernels/registry.hpp"
 #include "reference/dnf/attention.hpp"
 #include "tests/kernels/attention_test_util.hpp"

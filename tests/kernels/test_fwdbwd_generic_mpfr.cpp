@@ -9,7 +9,7 @@
 #include <boost/multiprecision/mpfr.hpp>
 #include <random>
 
-#include "kernels/cpu/fwdbwd_generic.hpp"
+#include "kernels/cpu/attention_fwdbwd/fused_generic.hpp"
 #include "reference/dnf/attention.hpp"
 
 namespace moacert::kernels::cpu {

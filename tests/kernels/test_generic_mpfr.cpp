@@ -1,14 +1,14 @@
 // The generic loop nests of cpu.flash and cpu.split instantiate with
 // boost::multiprecision::mpfr_float, as the property engine needs them to
-// (kernels/cpu/*_generic.hpp): at 200 bits they agree with the DNF in the
+// (kernels/cpu/<op>/*_generic.hpp): at 200 bits they agree with the DNF in the
 // same arithmetic far below double's resolution, for several tilings.
 #include <gtest/gtest.h>
 
 #include <boost/multiprecision/mpfr.hpp>
 #include <random>
 
-#include "kernels/cpu/attention_fwd_generic.hpp"
-#include "kernels/cpu/decode_generic.hpp"
+#include "kernels/cpu/attention_decode/split_generic.hpp"
+#include "kernels/cpu/attention_fwd/flash_generic.hpp"
 #include "reference/dnf/attention.hpp"
 
 namespace moacert::kernels::cpu {

@@ -13,9 +13,9 @@
 
 #include <boost/multiprecision/mpfr.hpp>
 
-#include "kernels/cpu/attention_fwd_generic.hpp"
-#include "kernels/cpu/decode_generic.hpp"
-#include "kernels/cpu/fwdbwd_generic.hpp"
+#include "kernels/cpu/attention_decode/split_generic.hpp"
+#include "kernels/cpu/attention_fwd/flash_generic.hpp"
+#include "kernels/cpu/attention_fwdbwd/fused_generic.hpp"
 #include "oracle/oracle.hpp"
 #include "properties/case_gen.hpp"
 

@@ -5,22 +5,44 @@
 // then P recomputed once from that LSE (divided by l_i) in one pass over key
 // tiles: dK/dV owned per key tile, dQ summed per (batch, kv head, key split)
 // and the splits added in a fixed order, so there are no atomics and no N×M
-// intermediate. The same loop nest as a plain scalar
-// template is fwdbwd_generic.hpp.
-#include <omp.h>
-
+// intermediate. The same loop nest as a plain scalar template is
+// fused_generic.hpp.
 #include <algorithm>
 #include <span>
-#include <stdexcept>
-#include <string>
+#include <vector>
 
-#include "kernels/cpu/attention_bwd.hpp"
-#include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/cpu_kernels_rest.hpp"
+#include "kernels/cpu/attention_bwd/flash_bwd.hpp"
+#include "kernels/cpu/attention_fwd/flash.hpp"
+#include "kernels/cpu/attention_fwdbwd/fused.hpp"
+#include "kernels/cpu/common/causal.hpp"
+#include "kernels/cpu/common/formats.hpp"
+#include "kernels/cpu/common/threads.hpp"
+#include "kernels/cpu/common/tiles.hpp"
+#include "kernels/cpu/register.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels::cpu {
+
+std::vector<moa::extent_t> fused_tiles(Format f) {
+  std::vector<moa::extent_t> t = flash_tiles(f);
+  const std::vector<moa::extent_t> bwd = flash_bwd_tiles(f);
+  t.insert(t.end(), bwd.begin(), bwd.end());
+  return t;
+}
+
 namespace {
+
+// o, lse by flash_attention_fwd, then dq, dk, dv by flash_attention_bwd
+// from that lse. No N×M intermediate.
+template <class T>
+void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
+                            moa::View<const T> dout, moa::View<T> o, moa::View<T> lse,
+                            moa::View<T> dq, moa::View<T> dk, moa::View<T> dv,
+                            const AttentionParams& params) {
+  flash_attention_fwd<T>(q, k, v, o, lse, params);  // cpu.flash's loop nest: its bits
+  flash_attention_bwd<T>(q, k, v, moa::View<const T>(o), moa::View<const T>(lse), dout, dq, dk, dv,
+                         params);  // P from that lse
+}
 
 Cost fwdbwd_cost(const Problem& p) {
   const Dims& d = p.dims;
@@ -43,7 +65,7 @@ Cost fwdbwd_cost(const Problem& p) {
   Problem forward = p;
   forward.op = Op::attention_fwd;
   c.peak_extra_bytes = std::max(
-      flash_scratch_bytes(forward) * omp_get_max_threads(),
+      flash_scratch_bytes(forward) * thread_count(/*requested=*/0),
       attention_bwd_scratch_bytes(int(bytes), d.B, d.H, d.Hkv, d.N, d.M, d.D, /*threads=*/0));
   return c;
 }
@@ -59,28 +81,24 @@ void run(const Problem& p, std::span<const TensorRef> in, std::span<const Tensor
 
 }  // namespace
 
-void register_fwdbwd(Registry& r) {
-  r.add({"cpu.fused",
-         Op::attention_fwdbwd,
-         "cpu",
-         {Format::f64, Format::f32},
-         /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "fused fwd+bwd: cpu.flash's forward, then cpu.flash_bwd's row-sum pass and one "
-         "recomputing pass over key tiles (dK/dV owned per tile, dQ partials per key split "
-         "summed in order); no atomics, no N×M intermediate",
-         fwdbwd_cost,
-         [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-            const RunOptions& opt) {
-           if (p.format == Format::f64) return run<double>(p, in, out, opt);
-           if (p.format == Format::f32) return run<float>(p, in, out, opt);
-           throw std::invalid_argument("attention.fwdbwd cpu.fused: format " +
-                                       std::string(name(p.format)) + " is not supported");
-         },
-         /*tiles=*/{64, 32},
-         /*family_name=*/"cpu.flash",
-         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on
-                                            // AVX-512)
+void register_attention_fwdbwd_fused(Registry& r) {
+  const std::vector<Format> formats = {Format::f64, Format::f32};
+  r.add(Variant{
+      .name = "cpu.fused",
+      .op = Op::attention_fwdbwd,
+      .backend = "cpu",
+      .formats = formats,
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary = "fused fwd+bwd: cpu.flash's forward, then cpu.flash_bwd's row-sum pass and one "
+                 "recomputing pass over key tiles (dK/dV owned per tile, dQ partials per key "
+                 "split summed in order); no atomics, no N×M intermediate",
+      .cost = fwdbwd_cost,
+      .run = f64_f32_run("attention.fwdbwd cpu.fused", []<class T>(auto&&... a) { run<T>(a...); }),
+      .tiles = tiles_of_formats(formats, fused_tiles),
+      .family_name = "cpu.flash",
+      .same_bits_any_layout = false,
+  });
 }
 
 }  // namespace moacert::kernels::cpu

@@ -1,9 +1,7 @@
-// rmsnorm, cpu.fused (see rmsnorm.hpp). Compiled once per Highway target.
+// rmsnorm, cpu.fused (see fused.hpp). Compiled once per Highway target.
 
 #ifndef MOACERT_RMSNORM_ONCE
 #define MOACERT_RMSNORM_ONCE
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +10,11 @@
 #include <string>
 
 #include "hwy/aligned_allocator.h"
-#include "kernels/cpu/cpu_kernels_rest.hpp"
-#include "kernels/cpu/rmsnorm.hpp"
+#include "kernels/cpu/common/formats.hpp"
+#include "kernels/cpu/common/strided.hpp"
+#include "kernels/cpu/common/threads.hpp"
+#include "kernels/cpu/register.hpp"
+#include "kernels/cpu/rmsnorm/fused.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels::cpu::rmsnorm_detail {
@@ -21,12 +22,9 @@ using moa::extent_t;
 template <class T>
 struct RmsJob {
   extent_t rows, D;
-  const T* x;
-  extent_t x_rs, x_cs;
-  const T* w;
-  extent_t w_s;
-  T* y;
-  extent_t y_rs, y_cs;
+  Strided<const T, 2> x;  // (rows, D)
+  Strided<const T, 1> w;  // (D)
+  Strided<T, 2> y;        // (rows, D)
   T eps;
   int threads;
 };
@@ -35,7 +33,7 @@ struct RmsJob {
 #endif  // MOACERT_RMSNORM_ONCE
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/cpu/rmsnorm.cpp"
+#define HWY_TARGET_INCLUDE "kernels/cpu/rmsnorm/fused.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
@@ -85,21 +83,21 @@ template <class T>
 void rmsnorm_impl(const RmsJob<T>& job) {
   const hn::ScalableTag<T> d;
   const extent_t D = job.D;
-  const bool contiguous = job.x_cs == 1 && job.y_cs == 1;
+  const bool contiguous = job.x.inner() == 1 && job.y.inner() == 1;
   // w, contiguous (gathered once when strided)
   auto w_buf = hwy::AllocateAligned<T>(D);
-  for (extent_t e = 0; e < D; ++e) w_buf[e] = job.w[e * job.w_s];
+  for (extent_t e = 0; e < D; ++e) w_buf[e] = job.w.at(e);
   const T* w = w_buf.get();
-#pragma omp parallel num_threads(job.threads > 0 ? job.threads : omp_get_max_threads())
+#pragma omp parallel num_threads(thread_count(job.threads))
   {
     auto x_row = hwy::AllocateAligned<T>(contiguous ? 1 : D);  // (D), strided rows only
     auto y_row = hwy::AllocateAligned<T>(contiguous ? 1 : D);  // (D)
 #pragma omp for schedule(static)
     for (extent_t t = 0; t < job.rows; ++t) {
-      const T* x = job.x + t * job.x_rs;
-      T* y = job.y + t * job.y_rs;
+      const T* x = job.x.row(t);
+      T* y = job.y.row(t);
       if (!contiguous) {  // strided row: gather, compute, scatter
-        for (extent_t e = 0; e < D; ++e) x_row[e] = x[e * job.x_cs];
+        for (extent_t e = 0; e < D; ++e) x_row[e] = x[e * job.x.inner()];
         x = x_row.get();
         y = y_row.get();
       }
@@ -107,8 +105,8 @@ void rmsnorm_impl(const RmsJob<T>& job) {
       const T rms = std::sqrt(sum_of_squares(d, x, D) / T(D) + job.eps);
       scale_row(d, x, w, T(1) / rms, y, D);
       if (!contiguous) {
-        T* y_out = job.y + t * job.y_rs;
-        for (extent_t e = 0; e < D; ++e) y_out[e * job.y_cs] = y[e];
+        T* y_out = job.y.row(t);
+        for (extent_t e = 0; e < D; ++e) y_out[e * job.y.inner()] = y[e];
       }
     }
   }
@@ -133,10 +131,9 @@ HWY_EXPORT(RmsnormF64);
 template <class T>
 void rmsnorm_rows(moa::View<const T> x, moa::View<const T> w, double eps, moa::View<T> y,
                   int threads) {
-  const moa::Layout &xl = x.layout(), &yl = y.layout();
-  const rmsnorm_detail::RmsJob<T> job{
-      x.shape()[0],         x.shape()[1], x.data(),     xl.stride(0), xl.stride(1),        w.data(),
-      w.layout().stride(0), y.data(),     yl.stride(0), yl.stride(1), static_cast<T>(eps), threads};
+  const rmsnorm_detail::RmsJob<T> job{x.shape()[0],  x.shape()[1],  strided<2>(x),
+                                      strided<1>(w), strided<2>(y), static_cast<T>(eps),
+                                      threads};
   if (job.rows == 0 || job.D == 0) return;
   if constexpr (sizeof(T) == 8) {
     HWY_DYNAMIC_DISPATCH(RmsnormF64)(job);
@@ -161,7 +158,7 @@ Cost rmsnorm_cost(const Problem& p) {
   c.bytes_written = bytes * elems;
   c.atomics = 0;
   // w gathered once, and two row buffers per thread for strided rows.
-  c.peak_extra_bytes = bytes * double(d.D) * (1.0 + 2.0 * omp_get_max_threads());
+  c.peak_extra_bytes = bytes * double(d.D) * (1.0 + 2.0 * thread_count(/*requested=*/0));
   return c;
 }
 
@@ -174,22 +171,19 @@ void run(const Problem& p, std::span<const TensorRef> in, std::span<const Tensor
 
 }  // namespace
 
-void register_rmsnorm(Registry& r) {
-  r.add({"cpu.fused",
-         Op::rmsnorm,
-         "cpu",
-         {Format::f64, Format::f32},
-         /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "one vectorised pass per row for the sum of squares, one to scale; OpenMP over rows",
-         rmsnorm_cost,
-         [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-            const RunOptions& opt) {
-           if (p.format == Format::f64) return run<double>(p, in, out, opt);
-           if (p.format == Format::f32) return run<float>(p, in, out, opt);
-           throw std::invalid_argument("rmsnorm cpu.fused: format " + std::string(name(p.format)) +
-                                       " is not supported");
-         }});
+void register_rmsnorm_fused(Registry& r) {
+  r.add(Variant{
+      .name = "cpu.fused",
+      .op = Op::rmsnorm,
+      .backend = "cpu",
+      .formats = {Format::f64, Format::f32},
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary =
+          "one vectorised pass per row for the sum of squares, one to scale; OpenMP over rows",
+      .cost = rmsnorm_cost,
+      .run = f64_f32_run("rmsnorm cpu.fused", []<class T>(auto&&... a) { run<T>(a...); }),
+  });
 }
 
 }  // namespace moacert::kernels::cpu

@@ -1,11 +1,12 @@
-// The CPU flash-attention passes (see attention_bwd.hpp), vectorised with
+// attention.bwd, cpu.flash_bwd: the CPU flash-attention backward passes
+// (see flash_bwd.hpp), vectorised with
 // Highway's runtime dispatch: this file is compiled once per target by
 // foreach_target.h, and HWY_DYNAMIC_DISPATCH picks the best one at run time.
 //
 // Passes (each an OpenMP loop over independent tasks, each output element
 // owned by one task that sums in a fixed order, so results are bitwise equal
 // for any thread count; no atomics); the forward is cpu.flash's
-// (attention_fwd.cpp):
+// (attention_fwd/flash.cpp):
 //   row sums  task (b, h, block of 256 rows): with P~_ij = exp(scale S_ij -
 //             LSE_i), l_i = Σ_j P~_ij and D_i = (Σ_j P~_ij dP_ij) / l_i
 //   backward  task (b, g, split): the key tiles t ≡ split (mod S) of kv head
@@ -39,44 +40,21 @@
 #ifndef MOACERT_ATTENTION_BWD_ONCE
 #define MOACERT_ATTENTION_BWD_ONCE
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
-#include "kernels/cpu/attention_bwd.hpp"
-#include "kernels/cpu/cpu_kernels_rest.hpp"
-#include "kernels/cpu/fwdbwd_generic.hpp"  // key_end, row_begin
-#include "kernels/registry.hpp"
+#include "kernels/cpu/attention_bwd/flash_bwd.hpp"
+#include "kernels/cpu/attention_bwd/key_splits.hpp"
+#include "kernels/cpu/common/causal.hpp"
+#include "kernels/cpu/common/strided.hpp"
+#include "kernels/cpu/common/threads.hpp"
 
 namespace moacert::kernels::cpu::detail {
 
-// A logical (B, heads, rows, D) tensor as a pointer and four strides.
-template <class P>
-struct Strided4 {
-  P* p = nullptr;
-  extent_t sb = 0, sh = 0, sr = 0, sd = 0;
-  P* row(extent_t b, extent_t h, extent_t r) const { return p + b * sb + h * sh + r * sr; }
-};
-template <class P>
-struct Strided3 {
-  P* p = nullptr;
-  extent_t sb = 0, sh = 0, sr = 0;
-  P& at(extent_t b, extent_t h, extent_t r) const { return p[b * sb + h * sh + r * sr]; }
-};
-template <class P>
-Strided4<P> strided4(const moa::View<P>& x) {
-  const moa::Layout& l = x.layout();
-  return {x.data(), l.stride(0), l.stride(1), l.stride(2), l.stride(3)};
-}
-template <class P>
-Strided3<P> strided3(const moa::View<P>& x) {
-  const moa::Layout& l = x.layout();
-  return {x.data(), l.stride(0), l.stride(1), l.stride(2)};
-}
+using moa::extent_t;
 
 // Everything a pass needs, strides read up front.
 template <class T>
@@ -85,27 +63,19 @@ struct AttnJob {
   T scale;
   bool causal;
   int threads;
-  Strided4<const T> q, k, v, dout;
-  Strided3<const T> lse_in;
-  Strided4<T> dq, dk, dv;
+  Strided<const T, 4> q, k, v, dout;
+  Strided<const T, 3> lse_in;
+  Strided<T, 4> dq, dk, dv;
   T* delta;  // (B, H, N): D_i = Σ_j P_ij dP_ij
   T* inv_l;  // (B, H, N): 1 / l_i, l_i = Σ_j exp(scale S_ij - LSE_i)
 };
-
-// Query rows of one row-sum task: the K and V tiles it packs serve this
-// many rows (64 made packing a third of the pass).
-constexpr extent_t kRowBlock = 256;
-
-inline int thread_count(int requested) {
-  return requested > 0 ? requested : omp_get_max_threads();
-}
 
 }  // namespace moacert::kernels::cpu::detail
 
 #endif  // MOACERT_ATTENTION_BWD_ONCE
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/cpu/attention_bwd.cpp"
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_bwd/flash_bwd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // after highway.h, inside the per-target re-inclusion
@@ -116,18 +86,22 @@ namespace moacert::kernels::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using detail::AttnJob;
 
-constexpr size_t kChunks = 4;     // a key tile is kChunks vectors wide: BLOCK_N = 4 lanes
-constexpr size_t kRows = 4;       // query rows of one register tile (P, dS)
-constexpr size_t kRowBatch = 16;  // query rows whose dK/dV terms are added together
+using moa::extent_t;
+// FlashBwdTiles: a key tile is kChunks vectors wide, BLOCK_N = kChunks lanes
+constexpr size_t kChunks = size_t(FlashBwdTiles::chunks);
+constexpr size_t kRows = size_t(FlashBwdTiles::rows);  // query rows of one register tile (P, dS)
+constexpr size_t kRowBatch =
+    size_t(FlashBwdTiles::row_batch);  // rows whose dK/dV terms add together
 
+// The tiles on this target: BLOCK_N and the padded row from its lanes.
 template <class T>
 struct Tiles {
   size_t lanes, block_n, d_padded;
   explicit Tiles(extent_t D) {
-    const hn::ScalableTag<T> d;
-    lanes = hn::Lanes(d);
-    block_n = kChunks * lanes;
-    d_padded = (static_cast<size_t>(D) + lanes - 1) / lanes * lanes;
+    const FlashBwdTiles t = FlashBwdTiles::of(extent_t(hn::Lanes(hn::ScalableTag<T>())), D);
+    lanes = size_t(t.lanes);
+    block_n = size_t(t.block_n);
+    d_padded = size_t(t.d_padded);
   }
 };
 
@@ -287,7 +261,7 @@ HWY_INLINE void accumulate(D d, const T* w, size_t w_ts, size_t w_ks, const T* x
 // (tiles ascending, chunks ascending), summed across lanes at the end: an
 // order fixed by the problem. Stores 1 / l_i and D_i (rows with no visible
 // key: 1 and 0).
-using detail::kRowBlock;
+constexpr extent_t kRowBlock = FlashBwdTiles::row_block;
 
 template <class T, bool kCausal>
 void row_sum_pass(const AttnJob<T>& job) {
@@ -299,7 +273,7 @@ void row_sum_pass(const AttnJob<T>& job) {
   const extent_t row_blocks = (N + kRowBlock - 1) / kRowBlock;
   const extent_t tasks = job.B * job.H * row_blocks;
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-#pragma omp parallel num_threads(detail::thread_count(job.threads))
+#pragma omp parallel num_threads(thread_count(job.threads))
   {
     auto kt = hwy::AllocateAligned<T>(D * BN);                    // (D, BLOCK_N)
     auto vt = hwy::AllocateAligned<T>(D * BN);                    // (D, BLOCK_N)
@@ -316,8 +290,8 @@ void row_sum_pass(const AttnJob<T>& job) {
       const extent_t i0 = rb * kRowBlock, rows = std::min(kRowBlock, N - i0);
       T lse_r[kRowBlock];
       for (extent_t r = 0; r < rows; ++r) {
-        gather_row(job.q.row(b, h, i0 + r), job.q.sd, D, q_rows.get() + r * DP);
-        gather_row(job.dout.row(b, h, i0 + r), job.dout.sd, D, do_rows.get() + r * DP);
+        gather_row(job.q.row(b, h, i0 + r), job.q.inner(), D, q_rows.get() + r * DP);
+        gather_row(job.dout.row(b, h, i0 + r), job.dout.inner(), D, do_rows.get() + r * DP);
         lse_r[r] = job.lse_in.at(b, h, i0 + r);
       }
       std::fill(sums.get(), sums.get() + size_t(kRowBlock) * L, T(0));
@@ -325,8 +299,8 @@ void row_sum_pass(const AttnJob<T>& job) {
       const extent_t keys = key_end(kCausal, i0 + rows - 1, N, M);  // the block's widest row
       for (extent_t j0 = 0; j0 < keys; j0 += extent_t(BN)) {
         const extent_t cols = std::min<extent_t>(extent_t(BN), M - j0);
-        pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
-        pack_transposed(job.v.row(b, g, 0), job.v.sr, job.v.sd, j0, cols, D, BN, vt.get());
+        pack_transposed(job.k.row(b, g, 0), job.k.s[2], job.k.inner(), j0, cols, D, BN, kt.get());
+        pack_transposed(job.v.row(b, g, 0), job.v.s[2], job.v.inner(), j0, cols, D, BN, vt.get());
         for (extent_t r0 = 0; r0 < rows; r0 += extent_t(kRows)) {
           const size_t count = std::min<size_t>(kRows, size_t(rows - r0));
           with_count(count, [&](auto n_rows) {
@@ -337,8 +311,8 @@ void row_sum_pass(const AttnJob<T>& job) {
             for (size_t r = 0; r < n_rows.value; ++r) {
               const extent_t i = i0 + r0 + extent_t(r);
               if (lse_r[r0 + r] == neg_inf) continue;
-              const size_t visible = static_cast<size_t>(
-                  std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
+              const size_t visible =
+                  static_cast<size_t>(visible_in_tile(kCausal, i, j0, cols, N, M));
               const V vlse = hn::Set(d, lse_r[r0 + r]);
               T* row_sum = sums.get() + (r0 + r) * L;
               T* row_dsum = dsums.get() + (r0 + r) * L;
@@ -392,7 +366,7 @@ void backward_pass(const AttnJob<T>& job) {
   hwy::AlignedFreeUniquePtr<T[]> parts;
   if (splits > 1) parts = hwy::AllocateAligned<T>(static_cast<size_t>(tasks) * part_size);
 
-#pragma omp parallel num_threads(detail::thread_count(job.threads))
+#pragma omp parallel num_threads(thread_count(job.threads))
   {
     auto kt = hwy::AllocateAligned<T>(D * BN);               // (D, BLOCK_N)
     auto vt = hwy::AllocateAligned<T>(D * BN);               // (D, BLOCK_N)
@@ -443,9 +417,9 @@ void backward_pass(const AttnJob<T>& job) {
       std::fill(part, part + part_size, T(0));
       for (extent_t t = split; t < k_tiles; t += splits) {
         const extent_t j0 = t * extent_t(BN), cols = std::min<extent_t>(extent_t(BN), M - j0);
-        pack_transposed(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, kt.get());
-        pack_transposed(job.v.row(b, g, 0), job.v.sr, job.v.sd, j0, cols, D, BN, vt.get());
-        pack_rows(job.k.row(b, g, 0), job.k.sr, job.k.sd, j0, cols, D, BN, DP, k_tile.get());
+        pack_transposed(job.k.row(b, g, 0), job.k.s[2], job.k.inner(), j0, cols, D, BN, kt.get());
+        pack_transposed(job.v.row(b, g, 0), job.v.s[2], job.v.inner(), j0, cols, D, BN, vt.get());
+        pack_rows(job.k.row(b, g, 0), job.k.s[2], job.k.inner(), j0, cols, D, BN, DP, k_tile.get());
         std::fill(dk_acc.get(), dk_acc.get() + BN * DP, T(0));
         std::fill(dv_acc.get(), dv_acc.get() + BN * DP, T(0));
         for (extent_t h = g * group; h < (g + 1) * group; ++h) {
@@ -453,11 +427,11 @@ void backward_pass(const AttnJob<T>& job) {
             const T lse_i = job.lse_in.at(b, h, i);
             if (lse_i == neg_inf) continue;  // row with no visible key: contributes nothing
             const size_t row_visible =
-                static_cast<size_t>(std::clamp<extent_t>(key_end(kCausal, i, N, M) - j0, 0, cols));
+                static_cast<size_t>(visible_in_tile(kCausal, i, j0, cols, N, M));
             if (row_visible == 0) continue;
             if (batch > 0 && row_visible != visible) flush();  // near the diagonal (causal)
-            gather_row(job.q.row(b, h, i), job.q.sd, D, q_rows.get() + batch * DP);
-            gather_row(job.dout.row(b, h, i), job.dout.sd, D, do_rows.get() + batch * DP);
+            gather_row(job.q.row(b, h, i), job.q.inner(), D, q_rows.get() + batch * DP);
+            gather_row(job.dout.row(b, h, i), job.dout.inner(), D, do_rows.get() + batch * DP);
             lse_b[batch] = lse_i;
             inv_l_b[batch] = job.inv_l[(b * job.H + h) * N + i];
             delta_b[batch] = job.delta[(b * job.H + h) * N + i];
@@ -471,8 +445,8 @@ void backward_pass(const AttnJob<T>& job) {
           T* dk_row = job.dk.row(b, g, j0 + c);
           T* dv_row = job.dv.row(b, g, j0 + c);
           for (extent_t e = 0; e < D; ++e) {
-            dk_row[e * job.dk.sd] = job.scale * dk_acc[c * DP + e];
-            dv_row[e * job.dv.sd] = dv_acc[c * DP + e];
+            dk_row[e * job.dk.inner()] = job.scale * dk_acc[c * DP + e];
+            dv_row[e * job.dv.inner()] = dv_acc[c * DP + e];
           }
         }
       }
@@ -481,7 +455,7 @@ void backward_pass(const AttnJob<T>& job) {
           for (extent_t i = 0; i < N; ++i) {
             const T* acc = part + static_cast<size_t>((h - g * group) * N + i) * DP;
             T* dq_row = job.dq.row(b, h, i);
-            for (extent_t e = 0; e < D; ++e) dq_row[e * job.dq.sd] = job.scale * acc[e];
+            for (extent_t e = 0; e < D; ++e) dq_row[e * job.dq.inner()] = job.scale * acc[e];
           }
         }
       }
@@ -489,7 +463,7 @@ void backward_pass(const AttnJob<T>& job) {
   }
   if (splits == 1) return;
     // dQ = Σ_split partial, splits ascending
-#pragma omp parallel for schedule(static) num_threads(detail::thread_count(job.threads))
+#pragma omp parallel for schedule(static) num_threads(thread_count(job.threads))
   for (extent_t bh = 0; bh < job.B * job.H; ++bh) {
     const extent_t b = bh / job.H, h = bh % job.H, g = h / group;
     const T* first = parts.get() + static_cast<size_t>((b * job.Hkv + g) * splits) * part_size +
@@ -500,7 +474,7 @@ void backward_pass(const AttnJob<T>& job) {
         const size_t at = static_cast<size_t>(i) * DP + static_cast<size_t>(e);
         T sum = first[at];
         for (extent_t s = 1; s < splits; ++s) sum += first[static_cast<size_t>(s) * part_size + at];
-        dq_row[e * job.dq.sd] = job.scale * sum;
+        dq_row[e * job.dq.inner()] = job.scale * sum;
       }
     }
   }
@@ -540,7 +514,18 @@ size_t LanesF64() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/common/formats.hpp"
+#include "kernels/cpu/common/tiles.hpp"
+#include "kernels/cpu/register.hpp"
+#include "kernels/registry.hpp"
+
 namespace moacert::kernels::cpu {
+
+using moa::extent_t;
 
 HWY_EXPORT(BackwardF32);
 HWY_EXPORT(BackwardF64);
@@ -550,8 +535,6 @@ HWY_EXPORT(LanesF64);
 namespace {
 
 using detail::AttnJob;
-using detail::strided3;
-using detail::strided4;
 
 template <class T>
 struct Passes;
@@ -578,24 +561,27 @@ AttnJob<T> make_job(const moa::View<const T>& q, const moa::View<const T>& k,
   job.scale = static_cast<T>(params.scale);
   job.causal = params.causal;
   job.threads = params.threads;
-  job.q = strided4(q);
-  job.k = strided4(k);
+  job.q = strided<4>(q);
+  job.k = strided<4>(k);
   return job;
 }
 
 }  // namespace
 
-AttentionTiles attention_tiles(int element_bytes, extent_t D) {
+FlashBwdTiles flash_bwd_tiling(Format f, moa::extent_t D) {
   const size_t lanes =
-      element_bytes == 8 ? HWY_DYNAMIC_DISPATCH(LanesF64)() : HWY_DYNAMIC_DISPATCH(LanesF32)();
-  const extent_t L = static_cast<extent_t>(lanes);
-  return {4 * L, (D + L - 1) / L * L};  // kChunks vectors of keys
+      f == Format::f64 ? HWY_DYNAMIC_DISPATCH(LanesF64)() : HWY_DYNAMIC_DISPATCH(LanesF32)();
+  return FlashBwdTiles::of(moa::extent_t(lanes), D);
+}
+
+std::vector<moa::extent_t> flash_bwd_tiles(Format f) {
+  return {flash_bwd_tiling(f, /*D=*/1).block_n, FlashBwdTiles::row_block, FlashBwdTiles::row_batch};
 }
 
 double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, extent_t Hkv,
                                    extent_t N, extent_t M, extent_t D, int threads) {
-  const AttentionTiles t = attention_tiles(element_bytes, D);
-  const double row_batch = 16;                                           // kRowBatch
+  const FlashBwdTiles t = flash_bwd_tiling(element_bytes == 8 ? Format::f64 : Format::f32, D);
+  const double row_batch = double(FlashBwdTiles::row_batch);
   const double part = double(H / Hkv) * double(N) * double(t.d_padded);  // (group, N, Dp)
   const extent_t k_tiles = (M + t.block_n - 1) / t.block_n;
   const extent_t splits = key_splits(B, Hkv, k_tiles);
@@ -607,20 +593,14 @@ double attention_bwd_scratch_bytes(int element_bytes, extent_t B, extent_t H, ex
                             2.0 * row_batch * double(t.block_n) + (splits == 1 ? part : 0.0);
   const double shared = splits == 1 ? 0.0 : double(B * Hkv * splits) * part;
   const double rows = 2.0 * double(B * H * N);  // D_i and 1 / l_i
-  const double backward = detail::thread_count(threads) * per_thread + shared;
+  const double backward = thread_count(threads) * per_thread + shared;
   // The row-sum pass, before the backward allocates: K^T, V^T tiles, the
   // block's q and dO rows and its two lane-wise sums, per thread.
-  const double block = double(detail::kRowBlock), lanes = double(t.block_n) / 4;
+  const double block = double(FlashBwdTiles::row_block), lanes = double(t.lanes);
   const double row_sums =
-      detail::thread_count(threads) *
+      thread_count(threads) *
       (2.0 * double(D * t.block_n) + 2.0 * block * double(t.d_padded) + 2.0 * block * lanes);
   return element_bytes * (std::max(backward, row_sums) + rows);
-}
-
-double visible_pairs(bool causal, extent_t N, extent_t M) {
-  double pairs = 0;
-  for (extent_t i = 0; i < N; ++i) pairs += double(key_end(causal, i, N, M));
-  return pairs;
 }
 
 template <class T>
@@ -631,40 +611,28 @@ void flash_attention_bwd(moa::View<const T> q, moa::View<const T> k, moa::View<c
   AttnJob<T> job = make_job(q, k, params);
   std::vector<T> delta(static_cast<size_t>(job.B * job.H * job.N));  // D_i, (B, H, N)
   std::vector<T> inv_l(delta.size());                                // 1 / l_i, (B, H, N)
-  job.v = strided4(v);
+  job.v = strided<4>(v);
   (void)o;  // D_i comes from the kernel's own P and dP (the row-sum pass)
-  job.lse_in = strided3(lse);
-  job.dout = strided4(dout);
-  job.dq = strided4(dq);
-  job.dk = strided4(dk);
-  job.dv = strided4(dv);
+  job.lse_in = strided<3>(lse);
+  job.dout = strided<4>(dout);
+  job.dq = strided<4>(dq);
+  job.dk = strided<4>(dk);
+  job.dv = strided<4>(dv);
   job.delta = delta.data();
   job.inv_l = inv_l.data();
   Passes<T>::backward(job);
 }
 
-template <class T>
-void flash_attention_fwdbwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
-                            moa::View<const T> dout, moa::View<T> o, moa::View<T> lse,
-                            moa::View<T> dq, moa::View<T> dk, moa::View<T> dv,
-                            const AttentionParams& params) {
-  flash_attention_fwd<T>(q, k, v, o, lse, params);  // cpu.flash's loop nest: its bits
-  flash_attention_bwd<T>(q, k, v, moa::View<const T>(o), moa::View<const T>(lse), dout, dq, dk, dv,
-                         params);  // P from that lse
-}
-
-#define MOACERT_INSTANTIATE(T)                                                                     \
-  template void flash_attention_bwd<T>(moa::View<const T>, moa::View<const T>, moa::View<const T>, \
-                                       moa::View<const T>, moa::View<const T>, moa::View<const T>, \
-                                       moa::View<T>, moa::View<T>, moa::View<T>,                   \
-                                       const AttentionParams&);                                    \
-  template void flash_attention_fwdbwd<T>(moa::View<const T>, moa::View<const T>,                  \
-                                          moa::View<const T>, moa::View<const T>, moa::View<T>,    \
-                                          moa::View<T>, moa::View<T>, moa::View<T>, moa::View<T>,  \
+template void flash_attention_bwd<float>(moa::View<const float>, moa::View<const float>,
+                                         moa::View<const float>, moa::View<const float>,
+                                         moa::View<const float>, moa::View<const float>,
+                                         moa::View<float>, moa::View<float>, moa::View<float>,
+                                         const AttentionParams&);
+template void flash_attention_bwd<double>(moa::View<const double>, moa::View<const double>,
+                                          moa::View<const double>, moa::View<const double>,
+                                          moa::View<const double>, moa::View<const double>,
+                                          moa::View<double>, moa::View<double>, moa::View<double>,
                                           const AttentionParams&);
-MOACERT_INSTANTIATE(float)
-MOACERT_INSTANTIATE(double)
-#undef MOACERT_INSTANTIATE
 
 // ---- registration: attention.bwd cpu.flash_bwd ------------------------------------
 namespace {
@@ -698,28 +666,25 @@ void run_bwd(const Problem& p, std::span<const TensorRef> in, std::span<const Te
 
 }  // namespace
 
-void register_attention_bwd(Registry& r) {
-  r.add({"cpu.flash_bwd",
-         Op::attention_bwd,
-         "cpu",
-         {Format::f64, Format::f32},
-         /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "flash backward: a pass for the row sums l_i and D_i = rowsum(P∘dP), then one pass "
-         "with P = exp(S - LSE) / l_i; dK/dV owned per key tile, dQ partials per key split "
-         "summed in order (no atomics); o not read; Highway, OpenMP",
-         attention_bwd_cost,
-         [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-            const RunOptions& opt) {
-           if (p.format == Format::f64) return run_bwd<double>(p, in, out, opt);
-           if (p.format == Format::f32) return run_bwd<float>(p, in, out, opt);
-           throw std::invalid_argument("attention.bwd cpu.flash_bwd: format " +
-                                       std::string(name(p.format)) + " is not supported");
-         },
-         /*tiles=*/{64, 32},
-         /*family_name=*/"cpu.flash",
-         /*same_bits_any_layout=*/false});  // BLOCK_M = 64, BLOCK_N = 4 vectors (64 f32, 32 f64 on
-                                            // AVX-512)
+void register_attention_bwd_flash_bwd(Registry& r) {
+  const std::vector<Format> formats = {Format::f64, Format::f32};
+  r.add(Variant{
+      .name = "cpu.flash_bwd",
+      .op = Op::attention_bwd,
+      .backend = "cpu",
+      .formats = formats,
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary = "flash backward: a pass for the row sums l_i and D_i = rowsum(P∘dP), then one "
+                 "pass with P = exp(S - LSE) / l_i; dK/dV owned per key tile, dQ partials per "
+                 "key split summed in order (no atomics); o not read; Highway, OpenMP",
+      .cost = attention_bwd_cost,
+      .run = f64_f32_run("attention.bwd cpu.flash_bwd",
+                         []<class T>(auto&&... a) { run_bwd<T>(a...); }),
+      .tiles = tiles_of_formats(formats, flash_bwd_tiles),
+      .family_name = "cpu.flash",
+      .same_bits_any_layout = false,
+  });
 }
 
 }  // namespace moacert::kernels::cpu

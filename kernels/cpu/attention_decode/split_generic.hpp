@@ -1,7 +1,7 @@
 // The ONF of attention.decode as a plain scalar template: split-K over the
 // KV cache with an exact log-sum-exp merge. It includes neither Highway nor
 // OpenMP, so the property engine can instantiate it with mpfr_float and prove
-// the rewrite algorithmically equivalent to the DNF; cpu.split (decode.cpp)
+// the rewrite algorithmically equivalent to the DNF; cpu.split (split.cpp)
 // is the same loop nest vectorised and run in parallel.
 //
 // The valid cache [0, lens[b]) is cut into chunks of `split_len` positions.

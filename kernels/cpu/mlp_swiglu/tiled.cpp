@@ -1,14 +1,12 @@
-// mlp.swiglu, cpu.tiled (see mlp.hpp).
-#include "kernels/cpu/mlp.hpp"
-
-#include <omp.h>
+// mlp.swiglu, cpu.tiled (see tiled.hpp).
+#include "kernels/cpu/mlp_swiglu/tiled.hpp"
 
 #include <span>
-#include <stdexcept>
 #include <string>
 
-#include "kernels/cpu/cpu_kernels_rest.hpp"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/common/formats.hpp"
+#include "kernels/cpu/common/gemm.hpp"
+#include "kernels/cpu/register.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels::cpu {
@@ -56,23 +54,19 @@ void run(const Problem&, std::span<const TensorRef> in, std::span<const TensorRe
 
 }  // namespace
 
-void register_mlp(Registry& r) {
-  r.add({"cpu.tiled",
-         Op::mlp_swiglu,
-         "cpu",
-         {Format::f64, Format::f32},
-         /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "packed, blocked Highway GEMMs (6 x 2-vector micro-kernel); silu∘mul fused into the x·W3 "
-         "GEMM's epilogue",
-         mlp_cost,
-         [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-            const RunOptions& opt) {
-           if (p.format == Format::f64) return run<double>(p, in, out, opt);
-           if (p.format == Format::f32) return run<float>(p, in, out, opt);
-           throw std::invalid_argument("mlp.swiglu cpu.tiled: format " +
-                                       std::string(name(p.format)) + " is not supported");
-         }});
+void register_mlp_swiglu_tiled(Registry& r) {
+  r.add(Variant{
+      .name = "cpu.tiled",
+      .op = Op::mlp_swiglu,
+      .backend = "cpu",
+      .formats = {Format::f64, Format::f32},
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary = "packed, blocked Highway GEMMs (" + std::to_string(GemmTiles::mr) +
+                 " x 2-vector micro-kernel); silu∘mul fused into the x·W3 GEMM's epilogue",
+      .cost = mlp_cost,
+      .run = f64_f32_run("mlp.swiglu cpu.tiled", []<class T>(auto&&... a) { run<T>(a...); }),
+  });
 }
 
 }  // namespace moacert::kernels::cpu

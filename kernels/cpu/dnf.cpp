@@ -6,12 +6,13 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cpu/register.hpp"
 #include "kernels/registry.hpp"
 #include "reference/dnf/attention.hpp"
 #include "reference/dnf/block.hpp"
 #include "reference/dnf/norm_mlp.hpp"
 
-namespace moacert::kernels {
+namespace moacert::kernels::cpu {
 namespace {
 
 // The tensor in the accumulation type A: a view of the caller's data when
@@ -156,26 +157,27 @@ Cost dnf_cost(const Problem& p) {
 
 }  // namespace
 
-void register_dnf_kernels(Registry& r) {
+void register_dnf(Registry& r) {
   for (const OpInfo& op : all_ops()) {
-    Variant v;
-    v.name = "cpu.dnf";
-    v.op = op.op;
-    v.backend = "cpu";
-    v.formats = {Format::f64, Format::f32, Format::bf16, Format::f16};
-    v.accepts_strided = true;
-    v.deterministic = true;
-    v.summary = "the DNF run as written, in the accumulation type (naive baseline)";
-    v.cost = dnf_cost;
-    v.run = [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+    r.add(Variant{
+        .name = "cpu.dnf",
+        .op = op.op,
+        .backend = "cpu",
+        .formats = {Format::f64, Format::f32, Format::bf16, Format::f16},
+        .accepts_strided = true,
+        .deterministic = true,
+        .summary = "the DNF run as written, in the accumulation type (naive baseline)",
+        .cost = dnf_cost,
+        .run =
+            [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
                const RunOptions&) {
-      if (p.format == Format::f64)
-        run_dnf<double>(p, in, out);
-      else
-        run_dnf<float>(p, in, out);
-    };
-    r.add(std::move(v));
+              if (p.format == Format::f64)
+                run_dnf<double>(p, in, out);
+              else
+                run_dnf<float>(p, in, out);
+            },
+    });
   }
 }
 
-}  // namespace moacert::kernels
+}  // namespace moacert::kernels::cpu

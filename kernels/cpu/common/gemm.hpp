@@ -12,9 +12,26 @@
 // thread count: deterministic, no atomics.
 #pragma once
 
+#include <algorithm>
+
 #include "reference/moa/moa.hpp"
 
 namespace moacert::kernels::cpu {
+
+// The GEMM's tiles, one definition for the kernel (gemm.cpp) and its
+// scratch (gemm_scratch_elements): MR x NR micro-tiles, NR = 2 vectors of
+// the dispatched target's lanes.
+struct GemmTiles {
+  static constexpr moa::extent_t mr = 6;         // micro-tile rows
+  static constexpr moa::extent_t mc = 144;       // rows of a packed A block (a multiple of MR)
+  static constexpr moa::extent_t kc = 256;       // depth of a packed block
+  static constexpr moa::extent_t nc_task = 256;  // columns of a task's packed B block, at most
+  static constexpr moa::extent_t nr(moa::extent_t lanes) { return 2 * lanes; }
+  // NC_TASK in whole NR-wide panels, at least one.
+  static constexpr moa::extent_t nc_task_of(moa::extent_t nr_) {
+    return std::max(nr_, nc_task / nr_ * nr_);
+  }
+};
 
 enum class Epilogue {
   store,       // C = A B

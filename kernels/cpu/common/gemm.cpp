@@ -8,49 +8,38 @@
 #ifndef MOACERT_GEMM_ONCE
 #define MOACERT_GEMM_ONCE
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "hwy/aligned_allocator.h"
-#include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/common/gemm.hpp"
+#include "kernels/cpu/common/strided.hpp"
+#include "kernels/cpu/common/threads.hpp"
 
 namespace moacert::kernels::cpu::gemm_detail {
 
 using moa::extent_t;
 
-constexpr extent_t kMR = 6;        // micro-tile rows
-constexpr extent_t kMC = 144;      // rows of a packed A block (a multiple of MR)
-constexpr extent_t kKC = 256;      // depth of a packed block
-constexpr extent_t kNCTask = 256;  // columns of a task's packed B block (a multiple of NR)
-
-template <class P>
-struct Mat {
-  P* p = nullptr;
-  extent_t rs = 0, cs = 0;  // row and column strides
-  P& at(extent_t i, extent_t j) const { return p[i * rs + j * cs]; }
-};
+constexpr extent_t kMR = GemmTiles::mr;           // micro-tile rows
+constexpr extent_t kMC = GemmTiles::mc;           // rows of a packed A block (a multiple of MR)
+constexpr extent_t kKC = GemmTiles::kc;           // depth of a packed block
+constexpr extent_t kNCTask = GemmTiles::nc_task;  // columns of a task's packed B block
 
 template <class T>
 struct GemmJob {
   extent_t m, n, k;
-  Mat<const T> a, b, gate;
-  Mat<T> c;
-  int epilogue;  // Epilogue
+  Strided<const T, 2> a, b, gate;  // (m, k), (k, n), (m, n)
+  Strided<T, 2> c;                 // (m, n)
+  int epilogue;                    // Epilogue
   int threads;
 };
-
-inline int thread_count(int requested) {
-  return requested > 0 ? requested : omp_get_max_threads();
-}
 
 }  // namespace moacert::kernels::cpu::gemm_detail
 
 #endif  // MOACERT_GEMM_ONCE
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/cpu/gemm.cpp"
+#define HWY_TARGET_INCLUDE "kernels/cpu/common/gemm.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // after highway.h, inside the per-target re-inclusion
@@ -127,7 +116,7 @@ HWY_INLINE void update(D d, const GemmJob<T>& job, const T* HWY_RESTRICT tile, s
   const bool add = !first_k || job.epilogue == int(Epilogue::accumulate);
   const bool silu_mul = last_k && job.epilogue == int(Epilogue::silu_mul);
   const size_t L = hn::Lanes(d);
-  const bool full_vectors = job.c.cs == 1 && (!silu_mul || job.gate.cs == 1);
+  const bool full_vectors = job.c.inner() == 1 && (!silu_mul || job.gate.inner() == 1);
   for (extent_t r = 0; r < rows; ++r) {
     const T* t_row = tile + r * NR;
     extent_t j = 0;
@@ -161,8 +150,8 @@ template <class T>
 void gemm_impl(const GemmJob<T>& job) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
-  const extent_t NR = extent_t(2 * L);
-  const extent_t nc_task = std::max<extent_t>(NR, kNCTask / NR * NR);
+  const extent_t NR = GemmTiles::nr(extent_t(L));
+  const extent_t nc_task = GemmTiles::nc_task_of(NR);
   const extent_t m = job.m, n = job.n, k = job.k;
   const extent_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + nc_task - 1) / nc_task;
   const extent_t tasks = row_blocks * col_blocks;
@@ -186,10 +175,10 @@ void gemm_impl(const GemmJob<T>& job) {
           for (extent_t p = 0; p < kc; ++p) {
             const T* src = &job.b.at(pc + p, j_first);
             T* out = dst + p * NR;
-            if (job.b.cs == 1) {
+            if (job.b.inner() == 1) {
               std::copy(src, src + width, out);
             } else {
-              for (extent_t c = 0; c < width; ++c) out[c] = src[c * job.b.cs];
+              for (extent_t c = 0; c < width; ++c) out[c] = src[c * job.b.inner()];
             }
             std::fill(out + width, out + NR, T(0));
           }
@@ -244,14 +233,6 @@ HWY_EXPORT(GemmF64);
 HWY_EXPORT(GemmLanesF32);
 HWY_EXPORT(GemmLanesF64);
 
-namespace {
-template <class P>
-gemm_detail::Mat<P> mat(const moa::View<P>& x) {
-  if (x.data() == nullptr) return {};
-  return {x.data(), x.layout().stride(0), x.layout().stride(1)};
-}
-}  // namespace
-
 template <class T>
 void gemm(moa::View<const T> a, moa::View<const T> b, moa::View<T> c, Epilogue epilogue,
           moa::View<const T> gate, int threads) {
@@ -263,8 +244,9 @@ void gemm(moa::View<const T> a, moa::View<const T> b, moa::View<T> c, Epilogue e
   if (epilogue == Epilogue::silu_mul && !(gate.data() && gate.shape() == cs)) {
     throw moa::ShapeError("gemm: the silu_mul epilogue needs a gate of shape " + cs.str());
   }
-  gemm_detail::GemmJob<T> job{as[0],     bs[1],  as[1],         mat(a), mat(b),
-                              mat(gate), mat(c), int(epilogue), threads};
+  gemm_detail::GemmJob<T> job{as[0],         bs[1],         as[1],
+                              strided<2>(a), strided<2>(b), strided<2>(gate),
+                              strided<2>(c), int(epilogue), threads};
   if (job.m == 0 || job.n == 0) return;
   if (job.k == 0) {  // an empty sum: C = 0 (or unchanged, or silu(G) · 0)
     for (moa::extent_t i = 0; i < job.m; ++i)
@@ -289,13 +271,12 @@ double gemm_scratch_elements(int element_bytes, moa::extent_t m, moa::extent_t n
   (void)m, (void)n, (void)k;
   const size_t lanes = element_bytes == 8 ? HWY_DYNAMIC_DISPATCH(GemmLanesF64)()
                                           : HWY_DYNAMIC_DISPATCH(GemmLanesF32)();
-  const double nr = 2.0 * double(lanes);
+  const moa::extent_t nr = GemmTiles::nr(moa::extent_t(lanes));
   // Per thread: a packed B block (KC, NC_TASK), a packed A block (MC, KC), a tile.
-  const double b_pack =
-      double(gemm_detail::kKC) * std::max(nr, std::floor(gemm_detail::kNCTask / nr) * nr);
+  const double b_pack = double(GemmTiles::kc) * double(GemmTiles::nc_task_of(nr));
   const double per_thread =
-      b_pack + double(gemm_detail::kMC * gemm_detail::kKC) + gemm_detail::kMR * nr;
-  return gemm_detail::thread_count(threads) * per_thread;
+      b_pack + double(GemmTiles::mc * GemmTiles::kc) + double(GemmTiles::mr) * double(nr);
+  return thread_count(threads) * per_thread;
 }
 
 }  // namespace moacert::kernels::cpu

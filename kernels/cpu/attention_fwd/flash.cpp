@@ -1,17 +1,18 @@
-// attention.fwd on the CPU: cpu.naive (the DNF read as loops, S and P
-// materialised per (b, h)) and cpu.flash (tiled over keys with an online
-// softmax, Highway-vectorised with runtime dispatch, OpenMP over
-// (b, h, query block)). The scalar form of cpu.flash's loop nest is
-// flash_fwd_generic (attention_fwd_generic.hpp).
+// attention.fwd, cpu.flash: tiled over keys with an online softmax,
+// Highway-vectorised with runtime dispatch, OpenMP over (b, h, query block)
+// (flash.hpp). The scalar form of its loop nest is flash_fwd_generic
+// (flash_generic.hpp).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/cpu/attention_fwd.cpp"
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_fwd/flash.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
-#include "kernels/cpu/attention_fwd_kernel.hpp"
-#include "kernels/cpu/vec_exp-inl.h"
+#include "kernels/cpu/attention_fwd/flash.hpp"
+#include "kernels/cpu/common/causal.hpp"
+#include "kernels/cpu/common/convert.hpp"
+#include "kernels/cpu/common/vec_exp-inl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,18 +23,14 @@ namespace moacert::kernels::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- settings -------------------------------------------------------------
-// Tiles: BLOCK_M query rows against BLOCK_N keys. Rows are register-blocked
-// by kRows, columns by kVecs vectors: 4 x 4 accumulators of 16 lanes on
-// AVX-512 (of 32 registers), 4 x 2 of 8 lanes on AVX2 (of 16).
-constexpr std::size_t kBlockM = 64;
-constexpr std::size_t kBlockN = 64;
+// Tiles: BLOCK_M query rows against BLOCK_N keys (FlashTiles). Rows are
+// register-blocked by kRows, columns by kVecs vectors: 4 x 4 accumulators of
+// 16 lanes on AVX-512 (of 32 registers), 4 x 2 of 8 lanes on AVX2 (of 16).
+constexpr std::size_t kBlockM = FlashTiles::block_m;
+constexpr std::size_t kBlockN = FlashTiles::block_n;
 constexpr std::size_t kRows = 4;
 template <class T>
 constexpr std::size_t kVecs = HWY_LANES(T) * sizeof(T) >= 64 ? 4 : 2;
-
-inline std::size_t round_up(std::size_t x, std::size_t to) {
-  return (x + to - 1) / to * to;
-}
 
 template <class T, class S>
 HWY_INLINE T to_compute(S x) {
@@ -161,15 +158,15 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
 
   // settings of this call, strides up front
   const std::size_t N = a.N, M = a.M, D = a.D, dp = w.dp, bnp = w.bnp;
-  const std::ptrdiff_t shift_mn = static_cast<std::ptrdiff_t>(M) - static_cast<std::ptrdiff_t>(N);
   const std::size_t g = h / (a.H / a.Hkv);
-  const std::ptrdiff_t q_n = a.q.n, q_d = a.q.d, k_m = a.k.n, k_d = a.k.d, v_m = a.v.n, v_d = a.v.d,
-                       o_n = a.o.n, o_d = a.o.d, lse_n = a.lse.n;
-  const S* q_bh = static_cast<const S*>(a.q_data) + b * a.q.b + h * a.q.h;  // (N, D)
-  const S* k_bg = static_cast<const S*>(a.k_data) + b * a.k.b + g * a.k.h;  // (M, D)
-  const S* v_bg = static_cast<const S*>(a.v_data) + b * a.v.b + g * a.v.h;  // (M, D)
-  S* o_bh = static_cast<S*>(a.o_data) + b * a.o.b + h * a.o.h;              // (N, D)
-  S* lse_bh = static_cast<S*>(a.lse_data) + b * a.lse.b + h * a.lse.h;      // (N)
+  const std::ptrdiff_t q_n = a.q.s[2], q_d = a.q.s[3], k_m = a.k.s[2], k_d = a.k.s[3],
+                       v_m = a.v.s[2], v_d = a.v.s[3], o_n = a.o.s[2], o_d = a.o.s[3],
+                       lse_n = a.lse.s[2];
+  const S* q_bh = a.q.as<const S>().row(b, h, 0);  // (N, D)
+  const S* k_bg = a.k.as<const S>().row(b, g, 0);  // (M, D)
+  const S* v_bg = a.v.as<const S>().row(b, g, 0);  // (M, D)
+  S* o_bh = a.o.as<S>().row(b, h, 0);              // (N, D)
+  S* lse_bh = a.lse.as<S>().row(b, h);             // (N)
   const T scale = static_cast<T>(a.scale);
 
   const std::size_t bm = std::min(kBlockM, N - i0);  // tail tile: bm < BLOCK_M
@@ -200,14 +197,12 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
   std::fill_n(l, kBlockM, T(0));
   std::fill_n(seen, kBlockM, false);
 
-  // Causal: keys past the last row's horizon i0 + bm - 1 + (M - N) are
-  // invisible to the whole block and are never loaded.
-  std::ptrdiff_t key_end = static_cast<std::ptrdiff_t>(M);
-  if (kCausal) {
-    key_end = std::min<std::ptrdiff_t>(key_end, static_cast<std::ptrdiff_t>(i0 + bm) + shift_mn);
-  }
-  for (std::ptrdiff_t j0 = 0; j0 < key_end; j0 += static_cast<std::ptrdiff_t>(kBlockN)) {
-    const std::size_t bn = std::min<std::size_t>(kBlockN, static_cast<std::size_t>(key_end - j0));
+  // Causal: keys the last row of the block does not see are invisible to the
+  // whole block and are never loaded.
+  const std::ptrdiff_t keys =
+      key_end(kCausal, moa::extent_t(i0 + bm - 1), moa::extent_t(N), moa::extent_t(M));
+  for (std::ptrdiff_t j0 = 0; j0 < keys; j0 += static_cast<std::ptrdiff_t>(kBlockN)) {
+    const std::size_t bn = std::min<std::size_t>(kBlockN, static_cast<std::size_t>(keys - j0));
     const std::size_t bn_vec = round_up(bn, L);  // tail tile: columns bn..bn_vec are padding
     const T* kt_j = kt + static_cast<std::size_t>(j0) / kBlockN * D * bnp;  // (D, BLOCK_Np)
     const T* v_j = vt + j0 * dp;                                            // (bn, Dp)
@@ -233,12 +228,10 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
     for (r = 0; r < bm; ++r) {
       T* HWY_RESTRICT s_row = s + r * bnp;  // (BLOCK_Np)
       // Visible keys of row i in this block form a prefix [0, visible).
-      std::ptrdiff_t visible = static_cast<std::ptrdiff_t>(bn);
-      if (kCausal) {
-        const std::ptrdiff_t horizon =
-            static_cast<std::ptrdiff_t>(i0 + r) + shift_mn;  // last visible j
-        visible = std::clamp<std::ptrdiff_t>(horizon + 1 - j0, 0, static_cast<std::ptrdiff_t>(bn));
-      }
+      const std::ptrdiff_t visible =
+          kCausal ? visible_in_tile(/*causal=*/true, moa::extent_t(i0 + r), j0, moa::extent_t(bn),
+                                    moa::extent_t(N), moa::extent_t(M))
+                  : static_cast<std::ptrdiff_t>(bn);
       if (visible == 0) {  // -inf max: no visible key in this block, the row's triple stays
         std::fill_n(s_row, bn_vec, T(0));
         alpha[r] = T(1);
@@ -366,13 +359,14 @@ std::size_t FlashLanesF64() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <omp.h>
+#include <span>
+#include <string>
+#include <type_traits>
 
-#include "kernels/cpu/attention_bwd.hpp"
-#include "kernels/cpu/attention_fwd_flat.hpp"
-#include "kernels/cpu/attention_fwd_generic.hpp"
-#include "kernels/cpu/cpu_kernels.hpp"
-#include "reference/dnf/attention.hpp"
+#include "kernels/cpu/common/threads.hpp"
+#include "kernels/cpu/common/tiles.hpp"
+#include "kernels/cpu/register.hpp"
+#include "kernels/registry.hpp"
 
 namespace moacert::kernels::cpu {
 
@@ -383,111 +377,47 @@ HWY_EXPORT(FlashF16);
 HWY_EXPORT(FlashLanesF32);
 HWY_EXPORT(FlashLanesF64);
 
+std::vector<moa::extent_t> flash_tiles(Format) {
+  return {moa::extent_t(FlashTiles::block_m), moa::extent_t(FlashTiles::block_n)};
+}
+
+std::size_t flash_lanes(Format f) {
+  return f == Format::f64 ? HWY_DYNAMIC_DISPATCH(FlashLanesF64)()
+                          : HWY_DYNAMIC_DISPATCH(FlashLanesF32)();
+}
+
+double flash_scratch_bytes(const Problem& p) {
+  const double lanes = double(flash_lanes(p.format));
+  const double elem = p.format == Format::f64 ? 8 : 4;
+  const double block_m = double(FlashTiles::block_m), block_n = double(FlashTiles::block_n);
+  const double dp = std::ceil(double(p.dims.D) / lanes) * lanes;
+  const double bnp = std::ceil(block_n / lanes) * lanes;              // BLOCK_N in whole vectors
+  const double mp = std::ceil(double(p.dims.M) / block_n) * block_n;  // M in whole key tiles
+  // q, s, acc tiles and m, l, alpha, seen; packed K^T (D, Mp) and V (Mp, Dp)
+  const double per_thread = elem * (block_m * dp + block_m * bnp + block_m * dp + 3 * block_m) +
+                            block_m + elem * (double(p.dims.D) * mp + mp * dp);
+  return per_thread;
+}
+
 namespace {
 
-int threads_of(const RunOptions& opt) {
-  return opt.threads > 0 ? opt.threads : omp_get_max_threads();
-}
-
-// ---- cpu.naive --------------------------------------------------------------
-
-// The DNF read as loops, in the accumulation type A, with S and P of one
-// (b, h) materialised as (N, M) matrices. Single-threaded and deterministic.
-template <class S>
-void naive_fwd(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out) {
-  using A = accum_of_t<S>;
-  const moa::View<const S> q = in[0].view<const S>(), k = in[1].view<const S>(),
-                           v = in[2].view<const S>();
-  const moa::View<S> o = out[0].view<S>(), lse = out[1].view<S>();
-  const Dims& d = p.dims;
-  const extent_t N = d.N, M = d.M, D = d.D, group = d.H / d.Hkv;
-  const A scale = static_cast<A>(p.scale());
-  const bool causal = p.causal();
-  constexpr A kNegInf = -std::numeric_limits<A>::infinity();
-  std::vector<A> s_mat(static_cast<std::size_t>(N * M));  // (N, M)
-  std::vector<A> p_mat(static_cast<std::size_t>(N * M));  // (N, M)
-  for (extent_t b = 0; b < d.B; ++b) {
-    for (extent_t h = 0; h < d.H; ++h) {
-      const extent_t g = h / group;
-      // scores: S = scale · Q K^T, -inf where invisible
-      for (extent_t i = 0; i < N; ++i) {
-        for (extent_t j = 0; j < M; ++j) {
-          A dot = 0;
-          if (dnf::visible(causal, i, j, N, M)) {
-            for (extent_t x = 0; x < D; ++x)
-              dot +=
-                  static_cast<A>(to_accum(q(b, h, i, x))) * static_cast<A>(to_accum(k(b, g, j, x)));
-            s_mat[i * M + j] = scale * dot;
-          } else {
-            s_mat[i * M + j] = kNegInf;
-          }
-        }
-      }
-      // row_max, exp, row_sum, normalise: P = softmax(S)
-      for (extent_t i = 0; i < N; ++i) {
-        A* s_row = &s_mat[i * M];
-        A* p_row = &p_mat[i * M];
-        A row_max = kNegInf;
-        for (extent_t j = 0; j < M; ++j) row_max = std::max(row_max, s_row[j]);
-        if (row_max == kNegInf) {  // row with no visible key: P = 0, O = 0, LSE = -inf
-          std::fill_n(p_row, M, A(0));
-          lse(b, h, i) = from_accum<S>(kNegInf);
-          continue;
-        }
-        A row_sum = 0;
-        for (extent_t j = 0; j < M; ++j) {
-          p_row[j] = s_row[j] == kNegInf ? A(0) : std::exp(s_row[j] - row_max);
-          row_sum += p_row[j];
-        }
-        for (extent_t j = 0; j < M; ++j) p_row[j] /= row_sum;
-        lse(b, h, i) = from_accum<S>(row_max + std::log(row_sum));
-      }
-      // accumulate: O = P V
-      for (extent_t i = 0; i < N; ++i) {
-        for (extent_t x = 0; x < D; ++x) {
-          A acc = 0;
-          for (extent_t j = 0; j < M; ++j)
-            acc += p_mat[i * M + j] * static_cast<A>(to_accum(v(b, g, j, x)));
-          o(b, h, i, x) = from_accum<S>(acc);
-        }
-      }
-    }
-  }
-}
-
-void run_naive(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-               const RunOptions&) {
-  check_tensors(p, in, out);
-  switch (p.format) {
+// The dispatched kernel of the format's storage type.
+void flash_dispatch(Format f, const FlashArgs& a) {
+  switch (f) {
     case Format::f64:
-      naive_fwd<double>(p, in, out);
+      HWY_DYNAMIC_DISPATCH(FlashF64)(a);
       break;
     case Format::f32:
-      naive_fwd<float>(p, in, out);
+      HWY_DYNAMIC_DISPATCH(FlashF32)(a);
       break;
     case Format::bf16:
-      naive_fwd<bf16>(p, in, out);
+      HWY_DYNAMIC_DISPATCH(FlashBF16)(a);
       break;
     case Format::f16:
-      naive_fwd<f16>(p, in, out);
+      HWY_DYNAMIC_DISPATCH(FlashF16)(a);
       break;
   }
 }
-
-Cost naive_cost(const Problem& p) {
-  const Dims& d = p.dims;
-  const double bytes = info(p.format).bytes;
-  const double acc_bytes = p.format == Format::f64 ? 8 : 4;
-  Cost c;
-  const double nm = double(d.B) * d.H * d.N * d.M;
-  c.flops = 4.0 * nm * d.D + 5.0 * nm;  // QK^T and PV (2 flops each per d), softmax
-  c.bytes_read = bytes * (double(d.B) * d.H * d.N * d.D + 2.0 * d.B * d.Hkv * d.M * d.D);
-  c.bytes_written = bytes * (double(d.B) * d.H * d.N * d.D + double(d.B) * d.H * d.N);
-  c.peak_extra_bytes = 2.0 * acc_bytes * d.N * d.M;  // S and P of one (b, h)
-  return c;
-}
-
-// ---- cpu.flash --------------------------------------------------------------
 
 void run_flash(const Problem& p, std::span<const TensorRef> inputs,
                std::span<const TensorRef> outputs, const RunOptions& opt) {
@@ -504,53 +434,18 @@ void run_flash(const Problem& p, std::span<const TensorRef> inputs,
                       a.D = d.D;
                       a.scale = p.scale();
                       a.causal = p.causal();
-                      a.threads = threads_of(opt);
-                      a.q = strides_of(in[0].layout);
-                      a.k = strides_of(in[1].layout);
-                      a.v = strides_of(in[2].layout);
-                      a.o = strides_of(out[0].layout);
-                      a.lse = strides_of(out[1].layout);
-                      a.q_data = in[0].data;
-                      a.k_data = in[1].data;
-                      a.v_data = in[2].data;
-                      a.o_data = out[0].data;
-                      a.lse_data = out[1].data;
-                      switch (p.format) {
-                        case Format::f64:
-                          HWY_DYNAMIC_DISPATCH(FlashF64)(a);
-                          break;
-                        case Format::f32:
-                          HWY_DYNAMIC_DISPATCH(FlashF32)(a);
-                          break;
-                        case Format::bf16:
-                          HWY_DYNAMIC_DISPATCH(FlashBF16)(a);
-                          break;
-                        case Format::f16:
-                          HWY_DYNAMIC_DISPATCH(FlashF16)(a);
-                          break;
-                      }
+                      a.threads = thread_count(opt.threads);
+                      a.q = strided_in<4>(in[0]);
+                      a.k = strided_in<4>(in[1]);
+                      a.v = strided_in<4>(in[2]);
+                      a.o = strided_out<4>(out[0]);
+                      a.lse = strided_out<3>(out[1]);
+                      flash_dispatch(p.format, a);
                     });
 }
 
 }  // namespace
 
-double flash_scratch_bytes(const Problem& p) {
-  const bool f64 = p.format == Format::f64;
-  const double lanes =
-      double(f64 ? HWY_DYNAMIC_DISPATCH(FlashLanesF64)() : HWY_DYNAMIC_DISPATCH(FlashLanesF32)());
-  const double elem = f64 ? 8 : 4;
-  const double dp = std::ceil(double(p.dims.D) / lanes) * lanes;
-  const double bm = 64, bn = std::ceil(64 / lanes) * lanes;  // kBlockM, kBlockN
-  const double mp = std::ceil(double(p.dims.M) / 64) * 64;   // M in whole key tiles
-  // q, s, acc tiles and m, l, alpha, seen; packed K^T (D, Mp) and V (Mp, Dp)
-  const double per_thread =
-      elem * (bm * dp + bm * bn + bm * dp + 3 * bm) + bm + elem * (double(p.dims.D) * mp + mp * dp);
-  return per_thread;
-}
-
-// cpu.flash's loop nest on views with one stride per axis: the forward of
-// cpu.fused and of block's cpu.composed, so that their o and lse are
-// bitwise cpu.flash's.
 template <class T>
 void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                          moa::View<T> o, moa::View<T> lse, const AttentionParams& params) {
@@ -564,22 +459,13 @@ void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<c
   a.M = static_cast<std::size_t>(ks[2]);
   a.scale = params.scale;
   a.causal = params.causal;
-  a.threads = params.threads > 0 ? params.threads : omp_get_max_threads();
-  a.q = strides_of(q.layout());
-  a.k = strides_of(k.layout());
-  a.v = strides_of(v.layout());
-  a.o = strides_of(o.layout());
-  a.lse = strides_of(lse.layout());
-  a.q_data = q.data();
-  a.k_data = k.data();
-  a.v_data = v.data();
-  a.o_data = o.data();
-  a.lse_data = lse.data();
-  if constexpr (std::is_same_v<T, double>) {
-    HWY_DYNAMIC_DISPATCH(FlashF64)(a);
-  } else {
-    HWY_DYNAMIC_DISPATCH(FlashF32)(a);
-  }
+  a.threads = thread_count(params.threads);
+  a.q = erased(strided<4>(q));
+  a.k = erased(strided<4>(k));
+  a.v = erased(strided<4>(v));
+  a.o = erased(strided<4>(o));
+  a.lse = erased(strided<3>(lse));
+  flash_dispatch(std::is_same_v<T, double> ? Format::f64 : Format::f32, a);
 }
 template void flash_attention_fwd<float>(moa::View<const float>, moa::View<const float>,
                                          moa::View<const float>, moa::View<float>, moa::View<float>,
@@ -595,12 +481,7 @@ Cost flash_cost(const Problem& p) {
   const double bytes = info(p.format).bytes;
   // Work actually done: causal blocks past a row block's horizon are skipped,
   // so count the visible (i, j) pairs.
-  double pairs = double(d.N) * d.M;
-  if (p.causal()) {
-    pairs = 0;
-    for (extent_t i = 0; i < d.N; ++i)
-      pairs += double(std::clamp<extent_t>(i + d.M - d.N + 1, 0, d.M));
-  }
+  const double pairs = visible_pairs(p.causal(), d.N, d.M);
   const double bh = double(d.B) * d.H;
   Cost c;
   c.flops = bh * (4.0 * pairs * d.D + 5.0 * pairs);
@@ -609,22 +490,27 @@ Cost flash_cost(const Problem& p) {
   // threads is read by each, which this does not count).
   c.bytes_read = bytes * (bh * d.N * d.D + 2.0 * bh * d.M * d.D);
   c.bytes_written = bytes * (bh * d.N * d.D + bh * d.N);
-  c.peak_extra_bytes = flash_scratch_bytes(p) * omp_get_max_threads();
+  c.peak_extra_bytes = flash_scratch_bytes(p) * thread_count(/*requested=*/0);
   return c;
 }
 
 }  // namespace
 
-void register_attention_fwd(Registry& r) {
-  const std::vector<Format> all = {Format::f64, Format::f32, Format::bf16, Format::f16};
-  r.add({"cpu.naive", Op::attention_fwd, "cpu", all, /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "the DNF as loops: S and P (N, M) materialised per (b, h), single thread", naive_cost,
-         run_naive});
-  r.add({"cpu.flash", Op::attention_fwd, "cpu", all, /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "64x64 tiles, online softmax, Highway (runtime dispatch) + OpenMP over (b,h,row block)",
-         flash_cost, run_flash, /*tiles=*/{64}});  // kBlockM = kBlockN = 64
+void register_attention_fwd_flash(Registry& r) {
+  const std::vector<Format> formats = {Format::f64, Format::f32, Format::bf16, Format::f16};
+  r.add(Variant{
+      .name = "cpu.flash",
+      .op = Op::attention_fwd,
+      .backend = "cpu",
+      .formats = formats,
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary = std::to_string(FlashTiles::block_m) + "x" + std::to_string(FlashTiles::block_n) +
+                 " tiles, online softmax, Highway (runtime dispatch) + OpenMP over (b,h,row block)",
+      .cost = flash_cost,
+      .run = run_flash,
+      .tiles = tiles_of_formats(formats, flash_tiles),
+  });
 }
 
 }  // namespace moacert::kernels::cpu

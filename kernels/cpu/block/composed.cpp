@@ -7,19 +7,18 @@
 //   y = h + mlp(rmsnorm(h; mlp_norm))               rmsnorm_rows, mlp_swiglu_tiled (accumulate)
 // The (B·N, heads·D) matrices are seen as (B, heads, N, D) through strided
 // views, never copied. Every step is deterministic, so the block is.
-#include <omp.h>
-
 #include <cmath>
 #include <span>
-#include <stdexcept>
-#include <string>
 
-#include "kernels/cpu/attention_bwd.hpp"
-#include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/cpu_kernels_rest.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/mlp.hpp"
-#include "kernels/cpu/rmsnorm.hpp"
+#include "kernels/cpu/attention_fwd/flash.hpp"
+#include "kernels/cpu/common/causal.hpp"
+#include "kernels/cpu/common/formats.hpp"
+#include "kernels/cpu/common/gemm.hpp"
+#include "kernels/cpu/common/strided.hpp"
+#include "kernels/cpu/common/threads.hpp"
+#include "kernels/cpu/mlp_swiglu/tiled.hpp"
+#include "kernels/cpu/register.hpp"
+#include "kernels/cpu/rmsnorm/fused.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels::cpu {
@@ -44,17 +43,14 @@ void block_composed(View<const T> x, View<const T> attn_norm, View<const T> wq, 
                     View<T> y, int threads) {
   const extent_t B = x.shape()[0], N = x.shape()[1], Dm = x.shape()[2], D = wq.shape()[1] / H;
   const extent_t rows = B * N;
-  const extent_t x_sb = x.layout().stride(0), x_sn = x.layout().stride(1),
-                 x_sc = x.layout().stride(2);
-  const extent_t y_sb = y.layout().stride(0), y_sn = y.layout().stride(1),
-                 y_sc = y.layout().stride(2);
+  const Strided<const T, 3> x_s = strided<3>(x);  // (B, N, Dm)
+  const Strided<T, 3> y_s = strided<3>(y);        // (B, N, Dm)
   // x as (B·N, Dm), row-major, whatever its layout: also the residual h
   Tensor<T> h(Shape{rows, Dm});  // (B·N, Dm)
   T* const h_data = h.storage().data();
   for (extent_t b = 0; b < B; ++b)
     for (extent_t n = 0; n < N; ++n)
-      for (extent_t c = 0; c < Dm; ++c)
-        h_data[(b * N + n) * Dm + c] = x.data()[b * x_sb + n * x_sn + c * x_sc];
+      for (extent_t c = 0; c < Dm; ++c) h_data[(b * N + n) * Dm + c] = x_s.at(b, n, c);
 
   // h = x + attn(rmsnorm(x))
   Tensor<T> xn(Shape{rows, Dm});                               // (B·N, Dm)
@@ -78,8 +74,7 @@ void block_composed(View<const T> x, View<const T> attn_norm, View<const T> wq, 
   mlp_swiglu_tiled<T>(hn.view(), w1, w3, w2, h.view(), /*accumulate=*/true, threads);
   for (extent_t b = 0; b < B; ++b)
     for (extent_t n = 0; n < N; ++n)
-      for (extent_t c = 0; c < Dm; ++c)
-        y.data()[b * y_sb + n * y_sn + c * y_sc] = h_data[(b * N + n) * Dm + c];
+      for (extent_t c = 0; c < Dm; ++c) y_s.at(b, n, c) = h_data[(b * N + n) * Dm + c];
 }
 
 Cost block_cost(const Problem& p) {
@@ -103,7 +98,7 @@ Cost block_cost(const Problem& p) {
   c.peak_extra_bytes =
       bytes * (3 * rows * Dm + 2 * rows * qd + 2 * rows * kvd + double(d.B * d.H * d.N) +
                2 * rows * F + gemm_scratch_elements(int(bytes), d.B * d.N, d.F, d.Dm, 0)) +
-      flash_scratch_bytes(attention) * omp_get_max_threads();
+      flash_scratch_bytes(attention) * thread_count(/*requested=*/0);
   return c;
 }
 
@@ -119,23 +114,19 @@ void run(const Problem& p, std::span<const TensorRef> in, std::span<const Tensor
 
 }  // namespace
 
-void register_block(Registry& r) {
-  r.add({"cpu.composed",
-         Op::block,
-         "cpu",
-         {Format::f64, Format::f32},
-         /*accepts_strided=*/true,
-         /*deterministic=*/true,
-         "rmsnorm -> q/k/v GEMMs -> tiled online-softmax attention -> Wo GEMM + residual -> "
-         "rmsnorm -> SwiGLU MLP + residual, each step this directory's kernel",
-         block_cost,
-         [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-            const RunOptions& opt) {
-           if (p.format == Format::f64) return run<double>(p, in, out, opt);
-           if (p.format == Format::f32) return run<float>(p, in, out, opt);
-           throw std::invalid_argument("block cpu.composed: format " + std::string(name(p.format)) +
-                                       " is not supported");
-         }});
+void register_block_composed(Registry& r) {
+  r.add(Variant{
+      .name = "cpu.composed",
+      .op = Op::block,
+      .backend = "cpu",
+      .formats = {Format::f64, Format::f32},
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary = "rmsnorm -> q/k/v GEMMs -> tiled online-softmax attention -> Wo GEMM + residual "
+                 "-> rmsnorm -> SwiGLU MLP + residual, each step this directory's kernel",
+      .cost = block_cost,
+      .run = f64_f32_run("block cpu.composed", []<class T>(auto&&... a) { run<T>(a...); }),
+  });
 }
 
 }  // namespace moacert::kernels::cpu

@@ -1,6 +1,6 @@
 // The fused forward+backward ONF of attention (attention.fwdbwd, cpu.fused)
 // as a plain scalar template over T: the same loop nest, tiles and
-// owner-computes structure as the vectorised kernel in attention_bwd.cpp,
+// owner-computes structure as the vectorised kernel in attention_bwd/flash_bwd.cpp,
 // with none of its machinery. It includes neither Highway nor OpenMP, uses
 // only + - * /, exp and log by unqualified calls, comparisons and
 // dnf::ScalarTraits<T>, so the property engine can instantiate it with
@@ -33,7 +33,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/cpu/attention_fwd_generic.hpp"
+#include "kernels/cpu/attention_bwd/key_splits.hpp"
+#include "kernels/cpu/attention_fwd/flash_generic.hpp"
+#include "kernels/cpu/common/causal.hpp"
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
 
@@ -41,29 +43,6 @@ namespace moacert::kernels::cpu {
 
 using moa::extent_t;
 using moa::View;
-
-// The first key a row may not see: keys [0, key_end(i)) are visible.
-// @post 0 <= result <= M; 0 means the row sees no key.
-inline extent_t key_end(bool causal, extent_t i, extent_t N, extent_t M) {
-  if (!causal) return M;
-  return std::clamp<extent_t>(i + (M - N) + 1, 0, M);
-}
-
-// The first query row that sees key j (causal): rows [row_begin(j), N).
-inline extent_t row_begin(bool causal, extent_t j, extent_t N, extent_t M) {
-  if (!causal) return 0;
-  return std::clamp<extent_t>(j - (M - N), 0, N);
-}
-
-// How many splits share the key tiles of one (batch, kv head): enough that
-// there are at least kMinTasks backward tasks, at most one split per tile.
-// A function of the problem alone, never of the thread count, so that the
-// order of every sum (and so every bit of dQ) is the same on any machine.
-inline extent_t key_splits(extent_t B, extent_t Hkv, extent_t k_tiles) {
-  constexpr extent_t kMinTasks = 8;
-  const extent_t pairs = std::max<extent_t>(B * Hkv, 1);
-  return std::clamp<extent_t>((kMinTasks + pairs - 1) / pairs, 1, std::max<extent_t>(k_tiles, 1));
-}
 
 template <class T>
 void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
@@ -83,7 +62,7 @@ void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, Vie
     return delta[static_cast<std::size_t>((b * H + h) * N + i)];
   };
 
-  // ---- forward: cpu.flash's loop nest (attention_fwd_generic.hpp) ----------
+  // ---- forward: cpu.flash's loop nest (attention_fwd/flash_generic.hpp) ----------
   flash_fwd_generic<T>(q, k, v, scale_d, causal, o, lse, block_m, block_n);
 
   // One unnormalised weight P~_ij = exp(S_ij - LSE_i), and dP_ij.
@@ -137,7 +116,7 @@ void fused_fwdbwd_generic(View<const T> q, View<const T> k, View<const T> v, Vie
               dv_acc(static_cast<std::size_t>(cols * D), zero);             // (BLOCK_N, D)
           for (extent_t h = g * group; h < (g + 1) * group; ++h) {
             for (extent_t i = row_begin(causal, j0, N, M); i < N; ++i) {
-              const extent_t visible = std::clamp<extent_t>(key_end(causal, i, N, M) - j0, 0, cols);
+              const extent_t visible = visible_in_tile(causal, i, j0, cols, N, M);
               for (extent_t c = 0; c < visible; ++c) {
                 T p, ds;
                 recompute(b, h, g, i, j0 + c, p, ds);

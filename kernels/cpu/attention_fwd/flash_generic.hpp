@@ -3,7 +3,7 @@
 // exp, log, comparisons and dnf::ScalarTraits<T>. It includes neither
 // Highway nor OpenMP, so the property engine can instantiate it with
 // mpfr_float and prove the rewrite DNF -> ONF algorithmically equivalent;
-// cpu.flash (attention_fwd.cpp) is the same loop nest vectorised.
+// cpu.flash (flash.cpp) is the same loop nest vectorised.
 //
 // For each (b, h) and each query block [i0, i0 + BLOCK_M), every row keeps a
 // running triple (m, l, acc): the max of the scores seen so far, the sum of
@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/common/causal.hpp"
 #include "reference/dnf/attention.hpp"
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
@@ -56,10 +57,11 @@ void flash_fwd_generic(View<const T> q, View<const T> k, View<const T> v, double
           seen[r] = 0;
           for (extent_t d = 0; d < D; ++d) acc[r * D + d] = Tr::zero();
         }
-        // Causal: keys past the last row's horizon are invisible to the whole block.
-        const extent_t key_end = causal ? std::min(M, i0 + bm + (M - N)) : M;
-        for (extent_t j0 = 0; j0 < key_end; j0 += block_n) {
-          const extent_t bn = std::min(block_n, key_end - j0);  // tail tile
+        // Causal: keys the last row of the block does not see are invisible to
+        // the whole block.
+        const extent_t keys = key_end(causal, i0 + bm - 1, N, M);
+        for (extent_t j0 = 0; j0 < keys; j0 += block_n) {
+          const extent_t bn = std::min(block_n, keys - j0);  // tail tile
           for (extent_t r = 0; r < bm; ++r) {
             const extent_t i = i0 + r;
             // scores: S_ij = scale · Σ_d Q_id K_jd, -inf where invisible

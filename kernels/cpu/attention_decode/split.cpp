@@ -3,17 +3,18 @@
 // vectorised with runtime dispatch, OpenMP over (b, kv head, chunk); each
 // task reads its chunk of K and V once for all the query heads of its group
 // (GQA/MQA). The scalar form of the loop nest is decode_split_generic
-// (decode_generic.hpp).
+// (split_generic.hpp).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/cpu/decode.cpp"
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_decode/split.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "kernels/cpu/attention_fwd_kernel.hpp"
-#include "kernels/cpu/vec_exp-inl.h"
+#include "kernels/cpu/attention_decode/split.hpp"
+#include "kernels/cpu/common/convert.hpp"
+#include "kernels/cpu/common/vec_exp-inl.h"
 
 #include <algorithm>
 #include <atomic>
@@ -26,10 +27,6 @@ namespace moacert::kernels::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 namespace decode_detail {
-
-inline std::size_t round_up(std::size_t x, std::size_t to) {
-  return (x + to - 1) / to * to;
-}
 
 // One cache row of D elements (element stride s_d) as D compute-type values:
 // the row itself when it already is contiguous T, else converted into buf.
@@ -76,6 +73,12 @@ HWY_INLINE T dot(DF df, const T* HWY_RESTRICT q, const T* HWY_RESTRICT k, std::s
 
 }  // namespace decode_detail
 
+// Register slabs: kSlab vectors of D per pass (8 of 16 lanes on AVX-512:
+// 2 heads x 8 accumulators + 8 V vectors of 32 registers; 4 on narrower
+// targets).
+template <class T>
+constexpr std::size_t kSlab = HWY_LANES(T) * sizeof(T) >= 64 ? 8 : 4;
+
 // acc (HEADS, NV·L) += P (HEADS, n) · V (n, NV·L): one slab of D columns for
 // HEADS query heads, accumulators in registers; the last vector of the slab
 // is masked to `tail` lanes (L when full) so no position >= D is read.
@@ -103,31 +106,29 @@ HWY_INLINE void pv_slab(DF df, const T* HWY_RESTRICT v, std::ptrdiff_t v_l, std:
     for (std::size_t k = 0; k < NV; ++k) hn::StoreU(a[h][k], df, acc + h * dp + k * L);
 }
 
-// Slabs of kSlab vectors (8 of 16 lanes on AVX-512: 2 heads x 8 accumulators
-// + 8 V vectors of 32 registers; 4 on narrower targets), heads in pairs; the
-// V chunk is re-read from cache for each pair, never from memory.
+// Slabs of kSlab<T> vectors, heads in pairs; the V chunk is re-read from
+// cache for each pair, never from memory.
 template <class DF, class T = hn::TFromD<DF>>
 HWY_INLINE void pv_registers(DF df, const T* v, std::ptrdiff_t v_l, std::size_t n, std::size_t D,
                              std::size_t G, const T* p, std::size_t sp, T* acc, std::size_t dp) {
-  constexpr std::size_t kSlab = HWY_LANES(T) * sizeof(T) >= 64 ? 8 : 4;
   const std::size_t L = hn::Lanes(df);
   std::fill_n(acc, G * dp, T(0));
   for (std::size_t d0 = 0; d0 < D;) {
     const std::size_t left = D - d0;
-    const bool full = left >= kSlab * L;
-    const std::size_t vecs = full ? kSlab : 1;
+    const bool full = left >= kSlab<T> * L;
+    const std::size_t vecs = full ? kSlab<T> : 1;
     const std::size_t tail = full ? L : std::min(L, left);
     for (std::size_t h = 0; h < G; h += 2) {
       const T* ph = p + h * sp;
       T* ah = acc + h * dp + d0;
       if (h + 1 < G) {
         if (full)
-          pv_slab<2, kSlab>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
+          pv_slab<2, kSlab<T>>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
         else
           pv_slab<2, 1>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
       } else {
         if (full)
-          pv_slab<1, kSlab>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
+          pv_slab<1, kSlab<T>>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
         else
           pv_slab<1, 1>(df, v + d0, v_l, n, ph, sp, ah, dp, tail);
       }
@@ -196,31 +197,30 @@ HWY_INLINE void qk_slab(DF df, const T* HWY_RESTRICT q, std::size_t dp, const T*
   }
 }
 
-// Heads in pairs over qk_slab when a row of D is kSlab or kSlab/2 vectors
+// Heads in pairs over qk_slab when a row of D is kSlab<T> or kSlab<T>/2 vectors
 // (D = 128 or 64 in f32 on AVX-512); false, computing nothing, otherwise.
 template <class DF, class T = hn::TFromD<DF>>
 HWY_INLINE bool qk_registers(DF df, const T* q, std::size_t dp, const T* k, std::ptrdiff_t k_l,
                              std::size_t n, std::size_t D, std::size_t G, T scale, T* s,
                              std::size_t sp, const T* v, std::ptrdiff_t v_l) {
-  constexpr std::size_t kSlab = HWY_LANES(T) * sizeof(T) >= 64 ? 8 : 4;
   const std::size_t L = hn::Lanes(df), nv = (D + L - 1) / L, tail = D - (nv - 1) * L;
-  if (nv != kSlab && nv != kSlab / 2) return false;
+  if (nv != kSlab<T> && nv != kSlab<T> / 2) return false;
   for (std::size_t h = 0; h < G; h += 2) {
     const bool pair = h + 1 < G;
     const T* qh = q + h * dp;
     T* sh = s + h * sp;
     const T* next = h == 0 ? v : nullptr;  // V's rows, prefetched once
     const std::size_t bytes = D * sizeof(T);
-    if (nv == kSlab) {
+    if (nv == kSlab<T>) {
       if (pair)
-        qk_slab<2, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
+        qk_slab<2, kSlab<T>>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
       else
-        qk_slab<1, kSlab>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
+        qk_slab<1, kSlab<T>>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
     } else {
       if (pair)
-        qk_slab<2, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
+        qk_slab<2, kSlab<T> / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
       else
-        qk_slab<1, kSlab / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
+        qk_slab<1, kSlab<T> / 2>(df, qh, dp, k, k_l, n, tail, scale, sh, sp, next, v_l, bytes);
     }
   }
   return true;
@@ -235,7 +235,7 @@ struct SplitScratch {
   hwy::AlignedFreeUniquePtr<T[]> row;  // (Dp) one converted cache row
   std::size_t split_p;
   SplitScratch(std::size_t G, std::size_t D, std::size_t split, std::size_t lanes)
-      : dp(decode_detail::round_up(D, lanes)), split_p(decode_detail::round_up(split, lanes)) {
+      : dp(round_up(D, lanes)), split_p(round_up(split, lanes)) {
     q = hwy::AllocateAligned<T>(G * dp);
     s = hwy::AllocateAligned<T>(G * split_p);
     row = hwy::AllocateAligned<T>(dp);
@@ -256,11 +256,12 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
 
   // settings of this call, strides up front
   const std::size_t D = a.D, dp = w.dp, G = a.H / a.Hkv, split = a.split_len, sp = w.split_p;
-  const std::ptrdiff_t q_h = a.q.h, q_d = a.q.d, k_l = a.k.n, k_d = a.k.d, v_l = a.v.n, v_d = a.v.d;
-  const std::size_t len = static_cast<std::size_t>(a.lens[b * a.lens_stride]);
-  const S* q_b = static_cast<const S*>(a.q_data) + b * a.q.b + g * G * a.q.h;  // (G, D)
-  const S* k_bg = static_cast<const S*>(a.k_data) + b * a.k.b + g * a.k.h;     // (L, D)
-  const S* v_bg = static_cast<const S*>(a.v_data) + b * a.v.b + g * a.v.h;     // (L, D)
+  const std::ptrdiff_t q_h = a.q.s[1], q_d = a.q.s[3], k_l = a.k.s[2], k_d = a.k.s[3],
+                       v_l = a.v.s[2], v_d = a.v.s[3];
+  const std::size_t len = static_cast<std::size_t>(a.lens.at(b));
+  const S* q_b = a.q.as<const S>().row(b, g * G, 0);  // (G, D)
+  const S* k_bg = a.k.as<const S>().row(b, g, 0);     // (L, D)
+  const S* v_bg = a.v.as<const S>().row(b, g, 0);     // (L, D)
 
   const std::size_t j0 = c * split;
   if (j0 >= len) {  // zero-length chunk (past lens[b]): the neutral triple (-inf, 0, 0)
@@ -304,7 +305,7 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
   const V vneg_inf = hn::Set(df, kNegInf);
   for (std::size_t hh = 0; hh < G; ++hh) {
     T* HWY_RESTRICT s_row = s + hh * sp;  // (split_p)
-    for (std::size_t j = n; j < decode_detail::round_up(n, L); ++j) s_row[j] = kNegInf;
+    for (std::size_t j = n; j < round_up(n, L); ++j) s_row[j] = kNegInf;
     V vmax = vneg_inf;
     for (std::size_t j = 0; j < n; j += L) vmax = hn::Max(vmax, hn::LoadU(df, s_row + j));
     const T m = hn::GetLane(hn::MaxOfLanes(df, vmax));  // finite: n >= 1 valid keys
@@ -349,7 +350,7 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
 template <class T, class S>
 void split_run(const DecodeArgs& a) {
   const std::size_t G = a.H / a.Hkv, lanes = hn::Lanes(hn::ScalableTag<T>());
-  const std::size_t dp = decode_detail::round_up(a.D, lanes);
+  const std::size_t dp = round_up(a.D, lanes);
   // The chunk grid depends on L and split_len only, never on the thread
   // count, and the merge runs in ascending chunk order: deterministic.
   const std::size_t chunks = (a.L + a.split_len - 1) / a.split_len;
@@ -370,7 +371,7 @@ void split_run(const DecodeArgs& a) {
   // max, in ascending chunk order (whichever thread runs it: deterministic).
   auto merge = [&](std::size_t b, std::size_t h, T* acc /*(Dp)*/) {
     const std::size_t g = h / G, hh = h % G;
-    const std::size_t len = static_cast<std::size_t>(a.lens[b * a.lens_stride]);
+    const std::size_t len = static_cast<std::size_t>(a.lens.at(b));
     const std::size_t used =
         (len + a.split_len - 1) / a.split_len;  // chunks past lens[b] are empty
     auto slot = [&](std::size_t c) { return ((b * a.Hkv + g) * chunks + c) * G + hh; };
@@ -389,10 +390,10 @@ void split_run(const DecodeArgs& a) {
         hn::StoreU(hn::MulAdd(va, hn::LoadU(df, pa + d), hn::LoadU(df, acc + d)), df, acc + d);
     }
     // lens[b] >= 1: every decode row sees a key, so l >= 1.
-    S* o_row = static_cast<S*>(a.o_data) + b * a.o.b + h * a.o.h;
+    S* o_row = a.o.as<S>().row(b, h, 0);
     for (std::size_t d = 0; d < a.D; ++d)
-      o_row[static_cast<std::ptrdiff_t>(d) * a.o.d] = from_compute<S>(acc[d] / l);
-    static_cast<S*>(a.lse_data)[b * a.lse.b + h * a.lse.h] = from_compute<S>(m + std::log(l));
+      o_row[static_cast<std::ptrdiff_t>(d) * a.o.inner()] = from_compute<S>(acc[d] / l);
+    a.lse.as<S>().at(b, h, 0) = from_compute<S>(m + std::log(l));
   };
 
   // No barrier between split and merge: the task that completes the last
@@ -438,10 +439,13 @@ void SplitF16(const DecodeArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <omp.h>
+#include <span>
+#include <string>
 
-#include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/decode_generic.hpp"
+#include "kernels/cpu/common/threads.hpp"
+#include "kernels/cpu/common/tiles.hpp"
+#include "kernels/cpu/register.hpp"
+#include "kernels/registry.hpp"
 
 namespace moacert::kernels::cpu {
 
@@ -450,9 +454,13 @@ HWY_EXPORT(SplitF32);
 HWY_EXPORT(SplitBF16);
 HWY_EXPORT(SplitF16);
 
+std::vector<moa::extent_t> split_tiles(Format) {
+  return {moa::extent_t(SplitTiles::split_len)};
+}
+
 namespace {
 
-constexpr std::size_t kSplitLen = 256;  // cache positions per chunk
+using moa::extent_t;
 
 void check_decode(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out) {
   check_tensors(p, in, out);
@@ -480,21 +488,15 @@ void run_split(const Problem& p, std::span<const TensorRef> inputs,
                       a.Hkv = d.Hkv;
                       a.L = d.M;
                       a.D = d.D;
-                      a.split_len = kSplitLen;
+                      a.split_len = SplitTiles::split_len;
                       a.scale = p.scale();
-                      a.threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
-                      a.q = strides_of(in[0].layout);
-                      a.k = strides_of(in[1].layout);
-                      a.v = strides_of(in[2].layout);
-                      a.o = strides_of(out[0].layout);
-                      a.lse = strides_of(out[1].layout);
-                      a.lens_stride = in[3].layout.stride(0);
-                      a.q_data = in[0].data;
-                      a.k_data = in[1].data;
-                      a.v_data = in[2].data;
-                      a.lens = static_cast<const std::int64_t*>(in[3].data);
-                      a.o_data = out[0].data;
-                      a.lse_data = out[1].data;
+                      a.threads = thread_count(opt.threads);
+                      a.q = strided_in<4>(in[0]);
+                      a.k = strided_in<4>(in[1]);
+                      a.v = strided_in<4>(in[2]);
+                      a.lens = strided<1>(in[3].view<const std::int64_t>());
+                      a.o = strided_out<4>(out[0]);
+                      a.lse = strided_out<3>(out[1]);
                       switch (p.format) {
                         case Format::f64:
                           HWY_DYNAMIC_DISPATCH(SplitF64)(a);
@@ -518,35 +520,37 @@ Cost split_cost(const Problem& p) {
   const Dims& d = p.dims;
   const double bytes = info(p.format).bytes;
   const double acc_bytes = p.format == Format::f64 ? 8 : 4;
-  const double chunks = std::ceil(double(d.M) / double(kSplitLen));
+  const double chunks = std::ceil(double(d.M) / double(SplitTiles::split_len));
   const double G = double(d.H) / double(d.Hkv);
   Cost c;
   c.flops = double(d.B) * d.H * d.M * (4.0 * d.D + 5.0);
   c.bytes_read = bytes * (double(d.B) * d.H * d.D + 2.0 * d.B * d.Hkv * d.M * d.D) + 8.0 * d.B;
   c.bytes_written = bytes * (double(d.B) * d.H * d.D + double(d.B) * d.H);
   const double partials = acc_bytes * d.B * d.H * chunks * (double(d.D) + 2);
-  const double per_thread = acc_bytes * (G * d.D + G * kSplitLen + d.D);
-  c.peak_extra_bytes = partials + per_thread * omp_get_max_threads();
+  const double per_thread = acc_bytes * (G * d.D + G * double(SplitTiles::split_len) + d.D);
+  c.peak_extra_bytes = partials + per_thread * thread_count(/*requested=*/0);
   c.atomics = double(d.B) * d.Hkv * chunks;  // one countdown per task
   return c;
 }
 
 }  // namespace
 
-void register_attention_decode(Registry& r) {
-  r.add(
-      {"cpu.split",
-       Op::attention_decode,
-       "cpu",
-       {Format::f64, Format::f32, Format::bf16, Format::f16},
-       /*accepts_strided=*/true,
-       /*deterministic=*/true,
-       "split-K over the cache (256-position chunks) with an exact LSE merge; GQA shares K/V reads",
-       split_cost,
-       run_split,
-       /*tiles=*/{256},
-       /*family_name=*/{},
-       /*same_bits_any_layout=*/false});
+void register_attention_decode_split(Registry& r) {
+  const std::vector<Format> formats = {Format::f64, Format::f32, Format::bf16, Format::f16};
+  r.add(Variant{
+      .name = "cpu.split",
+      .op = Op::attention_decode,
+      .backend = "cpu",
+      .formats = formats,
+      .accepts_strided = true,
+      .deterministic = true,
+      .summary = "split-K over the cache (" + std::to_string(SplitTiles::split_len) +
+                 "-position chunks) with an exact LSE merge; GQA shares K/V reads",
+      .cost = split_cost,
+      .run = run_split,
+      .tiles = tiles_of_formats(formats, split_tiles),
+      .same_bits_any_layout = false,
+  });
 }
 
 }  // namespace moacert::kernels::cpu
