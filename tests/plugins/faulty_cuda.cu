@@ -43,7 +43,7 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
   for (int k = 0; k < (1 << 17); k += 512) spill[k] = total;
   total = spill[threadIdx.x];
 #endif
-  const float r = 1.0f / std::sqrt(total / float(D) + eps);
+  const float r = rsqrtf(total / float(D) + eps);
   for (int d = threadIdx.x; d < D; d += THREADS) y[t * ys + d] = x[t * xs + d] * r * w[d * ws];
 }
 

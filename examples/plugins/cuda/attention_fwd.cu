@@ -44,6 +44,10 @@ struct Problem {
   Strides3 lse_st;
 };
 
+__device__ __forceinline__ int clamp_to(int x, int lo, int hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
 // The sum over the GROUP lanes of a row (lanes 4r..4r+3 of a warp), known to
 // all of them.
 __device__ __forceinline__ float group_sum(float partial, unsigned group_mask) {
@@ -65,7 +69,7 @@ __global__ void attention_fwd_kernel(Problem p) {
   const bool row_exists = i < p.N;
 
   // Causal, bottom-right aligned: query i sees key j iff j <= i + (M - N).
-  const int visible = !p.causal ? p.M : std::max(0, std::min(p.M, i + (p.M - p.N) + 1));
+  const int visible = !p.causal ? p.M : clamp_to(i + (p.M - p.N) + 1, 0, p.M);
 
   float q_reg[PER_LANE];  // (D / GROUP): this lane's slice of q_i, pre-scaled
   float acc[PER_LANE];    // (D / GROUP): its slice of the unnormalised output
@@ -80,7 +84,7 @@ __global__ void attention_fwd_kernel(Problem p) {
   float row_max = -INFINITY, row_sum = 0.0f;
 
   for (int j0 = 0; j0 < p.M; j0 += BLOCK_N) {
-    const int tile_keys = std::min(BLOCK_N, p.M - j0);
+    const int tile_keys = clamp_to(p.M - j0, 0, BLOCK_N);
     // load: the block's threads copy the K and V tiles
     for (int e = threadIdx.x; e < tile_keys * p.D; e += THREADS) {
       const int j = e / p.D, d = e % p.D;
@@ -90,7 +94,7 @@ __global__ void attention_fwd_kernel(Problem p) {
           p.v[b * p.v_st.s[0] + g * p.v_st.s[1] + (j0 + j) * p.v_st.s[2] + d * p.v_st.s[3]];
     }
     __syncthreads();
-    const int row_keys = std::min(tile_keys, visible - j0);  // this row's visible keys here
+    const int row_keys = clamp_to(visible - j0, 0, tile_keys);  // this row's visible keys here
     for (int j = 0; j < row_keys; ++j) {
       // score: the group's dot product, reduced by shuffles
       float partial = 0.0f;
