@@ -211,6 +211,9 @@ INSTANTIATE_TEST_SUITE_P(
             "thread \\(0,0,0\\) of block \\(\\d,0,0\\) wrote it .*unordered: blocks of a launch"},
         Planted{"shuffle_outside_mask", "warp mask",
                 "shuffles from lane 20, outside the mask 0x0000ffff \\(.*kernels\\.cu:\\d+\\)"},
+        Planted{"mask_without_self", "warp mask",
+                "thread \\(0,0,0\\) of block \\(0,0,0\\) \\(lane 0\\) calls a warp function with "
+                "mask 0x00000002, which does not contain its own lane \\(.*kernels\\.cu:\\d+\\)"},
         Planted{"early_return", "divergent barrier",
                 "reached by 63 of 64 threads.*thread \\(0,0,0\\) of block \\(0,0,0\\) exited"},
         Planted{"block_1025", "bad launch", "kernel trivial: a block of 1025x1x1 = 1025 threads"},
