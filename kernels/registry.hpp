@@ -4,6 +4,8 @@
 // backend joins by registering variants.
 #pragma once
 
+#include <cstdint>
+
 #include <functional>
 #include <span>
 #include <stdexcept>
@@ -41,6 +43,10 @@ class KernelFault : public std::runtime_error {
 
 struct RunOptions {
   int threads = 0;  // 0: the OpenMP default
+  // The SIMT emulator's schedule (block order, fiber interleaving) of a
+  // kernel built against moacert/simt.h: derived from the case, so that
+  // `reproduce TOKEN` replays it (docs/simt.md#schedule).
+  std::uint64_t schedule_seed = 0;
 };
 
 // Runs one call. Inputs and outputs come in the ops-table order with the
@@ -72,6 +78,10 @@ struct Variant {
   // or a contiguous fast path changes the order of a reduction (the results
   // then agree within the rule instead).
   bool same_bits_any_layout = true;
+  // A kernel run on the SIMT emulator (a plugin built against
+  // moacert/simt.h): the emulator's counters summed over its calls so far,
+  // as JSON (docs/simt.md#counters); empty for other kernels.
+  std::function<std::string()> simt_counters;
 
   bool supports(Format f) const;
 };
