@@ -12,7 +12,7 @@
 #include "oracle/oracle.hpp"
 #include "oracle/rounding.hpp"
 #include "oracle/ulp.hpp"
-#include "tests/oracle/make_case.hpp"
+#include "tests/support/harness.hpp"
 
 namespace moacert::oracle {
 namespace {
@@ -182,8 +182,9 @@ TEST_P(EveryFormat, EmptyCausalRows) {
 TEST_P(EveryFormat, LayoutsAndThreadsDoNotMatter) {
   for (const OpInfo& op : all_ops()) {
     SCOPED_TRACE(op.name);
-    const Case row = make_case(op.op, GetParam(), small_dims(op.op), 6, true, false);
-    const Case col = make_case(op.op, GetParam(), small_dims(op.op), 6, true, true);
+    const Case row = make_case(op.op, GetParam(), small_dims(op.op), 6, true);
+    const Case col =
+        make_case(op.op, GetParam(), small_dims(op.op), 6, true, moa::LayoutKind::col_major);
     const Answer a = evaluate(row, {.threads = 1}), b = evaluate(col, {.threads = 2});
     for (std::size_t k = 0; k < a.outputs.size(); ++k) {
       for (std::size_t i = 0; i < a.outputs[k].rounded.size(); ++i) {
