@@ -23,6 +23,7 @@
 #include "kernels/registry.hpp"
 #include "oracle/bounds.hpp"
 #include "oracle/oracle.hpp"
+#include "oracle/ulp.hpp"
 #include "reference/case.hpp"
 #include "reference/moa/layout_kind.hpp"
 
@@ -213,20 +214,22 @@ inline bool same_logical_elements(const std::vector<AnyTensor>& a,
 // docs/bounds.md), both in row-major logical order. Computed once per case
 // and shared by every layout, thread count and variant run on it.
 struct Reference {
+  Format format;
   oracle::Answer exact;
   std::vector<std::vector<double>> bounds;
 };
 
 inline Reference reference(const Case& c) {
-  return {oracle::evaluate(c), oracle::apriori_bounds(c)};
+  return {c.problem.format, oracle::evaluate(c), oracle::apriori_bounds(c)};
 }
 
-// |y - x| for the oracle's double-double x; 0 when y equals an infinite x,
-// +inf for a NaN or an infinity against a finite x.
-inline double abs_error(double y, const oracle::DD& x) {
-  if (std::isinf(x.hi)) return y == x.hi ? 0 : INFINITY;
-  if (!std::isfinite(y)) return INFINITY;
-  return std::fabs((y - x.hi) - x.lo);
+// |y - x| by the oracle's one definition of the error (oracle/ulp.hpp: the
+// difference taken exactly, the contract's non-finite rules: 0 for an equal
+// infinity or a NaN against an undefined value, +inf for a NaN or an
+// infinity against a finite one), as an absolute error.
+inline double abs_error(Format f, double y, const oracle::DD& x) {
+  const double e = oracle::ulp_error(f, y, x);
+  return e == 0 || !std::isfinite(e) ? e : e * oracle::ulp(f, x);
 }
 
 // Every element of every output within its a priori bound of the exact
@@ -246,7 +249,7 @@ inline ::testing::AssertionResult within_bounds(const Reference& ref,
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(out[t].shape())) {
       const double y = out[t].get(i), bound = ref.bounds[t][n];
-      const double err = abs_error(y, ans.exact[n]);
+      const double err = abs_error(ref.format, y, ans.exact[n]);
       if (!(err <= bound)) {
         std::ostringstream os;
         os.precision(17);
