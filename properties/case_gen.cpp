@@ -33,22 +33,6 @@ const char* name(Values v) {
   return "?";
 }
 
-const char* name(Placement p) {
-  switch (p) {
-    case Placement::row_major:
-      return "row-major";
-    case Placement::col_major:
-      return "col-major";
-    case Placement::permuted:
-      return "permuted";
-    case Placement::padded:
-      return "padded";
-    case Placement::broadcast:
-      return "broadcast";
-  }
-  return "?";
-}
-
 std::string describe(const CaseSpec& s) {
   const Problem& p = s.problem;
   const Dims& d = p.dims;
@@ -146,35 +130,11 @@ bool allows_broadcast(Op op, int input) {
   return is_attention(op);
 }
 
-Layout realise(Placement pl, const Shape& s) {
-  const int r = s.rank();
-  switch (pl) {
-    case Placement::row_major:
-      return Layout::row_major(s);
-    case Placement::col_major:
-      return Layout::col_major(s);
-    case Placement::permuted:
-      return Layout::permuted(s, *gen_permutation(r));
-    case Placement::padded: {
-      Shape pad;
-      for (int k = 0; k < r; ++k) pad.push_back(*rc::gen::inRange<extent_t>(0, 4));
-      return Layout::padded(s, *gen_permutation(r), pad);
-    }
-    case Placement::broadcast: {
-      // Stride 0 on the batch axis, and on the head axis half the time.
-      moa::Strides st = Layout::row_major(s).strides();
-      st[0] = 0;
-      if (r >= 3 && *rc::gen::arbitrary<bool>()) st[1] = 0;
-      return Layout::strided(s, st);
-    }
-  }
-  return Layout::row_major(s);
-}
-
-Placement draw_placement(Op op, int input, bool strided) {
-  if (!strided || is_index_input(Problem{op, Format::f32, {}, {}}, input))
-    return Placement::row_major;
-  using P = Placement;
+// The constructor of one input's layout: mostly row-major; broadcast only
+// where the op allows it.
+moa::LayoutKind draw_kind(Op op, int input, bool strided) {
+  using P = moa::LayoutKind;
+  if (!strided || is_index_input(Problem{op, Format::f32, {}, {}}, input)) return P::row_major;
   std::vector<std::pair<int, P>> choices = {
       {4, P::row_major}, {1, P::col_major}, {1, P::permuted}, {1, P::padded}};
   if (allows_broadcast(op, input)) choices.push_back({1, P::broadcast});
@@ -252,8 +212,8 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<extent_t
     }
     const auto shapes = input_shapes(p);
     for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
-      s.placements.push_back(draw_placement(op, k, strided));
-      s.layouts.push_back(realise(s.placements.back(), shapes[k]));
+      s.kinds.push_back(draw_kind(op, k, strided));
+      s.layouts.push_back(draw_layout(shapes[k], s.kinds.back()));
     }
     s.seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
     return s;
@@ -267,13 +227,13 @@ rc::Gen<std::vector<Layout>> gen_layouts(const CaseSpec& spec) {
     for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
       // Broadcast changes the values, so a broadcast input stays as it is
       // and no other input becomes one.
-      if (spec.placements[k] == Placement::broadcast) {
+      if (spec.kinds[k] == moa::LayoutKind::broadcast) {
         out.push_back(spec.layouts[k]);
         continue;
       }
-      Placement pl = draw_placement(spec.problem.op, k, true);
-      if (pl == Placement::broadcast) pl = Placement::row_major;
-      out.push_back(realise(pl, shapes[k]));
+      moa::LayoutKind kind = draw_kind(spec.problem.op, k, true);
+      if (kind == moa::LayoutKind::broadcast) kind = moa::LayoutKind::row_major;
+      out.push_back(draw_layout(shapes[k], kind));
     }
     return out;
   });

@@ -16,6 +16,7 @@
 #include <rapidcheck.h>
 
 #include "reference/case.hpp"
+#include "reference/moa/layout_kind.hpp"
 
 namespace moacert::properties {
 
@@ -30,15 +31,11 @@ enum class Values {
 };
 const char* name(Values v);
 
-// How an input tensor is laid out in memory.
-enum class Placement { row_major, col_major, permuted, padded, broadcast };
-const char* name(Placement p);
-
 struct CaseSpec {
   Problem problem;
-  std::vector<Placement> placements;  // per input
-  std::vector<moa::Layout> layouts;   // per input, realised from placements
-  std::vector<std::int64_t> lens;     // decode only
+  std::vector<moa::LayoutKind> kinds;  // per input: the constructor of its layout
+  std::vector<moa::Layout> layouts;    // per input, made by that constructor
+  std::vector<std::int64_t> lens;      // decode only
   Values values = Values::uniform;
   std::uint64_t seed = 0;  // the values' stream
 };

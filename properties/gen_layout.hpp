@@ -1,6 +1,7 @@
 // Generators of shapes and layouts for the MoA core's laws, and for every
-// strided kernel input: row-major, column-major, random axis permutations,
-// padded strides and tiled layouts. Sizes grow with RapidCheck's size.
+// strided kernel input: each layout is one of the MoA core's constructors
+// (reference/moa/layout_kind.hpp) with random arguments. Sizes grow with
+// RapidCheck's size.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include <rapidcheck.h>
 
+#include "reference/moa/layout_kind.hpp"
 #include "reference/moa/moa.hpp"
 
 namespace moacert::moa {
@@ -40,24 +42,6 @@ inline rc::Gen<moa::Shape> gen_shape(int min_rank, int max_rank, moa::extent_t m
   });
 }
 
-enum class LayoutKind { row_major, col_major, permuted, padded, tiled };
-
-inline const char* name(LayoutKind k) {
-  switch (k) {
-    case LayoutKind::row_major:
-      return "row-major";
-    case LayoutKind::col_major:
-      return "col-major";
-    case LayoutKind::permuted:
-      return "permuted";
-    case LayoutKind::padded:
-      return "padded";
-    case LayoutKind::tiled:
-      return "tiled";
-  }
-  return "?";
-}
-
 // A random permutation of 0..rank-1.
 inline rc::Gen<std::vector<int>> gen_permutation(int rank) {
   std::vector<int> p(rank);
@@ -70,42 +54,56 @@ inline rc::Gen<std::vector<int>> gen_permutation(int rank) {
   });
 }
 
-// A layout of `shape` of the given kind. Tiled layouts take, per axis, a
-// random divisor of the extent as the tile; padded ones pad each axis by
-// 0..3 slots under a random storage order.
-inline rc::Gen<moa::Layout> gen_layout(const moa::Shape& shape, LayoutKind kind) {
-  return rc::gen::exec([=] {
-    const int r = shape.rank();
-    switch (kind) {
-      case LayoutKind::row_major:
-        return moa::Layout::row_major(shape);
-      case LayoutKind::col_major:
-        return moa::Layout::col_major(shape);
-      case LayoutKind::permuted:
-        return moa::Layout::permuted(shape, *gen_permutation(r));
-      case LayoutKind::padded: {
-        moa::Shape pad;
-        for (int k = 0; k < r; ++k) pad.push_back(*rc::gen::inRange<moa::extent_t>(0, 4));
-        return moa::Layout::padded(shape, *gen_permutation(r), pad);
+// The arguments of a random layout of `kind` for `shape`, drawn inside a
+// generator (rc::gen::exec): a random storage order (permuted), 0..3 slots
+// of padding per axis under a random order (padded), a random divisor of
+// each extent as its tile (tiled), stride 0 on the batch axis and, half the
+// time from rank 3 on, on the head axis (broadcast). The draws, and so the
+// cases of a seed and the tokens that name them, are those of the
+// generators before the kinds moved to the MoA core.
+inline moa::LayoutArgs draw_layout_args(const moa::Shape& shape, moa::LayoutKind kind) {
+  const int r = shape.rank();
+  moa::LayoutArgs a;
+  switch (kind) {
+    case moa::LayoutKind::row_major:
+    case moa::LayoutKind::col_major:
+      break;
+    case moa::LayoutKind::permuted:
+      a.order = *gen_permutation(r);
+      break;
+    case moa::LayoutKind::padded:
+      for (int k = 0; k < r; ++k) a.pad.push_back(*rc::gen::inRange<moa::extent_t>(0, 4));
+      a.order = *gen_permutation(r);
+      break;
+    case moa::LayoutKind::tiled:
+      for (int k = 0; k < r; ++k) {
+        std::vector<moa::extent_t> divisors;
+        for (moa::extent_t t = 1; t <= shape[k]; ++t)
+          if (shape[k] % t == 0) divisors.push_back(t);
+        a.tile.push_back(*rc::gen::elementOf(divisors));
       }
-      case LayoutKind::tiled: {
-        moa::Shape tile;
-        for (int k = 0; k < r; ++k) {
-          std::vector<moa::extent_t> divisors;
-          for (moa::extent_t t = 1; t <= shape[k]; ++t)
-            if (shape[k] % t == 0) divisors.push_back(t);
-          tile.push_back(*rc::gen::elementOf(divisors));
-        }
-        return moa::Layout::tiled(shape, tile);
-      }
-    }
-    return moa::Layout::row_major(shape);
-  });
+      break;
+    case moa::LayoutKind::broadcast:
+      a.axes = {0};
+      if (r >= 3 && *rc::gen::arbitrary<bool>()) a.axes.push_back(1);
+      break;
+  }
+  return a;
 }
 
-inline rc::Gen<LayoutKind> gen_layout_kind() {
-  return rc::gen::element(LayoutKind::row_major, LayoutKind::col_major, LayoutKind::permuted,
-                          LayoutKind::padded, LayoutKind::tiled);
+// A random layout of `kind`, drawn inside a generator.
+inline moa::Layout draw_layout(const moa::Shape& shape, moa::LayoutKind kind) {
+  return moa::make_layout(kind, shape, draw_layout_args(shape, kind));
+}
+
+inline rc::Gen<moa::Layout> gen_layout(const moa::Shape& shape, moa::LayoutKind kind) {
+  return rc::gen::exec([=] { return draw_layout(shape, kind); });
+}
+
+// The injective kinds but broadcast's.
+inline rc::Gen<moa::LayoutKind> gen_layout_kind() {
+  using K = moa::LayoutKind;
+  return rc::gen::element(K::row_major, K::col_major, K::permuted, K::padded, K::tiled);
 }
 
 }  // namespace moacert::properties

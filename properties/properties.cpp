@@ -48,10 +48,12 @@ void classify(const CaseSpec& s) {
   RC_TAG(name(s.values));
   // The layout families the case reaches (not per input: the combinations
   // would drown the counts).
-  bool reached[5] = {};
-  for (Placement pl : s.placements) reached[static_cast<int>(pl)] = true;
-  for (int k = 0; k < 5; ++k)
-    if (reached[k]) RC_TAG(std::string("layout:") + name(static_cast<Placement>(k)));
+  for (moa::LayoutKind kind :
+       {moa::LayoutKind::row_major, moa::LayoutKind::col_major, moa::LayoutKind::permuted,
+        moa::LayoutKind::padded, moa::LayoutKind::tiled, moa::LayoutKind::broadcast}) {
+    if (std::find(s.kinds.begin(), s.kinds.end(), kind) != s.kinds.end())
+      RC_TAG(std::string("layout:") + name(kind));
+  }
   const bool attention = p.op != Op::rmsnorm && p.op != Op::mlp_swiglu && p.op != Op::block;
   if (attention || p.op == Op::block) {
     RC_CLASSIFY(d.H == d.Hkv, "MHA");

@@ -232,16 +232,12 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const std::vector<moa::exte
     s.layouts.clear();
     const auto shapes = input_shapes(s.problem);
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      if (s.placements[i] == Placement::broadcast) {
-        moa::Strides st = moa::Layout::row_major(shapes[i]).strides();
-        st[0] = 0;
-        s.layouts.push_back(moa::Layout::strided(shapes[i], st));
-      } else if (s.placements[i] == Placement::col_major) {
-        s.layouts.push_back(moa::Layout::col_major(shapes[i]));
-      } else {
-        s.placements[i] = Placement::row_major;
-        s.layouts.push_back(moa::Layout::row_major(shapes[i]));
-      }
+      // Broadcast (batch axis only) and column-major survive; every other
+      // kind becomes row-major.
+      moa::LayoutKind& kind = s.kinds[i];
+      if (kind != moa::LayoutKind::broadcast && kind != moa::LayoutKind::col_major)
+        kind = moa::LayoutKind::row_major;
+      s.layouts.push_back(moa::make_layout(kind, shapes[i]));
     }
     out.push_back(s);
   }

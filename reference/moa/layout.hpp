@@ -132,6 +132,23 @@ class Layout {
     return padded(shape, identity_perm(shape.rank()), pad);
   }
 
+  // Row-major, except that each axis in `axes` has stride 0: all its
+  // coordinates read the same elements (a batch or a head shared by all).
+  // Aliases wherever such an axis has extent > 1, by design.
+  // @pre each entry of axes is in 0..rank-1
+  // @post γ(i) == row_major_offset(shape, i with every broadcast coordinate 0)
+  static Layout broadcast(const Shape& shape, const std::vector<int>& axes) {
+    Strides strides = row_major(shape).strides();
+    for (int axis : axes) {
+      if (axis < 0 || axis >= shape.rank()) {
+        throw ShapeError("broadcast layout of shape " + shape.str() + ": axis " +
+                         std::to_string(axis) + " is out of range");
+      }
+      strides[axis] = 0;
+    }
+    return strided(shape, strides);
+  }
+
   // Blocked: each axis k is cut into tiles of extent tile[k]; tiles are laid
   // out row-major, and each tile is row-major and contiguous inside.
   // @pre tile[k] > 0 divides shape[k]

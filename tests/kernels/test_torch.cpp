@@ -17,6 +17,7 @@
 #include "oracle/bounds.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
+#include "reference/moa/layout_kind.hpp"
 
 namespace moacert::properties {
 namespace {
@@ -53,32 +54,11 @@ TEST_P(TorchOp, PassesTheAprioriRule) {
   }
 }
 
-// A non-row-major layout of `shape`, of family `k`: column-major, two axes
-// swapped, padded (a row pitch), tiled along the first axis when it can be.
+// A non-row-major layout of `shape`, of kind k: column-major, permuted,
+// padded, tiled in turn (the MoA core's constructors with their default
+// arguments, reference/moa/layout_kind.hpp).
 moa::Layout other_layout(const moa::Shape& shape, int k) {
-  const int r = shape.rank();
-  if (r < 2) return moa::Layout::row_major(shape);
-  switch (k % 4) {
-    case 0:
-      return moa::Layout::col_major(shape);
-    case 1: {
-      std::vector<int> order(static_cast<std::size_t>(r));
-      for (int a = 0; a < r; ++a) order[std::size_t(a)] = a;
-      std::swap(order[0], order[std::size_t(r - 2)]);
-      return moa::Layout::permuted(shape, order);
-    }
-    case 2: {
-      moa::Shape pad = moa::Shape::filled(r, 0);
-      pad[r - 1] = 3;
-      return moa::Layout::padded(shape, pad);
-    }
-    default: {
-      if (shape[0] % 2 != 0) return moa::Layout::col_major(shape);
-      moa::Shape tile = moa::Shape::filled(r, 1);
-      tile[0] = 2;
-      return moa::Layout::tiled(shape, tile);
-    }
-  }
+  return moa::make_layout(moa::kInjectiveLayoutKinds[1 + k % 4], shape);
 }
 
 // The same logical inputs in column-major, permuted, padded and tiled

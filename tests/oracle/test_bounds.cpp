@@ -118,7 +118,7 @@ rc::Gen<properties::CaseSpec> gen_plain_fwd(moa::extent_t min_d, moa::extent_t m
     s.layouts.clear();
     for (const moa::Shape& shape : input_shapes(s.problem))
       s.layouts.push_back(moa::Layout::row_major(shape));
-    s.placements.assign(s.layouts.size(), properties::Placement::row_major);
+    s.kinds.assign(s.layouts.size(), moa::LayoutKind::row_major);
     return s;
   });
 }

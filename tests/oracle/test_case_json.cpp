@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracle/case_json.hpp"
-#include "tests/oracle/make_case.hpp"
+#include "tests/support/harness.hpp"
 
 namespace moacert::oracle {
 namespace {
@@ -24,8 +24,9 @@ TEST(CaseJson, RoundTripEveryOpAndFormat) {
   for (const OpInfo& op : all_ops()) {
     for (Format f : kAllFormats) {
       SCOPED_TRACE(std::string(op.name) + " " + std::string(name(f)));
-      Case c = test::make_case(op.op, f, test::small_dims(op.op), 31, /*causal=*/true,
-                               /*col_major=*/f == Format::bf16);
+      Case c = test::make_case(
+          op.op, f, test::small_dims(op.op), 31, /*causal=*/true,
+          f == Format::bf16 ? moa::LayoutKind::col_major : moa::LayoutKind::row_major);
       if (op.op == Op::rmsnorm) c.problem.params.eps = 0x1.5p-17;
       if (op.op == Op::attention_fwd) c.problem.params.scale = 0.3;
       const json j = json::parse(write_case(c).dump());  // through text

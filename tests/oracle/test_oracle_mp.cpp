@@ -20,7 +20,7 @@
 #include "reference/dnf/attention.hpp"
 #include "reference/dnf/block.hpp"
 #include "reference/dnf/norm_mlp.hpp"
-#include "tests/oracle/make_case.hpp"
+#include "tests/support/harness.hpp"
 
 namespace moacert::oracle {
 namespace {

@@ -12,7 +12,7 @@
 #include "oracle/oracle.hpp"
 #include "oracle/rounding.hpp"
 #include "oracle/ulp.hpp"
-#include "tests/oracle/make_case.hpp"
+#include "tests/support/harness.hpp"
 
 namespace moacert::oracle {
 namespace {

@@ -1,22 +1,39 @@
 // certify and reproduce: a deliberately wrong kernel is caught, its
-// counterexample shrinks, and the token re-creates the identical case.
+// counterexample shrinks, and the token re-creates the inputs the kernel
+// failed on, bit for bit.
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
 
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
+#include "tests/support/harness.hpp"
 
 namespace moacert::properties {
 namespace {
 
+// The inputs of the planted kernel's latest run, copied as they arrived.
+struct Recorder {
+  std::vector<AnyTensor> latest;
+};
+
 // The DNF kernel, except that it drops the last visible key of every row
 // once a row has at least five keys: wrong only on larger cases, so the
-// counterexample has something to shrink.
-kernels::Variant planted_wrong_kernel() {
+// counterexample has something to shrink. Each run records its inputs.
+kernels::Variant planted_wrong_kernel(std::shared_ptr<Recorder> recorder) {
   const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.dnf");
   kernels::Variant v = *dnf;
   v.name = "test.drops_last_key";
-  v.run = [dnf](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
-                const kernels::RunOptions& o) {
+  v.run = [dnf, recorder](const Problem& p, std::span<const TensorRef> in,
+                          std::span<const TensorRef> out, const kernels::RunOptions& o) {
+    recorder->latest.clear();
+    for (const TensorRef& t : in) {
+      AnyTensor copy(t.dtype, t.layout);
+      std::memcpy(copy.data(), t.data,
+                  std::size_t(t.layout.cosize()) * std::size_t(dtype_bytes(t.dtype)));
+      recorder->latest.push_back(std::move(copy));
+    }
     if (p.dims.M < 5 || p.causal()) return dnf->run(p, in, out, o);
     Problem fewer = p;
     fewer.dims.M = p.dims.M - 1;
@@ -32,7 +49,8 @@ kernels::Variant planted_wrong_kernel() {
 }
 
 TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
-  const kernels::Variant wrong = planted_wrong_kernel();
+  const auto recorder = std::make_shared<Recorder>();
+  const kernels::Variant wrong = planted_wrong_kernel(recorder);
   CertifyOptions o;
   o.variant = &wrong;
   o.format = Format::f32;
@@ -43,9 +61,17 @@ TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
   ASSERT_FALSE(curated.holds);
   EXPECT_LT(Token::decode(curated.worst_token)->index, 0);
   EXPECT_EQ(curated.random_run, 0);
-  // Random cases alone: caught, then shrunk.
+  // Random cases alone: caught, then shrunk. Certify reports each shrink it
+  // keeps right after judging it, so the kernel's latest inputs then are
+  // those of the failing case found so far: the last such report holds the
+  // inputs of the shrunk counterexample itself.
   o.curated = false;
+  std::vector<AnyTensor> failing_inputs;
+  o.progress = [&](int, int, const char* phase) {
+    if (std::string(phase) == "shrinking") failing_inputs = recorder->latest;
+  };
   const Certificate cert = certify(o);
+  ASSERT_FALSE(failing_inputs.empty()) << "the counterexample was never shrunk";
   ASSERT_FALSE(cert.holds);
   ASSERT_FALSE(cert.worst_token.empty());
   ASSERT_FALSE(cert.failure_elements.empty());
@@ -56,12 +82,17 @@ TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
   EXPECT_EQ(token->variant, "test.drops_last_key");
   EXPECT_EQ(token->seed, 12345u);
 
-  // The token's case is the shrunk counterexample, bit for bit.
-  const Replay first = replay(*token, wrong), second = replay(*token, wrong);
+  // The token's case is the shrunk counterexample: the same description
+  // and, bit for bit, the same inputs in the same layouts as the kernel
+  // received when certify found it.
+  const Replay first = replay(*token, wrong);
   EXPECT_FALSE(first.verdict.holds);
   EXPECT_EQ(describe(first.spec), cert.failure_case);
-  ASSERT_EQ(first.c.inputs.size(), second.c.inputs.size());
-  EXPECT_TRUE(bitwise_equal(first.c.inputs, second.c.inputs));
+  ASSERT_EQ(first.c.inputs.size(), failing_inputs.size());
+  for (std::size_t k = 0; k < failing_inputs.size(); ++k) {
+    EXPECT_EQ(first.c.inputs[k].layout(), failing_inputs[k].layout()) << "input " << k;
+    EXPECT_TRUE(test::same_logical_elements(first.c.inputs[k], failing_inputs[k])) << "input " << k;
+  }
   // Shrinking took it to the edge of the defect: five keys, no causal mask.
   EXPECT_EQ(first.spec.problem.dims.M, 5);
   // The correct kernel passes on the very same case.

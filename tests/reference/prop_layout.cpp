@@ -14,6 +14,7 @@ namespace {
 using moa::extent_t;
 using moa::Index;
 using moa::Layout;
+using moa::LayoutKind;
 using moa::Shape;
 
 // A random layout of a random shape, tagged with its kind.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "reference/format.hpp"
+#include "reference/moa/layout_kind.hpp"
 #include "reference/moa/moa.hpp"
 
 namespace moacert::moa {
@@ -115,6 +116,60 @@ TEST(LayoutLaws, TiledLayoutVisitsEveryElementOnce) {
         ASSERT_LT(l(i) - base, tile_size) << l.str() << " at " << i.str();
       }
     }
+  }
+}
+
+// Law: a broadcast layout reads, at every index, the row-major element of
+// that index with each broadcast coordinate set to 0.
+// @post γ_broadcast(i) == γ_row_major(i with i[a] = 0 for each a in axes)
+TEST(LayoutLaws, BroadcastReadsTheFirstCoordinateOfItsAxes) {
+  for (const Shape& s : small_shapes()) {
+    for (int a = 0; a < s.rank(); ++a) {
+      for (const std::vector<int>& axes : {std::vector<int>{a}, std::vector<int>{0, a}}) {
+        const Layout l = Layout::broadcast(s, axes), rm = Layout::row_major(s);
+        for (const Index& i : iota(s)) {
+          Index j = i;
+          for (int x : axes) j[x] = 0;
+          ASSERT_EQ(l(i), rm(j)) << l.str() << " at " << i.str();
+        }
+        bool aliases = false;
+        for (int x : axes) aliases = aliases || s[x] > 1;
+        EXPECT_EQ(l.is_injective(), !aliases) << l.str();
+      }
+    }
+  }
+  EXPECT_THROW(Layout::broadcast(Shape{2, 3}, {2}), ShapeError);
+}
+
+// Law: each layout kind names its constructor: make_layout(kind, s, args)
+// is Layout::<kind>(s, args...), and the default arguments give, at every
+// rank, a layout of that kind (injective but for broadcast, onto [0, τ)
+// but for padded; permuted differs from row-major where two swapped axes
+// are longer than 1, padded spans more once there are two rows).
+TEST(LayoutKinds, NameTheirConstructors) {
+  for (const Shape& s : small_shapes()) {
+    if (s.rank() == 0) continue;
+    const Layout rm = Layout::row_major(s);
+    EXPECT_EQ(make_layout(LayoutKind::row_major, s), rm);
+    EXPECT_EQ(make_layout(LayoutKind::col_major, s), Layout::col_major(s));
+    for (LayoutKind k : kInjectiveLayoutKinds) {
+      const Layout l = make_layout(k, s);
+      EXPECT_EQ(l.shape(), s) << name(k) << " " << l.str();
+      EXPECT_TRUE(l.is_injective()) << name(k) << " " << l.str();
+      if (k != LayoutKind::padded) {
+        EXPECT_EQ(l.cosize(), l.size()) << name(k) << " " << l.str();
+      }
+    }
+    const int a = s.rank() >= 3 ? 1 : 0, b = a + 1;
+    if (s.rank() >= 2 && s[a] > 1 && s[b] > 1) {
+      EXPECT_NE(make_layout(LayoutKind::permuted, s), rm) << s.str();
+    }
+    if (s.rank() >= 2 && s[s.rank() - 2] > 1) {  // the row pitch shows
+      EXPECT_GT(make_layout(LayoutKind::padded, s).cosize(), rm.cosize());
+    }
+    EXPECT_EQ(make_layout(LayoutKind::broadcast, s), Layout::broadcast(s, {0}));
+    const LayoutArgs args{.order = {}, .pad = {}, .tile = Shape::filled(s.rank(), 1), .axes = {}};
+    EXPECT_EQ(make_layout(LayoutKind::tiled, s, args), Layout::tiled(s, args.tile));
   }
 }
 
