@@ -154,7 +154,7 @@ properties::CaseSpec spec_of(Op op, Format f, extent_t N, extent_t M, bool causa
   s.problem.params.causal = causal && op != Op::attention_decode;
   if (op == Op::attention_decode) s.lens = {M};
   for (const moa::Shape& shape : input_shapes(s.problem)) {
-    s.placements.push_back(properties::Placement::row_major);
+    s.kinds.push_back(moa::LayoutKind::row_major);
     s.layouts.push_back(moa::Layout::row_major(shape));
   }
   s.values = properties::Values::uniform;
