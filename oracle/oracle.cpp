@@ -2,6 +2,7 @@
 // directed rounding, then the Ziv loop over MPFI precisions for the units
 // that still hold an undecided element.
 #include "oracle/oracle.hpp"
+#include "oracle/detail/mpfr_var.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -75,14 +76,7 @@ void check_inputs(const Case& c) {
   }
 }
 
-// An mpfr variable freed on scope exit.
-struct Mpfr {
-  mpfr_t v;
-  explicit Mpfr(mpfr_prec_t prec) { mpfr_init2(v, prec); }
-  ~Mpfr() { mpfr_clear(v); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-};
+using detail::Mpfr;
 
 DD dd_of(mpfr_srcptr x) {
   DD d;

@@ -4,6 +4,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "oracle/detail/mpfr_var.hpp"
+
 namespace moacert::oracle {
 
 namespace {
@@ -14,13 +16,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // 2098 bits) and y - x exactly.
 constexpr mpfr_prec_t kExact = 2200;
 
-struct Mpfr {
-  mpfr_t v;
-  explicit Mpfr(mpfr_prec_t prec) { mpfr_init2(v, prec); }
-  ~Mpfr() { mpfr_clear(v); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-};
+using detail::Mpfr;
 
 // x = hi + lo exactly (NaN or ±inf when hi is).
 void set_dd(mpfr_ptr out, const DD& x) {
