@@ -2,7 +2,6 @@
 // directed rounding, then the Ziv loop over MPFI precisions for the units
 // that still hold an undecided element.
 #include "oracle/oracle.hpp"
-#include "oracle/detail/mpfr_var.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -13,6 +12,7 @@
 #include <mpfi.h>
 #include <mpfr.h>
 
+#include "oracle/detail/mpfr_var.hpp"
 #include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/rounding.hpp"
