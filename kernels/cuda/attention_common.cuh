@@ -338,8 +338,7 @@ void launch_scale_to_storage(const Tensor4& out, const float* acc, int B, int he
                              int D, float factor) {
   const long long total = static_cast<long long>(B) * heads * rows * D;
   if (total == 0) return;
-  auto* kernel = &scale_to_storage<T>;
-  moacert_launch(kernel,
+  MOACERT_LAUNCH((scale_to_storage<T>),
                  dim3(static_cast<unsigned>((total + kConvertThreads - 1) / kConvertThreads)),
                  dim3(kConvertThreads), 0, static_cast<T*>(out.data), out.s, acc, heads, rows, D,
                  total, factor);

@@ -280,9 +280,8 @@ constexpr int kRowThreads = 64;
 
 template <class T>
 void launch_row_dot(const AttnDims& a, const Tensor4& dout, const Tensor4& o, float* d_rows) {
-  auto* kernel = &row_dot_kernel<T>;
-  moacert_launch(kernel, dim3(ceil_div(a.N, kRowThreads), a.H, a.B), dim3(kRowThreads), 0, a, dout,
-                 o, d_rows);
+  MOACERT_LAUNCH((row_dot_kernel<T>), dim3(ceil_div(a.N, kRowThreads), a.H, a.B), dim3(kRowThreads),
+                 0, a, dout, o, d_rows);
 }
 
 }  // namespace moacert::kernels::MOACERT_CUDA_NS

@@ -40,12 +40,11 @@ int launch_bwd_atomic(const BwdArgs& args) {
     using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
-    auto* dv = &dv_kernel<T, T, kCausal>;
-    moacert_launch(dv, key_grid(a), dim3(kThreads), key_tile_bytes(a.D), a, args.q, args.k,
-                   args.dout, Rows<T>{static_cast<const T*>(args.lse.data), args.lse.s}, args.dv);
-    auto* dq_dk = &dq_dk_kernel<T, kCausal>;
-    moacert_launch(dq_dk, query_grid(a), dim3(kThreads), query_tile_bytes(a.D), args,
-                   static_cast<const float*>(d_rows.get()), dk_acc.get());
+    MOACERT_LAUNCH((dv_kernel<T, T, kCausal>), key_grid(a), dim3(kThreads), key_tile_bytes(a.D), a,
+                   args.q, args.k, args.dout,
+                   Rows<T>{static_cast<const T*>(args.lse.data), args.lse.s}, args.dv);
+    MOACERT_LAUNCH((dq_dk_kernel<T, kCausal>), query_grid(a), dim3(kThreads), query_tile_bytes(a.D),
+                   args, static_cast<const float*>(d_rows.get()), dk_acc.get());
     launch_scale_to_storage<T>(args.dk, dk_acc.get(), a.B, a.Hkv, a.M, a.D, a.scale);
     return static_cast<int>(cudaGetLastError());
   });

@@ -18,9 +18,9 @@ int launch_bwd_fa2(const BwdArgs& args) {
     using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
-    auto* dkdv = &dkdv_kernel<T, T, kCausal, /*atomic dQ=*/true>;
-    moacert_launch(dkdv, key_grid(a), dim3(kThreads), key_tile_bytes(a.D), a, args.q, args.k,
-                   args.v, args.dout, Rows<T>{static_cast<const T*>(args.lse.data), args.lse.s},
+    MOACERT_LAUNCH((dkdv_kernel<T, T, kCausal, /*atomic dQ=*/true>), key_grid(a), dim3(kThreads),
+                   key_tile_bytes(a.D), a, args.q, args.k, args.v, args.dout,
+                   Rows<T>{static_cast<const T*>(args.lse.data), args.lse.s},
                    f32_rows(d_rows.get(), a), args.dk, args.dv, dq_acc.get());
     launch_scale_to_storage<T>(args.dq, dq_acc.get(), a.B, a.H, a.N, a.D, a.scale);
     return static_cast<int>(cudaGetLastError());

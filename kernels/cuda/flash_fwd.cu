@@ -26,8 +26,8 @@ int launch_flash_fwd(const FwdArgs& args) {
   const AttnDims& a = args.a;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);
-    auto* kernel = &flash_fwd_kernel<T, decltype(causal)::value>;
-    moacert_launch(kernel, query_grid(a), dim3(kThreads), query_tile_bytes(a.D), args);
+    MOACERT_LAUNCH((flash_fwd_kernel<T, decltype(causal)::value>), query_grid(a), dim3(kThreads),
+                   query_tile_bytes(a.D), args);
     return static_cast<int>(cudaGetLastError());
   });
 }

@@ -40,13 +40,12 @@ int launch_fused_det(const FwdBwdArgs& args) {
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
-    auto* fused = &fused_det_kernel<T, kCausal>;
-    moacert_launch(fused, query_grid(a), dim3(kThreads), query_tile_bytes(a.D), args,
-                   lse_rows.get(), d_rows.get());
-    auto* dkdv = &dkdv_kernel<T, float, kCausal, /*atomic dQ=*/false>;
-    moacert_launch(dkdv, key_grid(a), dim3(kThreads), key_tile_bytes(a.D), a, args.q, args.k,
-                   args.v, args.dout, f32_rows(lse_rows.get(), a), f32_rows(d_rows.get(), a),
-                   args.dk, args.dv, static_cast<float*>(nullptr));
+    MOACERT_LAUNCH((fused_det_kernel<T, kCausal>), query_grid(a), dim3(kThreads),
+                   query_tile_bytes(a.D), args, lse_rows.get(), d_rows.get());
+    MOACERT_LAUNCH((dkdv_kernel<T, float, kCausal, /*atomic dQ=*/false>), key_grid(a),
+                   dim3(kThreads), key_tile_bytes(a.D), a, args.q, args.k, args.v, args.dout,
+                   f32_rows(lse_rows.get(), a), f32_rows(d_rows.get(), a), args.dk, args.dv,
+                   static_cast<float*>(nullptr));
     return static_cast<int>(cudaGetLastError());
   });
 }

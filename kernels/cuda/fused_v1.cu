@@ -39,9 +39,8 @@ int launch_fused_v1(const FwdBwdArgs& args) {
   if (int e = first_error(dk_acc.error(), dv_acc.error())) return e;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);
-    auto* kernel = &fused_v1_kernel<T, decltype(causal)::value>;
-    moacert_launch(kernel, query_grid(a), dim3(kThreads), query_tile_bytes(a.D), args, dk_acc.get(),
-                   dv_acc.get());
+    MOACERT_LAUNCH((fused_v1_kernel<T, decltype(causal)::value>), query_grid(a), dim3(kThreads),
+                   query_tile_bytes(a.D), args, dk_acc.get(), dv_acc.get());
     launch_scale_to_storage<T>(args.dk, dk_acc.get(), a.B, a.Hkv, a.M, a.D, a.scale);
     launch_scale_to_storage<T>(args.dv, dv_acc.get(), a.B, a.Hkv, a.M, a.D, 1.f);
     return static_cast<int>(cudaGetLastError());

@@ -39,12 +39,10 @@ int launch_fused_v3(const FwdBwdArgs& args) {
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
-    auto* fused = &fused_v3_kernel<T, kCausal>;
-    moacert_launch(fused, query_grid(a), dim3(kThreads), query_tile_bytes(a.D), args, dk_acc.get(),
-                   lse_rows.get());
-    auto* dv = &dv_kernel<T, float, kCausal>;
-    moacert_launch(dv, key_grid(a), dim3(kThreads), key_tile_bytes(a.D), a, args.q, args.k,
-                   args.dout, f32_rows(lse_rows.get(), a), args.dv);
+    MOACERT_LAUNCH((fused_v3_kernel<T, kCausal>), query_grid(a), dim3(kThreads),
+                   query_tile_bytes(a.D), args, dk_acc.get(), lse_rows.get());
+    MOACERT_LAUNCH((dv_kernel<T, float, kCausal>), key_grid(a), dim3(kThreads), key_tile_bytes(a.D),
+                   a, args.q, args.k, args.dout, f32_rows(lse_rows.get(), a), args.dv);
     launch_scale_to_storage<T>(args.dk, dk_acc.get(), a.B, a.Hkv, a.M, a.D, a.scale);
     return static_cast<int>(cudaGetLastError());
   });
