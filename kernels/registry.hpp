@@ -103,6 +103,11 @@ void check_tensors(const Problem& p, std::span<const TensorRef> inputs,
 // has.
 void register_cpu_kernels(Registry& r);
 void register_torch_kernels(Registry& r);  // when the LibTorch adaptor is built
+// kernels/cuda/'s ONFs: on the host emulator always (`simt.<name>`), on
+// the GPU when the CUDA adaptor is built and a device is present
+// (`cuda.<name>`).
+void register_simt_kernels(Registry& r);
+void register_cuda_kernels(Registry& r);
 
 // Which optional backends this build has.
 struct Backends {

@@ -15,6 +15,10 @@
 // after the CUDA language: its host-side structs name no CUDA type
 #include "kernels/cuda/attention_args.hpp"
 
+// The dynamic shared memory of every kernel here, declared once at file
+// scope: on the host emulator one arena (simt_arena.cpp) for all of them.
+extern __shared__ float smem[];
+
 namespace moacert::kernels::MOACERT_CUDA_NS {
 
 // ---- settings --------------------------------------------------------------

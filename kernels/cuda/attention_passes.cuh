@@ -185,7 +185,6 @@ __device__ inline Rows<float> f32_rows(const float* data, const AttnDims& a) {
 template <class T, class R, bool kCausal>
 __global__ void dv_kernel(AttnDims a, Tensor4 q_t, Tensor4 k_t, Tensor4 dout_t, Rows<R> lse_rows,
                           Tensor4 dv_t) {
-  extern __shared__ float smem[];
   const KeyTile t = carve_key_tile(smem, a.D);
   const int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int j0 = kt * kBlockN, keys = rows_in(kt, a.M, kBlockN);
@@ -218,7 +217,6 @@ template <class T, class R, bool kCausal, bool kAtomicDQ>
 __global__ void dkdv_kernel(AttnDims a, Tensor4 q_t, Tensor4 k_t, Tensor4 v_t, Tensor4 dout_t,
                             Rows<R> lse_rows, Rows<float> d_rows, Tensor4 dk_t, Tensor4 dv_t,
                             float* dq_acc) {
-  extern __shared__ float smem[];
   const KeyTile t = carve_key_tile(smem, a.D);
   const int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
   const int j0 = kt * kBlockN, keys = rows_in(kt, a.M, kBlockN);

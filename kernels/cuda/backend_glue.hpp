@@ -96,7 +96,15 @@ void run_on_device(const std::string& variant, const Problem& p, std::span<const
   // Outputs too, so that a padded layout's gaps come back as they were.
   for (const TensorRef& t : outputs)
     out.push_back(std::make_unique<DeviceTensor>(t, variant, true));
+#if defined(__CUDACC__)
   check_cuda(static_cast<cudaError_t>(launch(p, in, out)), variant, "launch");
+#else
+  try {
+    check_cuda(static_cast<cudaError_t>(launch(p, in, out)), variant, "launch");
+  } catch (const ::moacert::simt::Hazard& h) {  // a race, a divergent barrier, out of bounds...
+    throw KernelFault(variant + ": " + h.kind() + ": " + h.what(), /*hang=*/h.kind() == "deadlock");
+  }
+#endif
   check_cuda(cudaDeviceSynchronize(), variant, "kernel");
   for (const auto& t : out) t->copy_out(variant);
 }

@@ -12,7 +12,6 @@ namespace {
 template <class T, bool kCausal>
 __global__ void fused_det_kernel(FwdBwdArgs args, float* lse_rows, float* d_rows) {
   const AttnDims a = args.a;
-  extern __shared__ float smem[];
   const QueryTile t = carve_query_tile(smem, a.D);
   const QueryPos p = query_pos(a);
   load_tile(t.q, static_cast<const T*>(args.q.data), args.q.s, p.b, p.h, p.i0, p.rows, a.D,
