@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/attention_args.hpp"
 #include "kernels/cuda/cost.hpp"
+#include "kernels/cuda/rows_args.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels::MOACERT_CUDA_NS {
@@ -53,6 +54,11 @@ class DeviceTensor {
     const auto s = host_.layout.strides();
     return {data_, {s[0], s[1], s[2]}};
   }
+  Tensor2 t2() const {
+    const auto s = host_.layout.strides();
+    return {data_, {s[0], s[1]}};
+  }
+  Tensor1 t1() const { return {data_, host_.layout.strides()[0]}; }
 
  private:
   TensorRef host_;
@@ -66,13 +72,17 @@ inline void check_supported(const std::string& variant, const Problem& p) {
     throw std::invalid_argument(variant + ": format " + std::string(name(p.format)) +
                                 " is not compiled (f32 and bf16 storage)");
   }
-  if (p.dims.D > cuda_cost::kMaxD) {
+  const bool attention = p.op == Op::attention_fwd || p.op == Op::attention_bwd ||
+                         p.op == Op::attention_fwdbwd || p.op == Op::attention_decode;
+  if (attention && p.dims.D > cuda_cost::kMaxD) {
     throw std::invalid_argument(variant + ": D = " + std::to_string(p.dims.D) +
                                 " exceeds the compiled maximum " +
                                 std::to_string(cuda_cost::kMaxD));
   }
-  if (p.dims.N > (1 << 24) || p.dims.M > (1 << 24)) {
-    throw std::invalid_argument(variant + ": N or M above 2^24 (int indices)");
+  const Dims& d = p.dims;
+  for (moa::extent_t e : {d.B, d.H, d.N, d.M, d.D, d.T, d.Dm, d.F}) {
+    if (e > (1 << 24))
+      throw std::invalid_argument(variant + ": an extent above 2^24 (the kernels index with int)");
   }
 }
 
@@ -111,101 +121,92 @@ void run_on_device(const std::string& variant, const Problem& p, std::span<const
 
 using Tensors = std::vector<std::unique_ptr<DeviceTensor>>;
 
-inline int launch_fwdbwd(int (*launcher)(const FwdBwdArgs&), const Problem& p, const Tensors& in,
-                         const Tensors& out) {
-  const FwdBwdArgs args{attn_dims(p), storage_of(p), in[0]->t4(),  in[1]->t4(),
-                        in[2]->t4(),  in[3]->t4(),   out[0]->t4(), out[1]->t3(),
-                        out[2]->t4(), out[3]->t4(),  out[4]->t4()};
-  return launcher(args);
+// One launcher per ONF, from the device tensors in the ops-table order.
+using LaunchFn = int (*)(const Problem&, const Tensors& in, const Tensors& out);
+
+template <int (*kLauncher)(const FwdBwdArgs&)>
+int fwdbwd(const Problem& p, const Tensors& in, const Tensors& out) {
+  return kLauncher({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(), in[3]->t4(),
+                    out[0]->t4(), out[1]->t3(), out[2]->t4(), out[3]->t4(), out[4]->t4()});
 }
 
-inline int launch_bwd(int (*launcher)(const BwdArgs&), const Problem& p, const Tensors& in,
-                      const Tensors& out) {
-  const BwdArgs args{attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(),
-                     in[2]->t4(),  in[3]->t4(),   in[4]->t3(), in[5]->t4(),
-                     out[0]->t4(), out[1]->t4(),  out[2]->t4()};
-  return launcher(args);
+template <int (*kLauncher)(const BwdArgs&)>
+int bwd(const Problem& p, const Tensors& in, const Tensors& out) {
+  return kLauncher({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(), in[3]->t4(),
+                    in[4]->t3(), in[5]->t4(), out[0]->t4(), out[1]->t4(), out[2]->t4()});
 }
 
-inline int launch_fwd(int (*launcher)(const FwdArgs&), const Problem& p, const Tensors& in,
-                      const Tensors& out) {
-  const FwdArgs args{attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(),
-                     in[2]->t4(),  out[0]->t4(),  out[1]->t3()};
-  return launcher(args);
+inline int fwd(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_flash_fwd({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(),
+                           out[0]->t4(), out[1]->t3()});
+}
+
+inline int decode(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_decode({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(),
+                        in[3]->t1(), out[0]->t4(), out[1]->t3()});
+}
+
+inline int rmsnorm(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_rmsnorm({int(p.dims.T), int(p.dims.D), float(p.params.eps), storage_of(p),
+                         in[0]->t2(), in[1]->t1(), out[0]->t2()});
+}
+
+inline int swiglu(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_swiglu({int(p.dims.T), int(p.dims.Dm), int(p.dims.F), storage_of(p), in[0]->t2(),
+                        in[1]->t2(), in[2]->t2(), in[3]->t2(), out[0]->t2()});
 }
 
 // The registry entries of one backend ("simt" or "cuda"): the same ONFs,
-// the same cost functions.
-inline void register_attention(Registry& r, const std::string& backend, const std::string& where) {
-  const std::vector<Format> formats = {Format::f32, Format::bf16};
+// the same cost functions, `where` in each summary.
+inline void register_onfs(Registry& r, const std::string& backend, const std::string& where) {
   struct Entry {
     const char* onf;
     Op op;
     bool deterministic;
+    LaunchFn launch;
     const char* summary;
   };
   const Entry entries[] = {
-      {"flash", Op::attention_fwd, true,
+      {"flash", Op::attention_fwd, true, &fwd,
        "16x16 tiles, K/V tiles in shared memory, online softmax, fully masked tiles skipped"},
-      {"fused_v1", Op::attention_fwdbwd, false,
+      {"fused_v1", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1>,
        "one kernel over query tiles: forward, D_i, dQ in shared memory, dK and dV by atomics"},
-      {"fused_v3", Op::attention_fwdbwd, false,
+      {"fused_v3", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v3>,
        "fused_v1 with dV by its own kernel over key tiles: only dK by atomics"},
-      {"fused_det", Op::attention_fwdbwd, true,
+      {"fused_det", Op::attention_fwdbwd, true, &fwdbwd<&launch_fused_det>,
        "no float atomics: dQ over query tiles, dK and dV in registers over key tiles"},
-      {"bwd_atomic", Op::attention_bwd, false,
+      {"bwd_atomic", Op::attention_bwd, false, &bwd<&launch_bwd_atomic>,
        "three kernels: D = rowsum(dO o O); dV over key tiles; dQ and dK, dK by atomics"},
-      {"bwd_fa2", Op::attention_bwd, false,
+      {"bwd_fa2", Op::attention_bwd, false, &bwd<&launch_bwd_fa2>,
        "FlashAttention-2's form: dK and dV in registers per key tile, dQ by atomics"},
+      {"decode", Op::attention_decode, true, &decode,
+       "split-K over the KV cache (64 keys a block), LSE merge; positions >= lens[b] unread"},
+      {"rmsnorm", Op::rmsnorm, true, &rmsnorm,
+       "one block per row, warp-shuffle sum of squares, 1/sqrt correctly rounded"},
+      {"swiglu", Op::mlp_swiglu, true, &swiglu,
+       "16x16 tiled GEMMs, silu(x W1) * (x W3) fused into the first, h in f32"},
   };
   for (const Entry& e : entries) {
     const std::string onf = e.onf, name = backend + "." + onf;
-    RunFn launch;
-    if (onf == "flash") {
-      launch = [name](const Problem& p, std::span<const TensorRef> in,
-                      std::span<const TensorRef> out, const RunOptions&) {
-        run_on_device(name, p, in, out, [](const Problem& q, const Tensors& i, const Tensors& o) {
-          return launch_fwd(&launch_flash_fwd, q, i, o);
-        });
-      };
-    } else if (e.op == Op::attention_fwdbwd) {
-      int (*launcher)(const FwdBwdArgs&) = onf == "fused_v1"   ? &launch_fused_v1
-                                           : onf == "fused_v3" ? &launch_fused_v3
-                                                               : &launch_fused_det;
-      launch = [name, launcher](const Problem& p, std::span<const TensorRef> in,
-                                std::span<const TensorRef> out, const RunOptions&) {
-        run_on_device(name, p, in, out,
-                      [launcher](const Problem& q, const Tensors& i, const Tensors& o) {
-                        return launch_fwdbwd(launcher, q, i, o);
-                      });
-      };
-    } else {
-      int (*launcher)(const BwdArgs&) = onf == "bwd_atomic" ? &launch_bwd_atomic : &launch_bwd_fa2;
-      launch = [name, launcher](const Problem& p, std::span<const TensorRef> in,
-                                std::span<const TensorRef> out, const RunOptions&) {
-        run_on_device(name, p, in, out,
-                      [launcher](const Problem& q, const Tensors& i, const Tensors& o) {
-                        return launch_bwd(launcher, q, i, o);
-                      });
-      };
-    }
+    const LaunchFn launch = e.launch;
     Variant v{
         .name = name,
         .op = e.op,
         .backend = backend,
-        .formats = formats,
+        .formats = {Format::f32, Format::bf16},
         .accepts_strided = true,
         .deterministic = e.deterministic,
         .summary = std::string(e.summary) + " (" + where + ")",
         .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
         .run =
             [name, launch](const Problem& p, std::span<const TensorRef> in,
-                           std::span<const TensorRef> out, const RunOptions& opt) {
+                           std::span<const TensorRef> out, const RunOptions&) {
               check_tensors(p, in, out);
               check_supported(name, p);
-              launch(p, in, out, opt);
+              run_on_device(name, p, in, out, launch);
             },
-        .tiles = {cuda_cost::kBlockM},
+        .tiles = {onf == "decode" ? moa::extent_t(cuda_cost::kSplitKeys)
+                                  : moa::extent_t(cuda_cost::kBlockM)},
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
     };

@@ -133,13 +133,69 @@ LaunchCost convert(const Problem& p, double heads, double rows) {
   return n.c;
 }
 
+LaunchCost rmsnorm(const Problem& p) {
+  const Dims& d = p.dims;
+  Counter n{{"rmsnorm_kernel"}, double(info(p.format).bytes)};
+  const double elements = double(d.T) * d.D;
+  n.load(3 * elements, n.storage);  // x twice (sum of squares, output), w once per row
+  n.store(elements, n.storage);
+  n.c.flops = 4 * elements;
+  return n.c;
+}
+
+std::vector<LaunchCost> swiglu(const Problem& p) {
+  const Dims& d = p.dims;
+  const double storage = double(info(p.format).bytes);
+  const double tiles_t = ceil_div(d.T, kGemmTile), tiles_f = ceil_div(d.F, kGemmTile),
+               tiles_dm = ceil_div(d.Dm, kGemmTile);
+  Counter gate{{"gate_up_kernel"}, storage};
+  gate.load(double(d.T) * d.Dm * tiles_f, storage);      // x, once per F tile
+  gate.load(2 * double(d.Dm) * d.F * tiles_t, storage);  // W1, W3, once per T tile
+  gate.store(double(d.T) * d.F, gate.f32);               // h
+  gate.c.flops = 4.0 * d.T * d.Dm * d.F + 5.0 * d.T * d.F;
+  Counter down{{"down_kernel"}, storage};
+  down.load(double(d.T) * d.F * tiles_dm, down.f32);  // h, once per Dm tile
+  down.load(double(d.F) * d.Dm * tiles_t, storage);   // W2, once per T tile
+  down.store(double(d.T) * d.Dm, storage);
+  down.c.flops = 2.0 * d.T * d.F * d.Dm;
+  return {gate.c, down.c};
+}
+
 }  // namespace
+
+std::vector<LaunchCost> decode_launches(const Problem& p, const std::vector<std::int64_t>& lens) {
+  const Dims& d = p.dims;
+  const double storage = double(info(p.format).bytes), D = double(d.D);
+  const int splits = ceil_div(d.M, kSplitKeys);
+  Counter split{{"decode_split_kernel"}, storage};
+  for (moa::extent_t b = 0; b < d.B; ++b) {
+    const std::int64_t len = lens.empty() ? std::int64_t(d.M) : lens[std::size_t(b)];
+    for (int s = 0; s < splits; ++s) {
+      const double keys =
+          double(std::clamp<std::int64_t>(len - std::int64_t(s) * kSplitKeys, 0, kSplitKeys));
+      const double heads = double(d.H);
+      split.load(heads * kSplitKeys, 8);                              // lens[b], by every thread
+      if (keys > 0) split.load(heads * (D + 2 * keys * D), storage);  // q, K, V
+      split.store(heads * (2 + D), split.f32);                        // m, l, acc
+      split.c.flops += heads * keys * (4 * D + 3);
+    }
+  }
+  Counter merge{{"decode_merge_kernel"}, storage};
+  const double heads = double(d.B) * d.H;
+  merge.load(heads * splits * (2 + D), merge.f32);
+  merge.store(heads * (D + 1), storage);
+  merge.c.flops = heads * splits * (2 * D + 3);
+  return {split.c, merge.c};
+}
 
 std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
   const Walk w = walk(p);
   const Dims& d = p.dims;
   const double storage = info(p.format).bytes, f32 = 4;
   const double kv_heads = double(d.Hkv), heads = double(d.H);
+  if (onf == "decode") return decode_launches(p, {});
+  if (onf == "rmsnorm") return {rmsnorm(p)};
+  if (onf == "swiglu") return swiglu(p);
   if (onf == "flash") {
     return {query_kernel("flash_fwd_kernel", {.forward = true}, p, w)};
   }
@@ -204,6 +260,8 @@ double scratch_bytes(std::string_view onf, const Problem& p) {
   if (onf == "fused_det") return 4 * 2 * rows;
   if (onf == "bwd_atomic") return 4 * (rows + kv);
   if (onf == "bwd_fa2") return 4 * (rows + rows * d.D);
+  if (onf == "decode") return 4 * double(d.B) * d.H * ceil_div(d.M, kSplitKeys) * (2 + d.D);
+  if (onf == "swiglu") return 4 * double(d.T) * d.F;
   return 0;
 }
 

@@ -29,7 +29,7 @@ std::string cuda_device_description() {
 void register_cuda_kernels(Registry& r) {
   const std::string device = cuda_device_description();
   if (device.empty()) return;  // no GPU: the simt.* variants run the same sources
-  cuda::register_attention(r, "cuda", device);
+  cuda::register_onfs(r, "cuda", device);
 }
 
 }  // namespace moacert::kernels

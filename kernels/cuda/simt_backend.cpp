@@ -48,7 +48,7 @@ void set_schedule_seed(std::uint64_t seed) {
 }  // namespace simt
 
 void register_simt_kernels(Registry& r) {
-  simt::register_attention(r, "simt", "host emulator");
+  simt::register_onfs(r, "simt", "host emulator");
 }
 
 }  // namespace moacert::kernels
