@@ -4,11 +4,13 @@
 // backend joins by registering variants.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/problem.hpp"
@@ -72,6 +74,16 @@ struct Variant {
   // or a contiguous fast path changes the order of a reduction (the results
   // then agree within the rule instead).
   bool same_bits_any_layout = true;
+  // Where a call runs, for the certificate: "host emulator", a GPU's name
+  // and driver; empty for this machine's CPU.
+  std::string where;
+  // Backends that count what their calls did (the host emulator,
+  // kernels/cuda/): the counts of the calls since the last take, by name
+  // ("float atomics", "global loads", ...). Null where nothing is counted.
+  std::function<std::vector<std::pair<std::string, double>>()> take_counts;
+  // Backends whose results depend on a schedule they can seed (the
+  // emulator's block order): the seed of the next calls. Null otherwise.
+  std::function<void(std::uint64_t)> set_schedule_seed;
 
   bool supports(Format f) const;
 };

@@ -36,6 +36,10 @@ constexpr float kNegInf = -INFINITY;
 __host__ __device__ inline int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
+// CUDA's integer min, which the host emulator's header does not declare.
+__host__ __device__ inline int imin(int a, int b) {
+  return a < b ? a : b;
+}
 
 // ---- storage conversions (f32 accumulation, one rounding to storage) -------
 

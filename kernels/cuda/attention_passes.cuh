@@ -175,7 +175,7 @@ struct Rows {
   Strides3 s;
 };
 
-__device__ inline Rows<float> f32_rows(const float* data, const AttnDims& a) {
+__host__ __device__ inline Rows<float> f32_rows(const float* data, const AttnDims& a) {
   return {data, {static_cast<long long>(a.H) * a.N, a.N, 1}};
 }
 

@@ -7,10 +7,13 @@
 // backend.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/attention_args.hpp"
@@ -158,7 +161,13 @@ inline int swiglu(const Problem& p, const Tensors& in, const Tensors& out) {
 
 // The registry entries of one backend ("simt" or "cuda"): the same ONFs,
 // the same cost functions, `where` in each summary.
-inline void register_onfs(Registry& r, const std::string& backend, const std::string& where) {
+struct BackendHooks {
+  std::function<std::vector<std::pair<std::string, double>>()> take_counts;
+  std::function<void(std::uint64_t)> set_schedule_seed;
+};
+
+inline void register_onfs(Registry& r, const std::string& backend, const std::string& where,
+                          const BackendHooks& hooks = {}) {
   struct Entry {
     const char* onf;
     Op op;
@@ -196,7 +205,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .formats = {Format::f32, Format::bf16},
         .accepts_strided = true,
         .deterministic = e.deterministic,
-        .summary = std::string(e.summary) + " (" + where + ")",
+        .summary = e.summary,
         .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
         .run =
             [name, launch](const Problem& p, std::span<const TensorRef> in,
@@ -209,6 +218,10 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
                                   : moa::extent_t(cuda_cost::kBlockM)},
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
+        .same_bits_any_layout = true,
+        .where = where,
+        .take_counts = hooks.take_counts,
+        .set_schedule_seed = hooks.set_schedule_seed,
     };
     r.add(std::move(v));
   }

@@ -48,7 +48,31 @@ void set_schedule_seed(std::uint64_t seed) {
 }  // namespace simt
 
 void register_simt_kernels(Registry& r) {
-  simt::register_onfs(r, "simt", "host emulator");
+  // The counts a certificate carries: the launches' sums since the last take.
+  auto take_counts = [] {
+    double atomics = 0, other = 0, loads = 0, load_bytes = 0, stores = 0, store_bytes = 0;
+    double launches = 0, barriers = 0;
+    for (const simt::LaunchRecord& l : simt::take_launch_log()) {
+      ++launches;
+      atomics += double(l.atomic_add_global);
+      other += double(l.atomics_other);
+      loads += double(l.global_loads);
+      load_bytes += double(l.global_load_bytes);
+      stores += double(l.global_stores);
+      store_bytes += double(l.global_store_bytes);
+      barriers += double(l.barriers);
+    }
+    return std::vector<std::pair<std::string, double>>{{"launches", launches},
+                                                       {"float atomics", atomics},
+                                                       {"other atomics", other},
+                                                       {"global loads", loads},
+                                                       {"global load bytes", load_bytes},
+                                                       {"global stores", stores},
+                                                       {"global store bytes", store_bytes},
+                                                       {"barriers", barriers}};
+  };
+  simt::register_onfs(r, "simt", "host emulator",
+                      {take_counts, [](std::uint64_t seed) { simt::set_schedule_seed(seed); }});
 }
 
 }  // namespace moacert::kernels

@@ -39,10 +39,10 @@ __global__ void gate_up_kernel(SwiGluArgs args, float* h) {
   __shared__ float w1_tile[kTile * kTile];  // (kTile of Dm, kTile of F)
   __shared__ float w3_tile[kTile * kTile];
   const int f0 = blockIdx.x * kTile, t0 = blockIdx.y * kTile;
-  const int rows = min(kTile, args.T - t0), cols = min(kTile, args.F - f0);
+  const int rows = imin(kTile, args.T - t0), cols = imin(kTile, args.F - f0);
   float g[kPerThread] = {}, u[kPerThread] = {};  // entries threadIdx.x + k * kGemmThreads
   for (int k0 = 0; k0 < args.Dm; k0 += kTile) {
-    const int ks = min(kTile, args.Dm - k0);
+    const int ks = imin(kTile, args.Dm - k0);
     load_block(x_tile, static_cast<const T*>(args.x.data), args.x.s, t0, k0, rows, ks);
     load_block(w1_tile, static_cast<const T*>(args.w1.data), args.w1.s, k0, f0, ks, cols);
     load_block(w3_tile, static_cast<const T*>(args.w3.data), args.w3.s, k0, f0, ks, cols);
@@ -69,11 +69,11 @@ __global__ void down_kernel(SwiGluArgs args, const float* h) {
   __shared__ float h_tile[kTile * kTile];   // (kTile rows, kTile of F)
   __shared__ float w2_tile[kTile * kTile];  // (kTile of F, kTile of Dm)
   const int c0 = blockIdx.x * kTile, t0 = blockIdx.y * kTile;
-  const int rows = min(kTile, args.T - t0), cols = min(kTile, args.Dm - c0);
+  const int rows = imin(kTile, args.T - t0), cols = imin(kTile, args.Dm - c0);
   const Strides2 hs{args.F, 1};
   float y[kPerThread] = {};
   for (int k0 = 0; k0 < args.F; k0 += kTile) {
-    const int ks = min(kTile, args.F - k0);
+    const int ks = imin(kTile, args.F - k0);
     load_block(h_tile, h, hs, t0, k0, rows, ks);
     load_block(w2_tile, static_cast<const T*>(args.w2.data), args.w2.s, k0, c0, ks, cols);
     __syncthreads();
