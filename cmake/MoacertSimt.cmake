@@ -1,0 +1,39 @@
+# moacert_add_simt_plugin(TARGET SOURCES...): a plugin (a MODULE library)
+# written in CUDA C++ against moacert/simt.h, built for the host emulator
+# as moacert-simt-c++ builds it (docs/simt.md#building): sources compiled
+# as C++20 with GCC's -fsanitize=thread instrumentation (compile step only:
+# libmoacert_simt defines the callbacks, libtsan is never linked), -g, the
+# dynamic shared arena of `extern __shared__` arrays defined by the
+# wrapper's --extern-shared-tu, linked to moacert::simt.
+#
+# moacert_add_simt_executable(TARGET SOURCES...) does the same for a
+# program (tests, benchmarks).
+function(_moacert_simt_target target)
+  set(arena ${CMAKE_CURRENT_BINARY_DIR}/${target}_extern_shared.cpp)
+  set(abs_sources)
+  foreach(s IN LISTS ARGN)
+    get_filename_component(abs ${s} ABSOLUTE)
+    list(APPEND abs_sources ${abs})
+    if(s MATCHES "\\.cu$")
+      set_source_files_properties(${s} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS "-xc++")
+    endif()
+  endforeach()
+  add_custom_command(OUTPUT ${arena}
+    COMMAND sh ${MOACERT_SIMT_WRAPPER} --extern-shared-tu ${abs_sources} > ${arena}
+    DEPENDS ${abs_sources} ${MOACERT_SIMT_WRAPPER}
+    COMMENT "extern __shared__ arena of ${target}" VERBATIM)
+  target_sources(${target} PRIVATE ${arena})
+  set_source_files_properties(${abs_sources} PROPERTIES COMPILE_OPTIONS "-xc++;-fsanitize=thread;-fno-extern-tls-init;-g")
+  target_link_libraries(${target} PRIVATE moacert::simt)
+  target_include_directories(${target} SYSTEM PRIVATE ${MOACERT_SIMT_HOST_INCLUDE})
+endfunction()
+
+function(moacert_add_simt_plugin target)
+  add_library(${target} MODULE ${ARGN})
+  _moacert_simt_target(${target} ${ARGN})
+endfunction()
+
+function(moacert_add_simt_executable target)
+  add_executable(${target} ${ARGN})
+  _moacert_simt_target(${target} ${ARGN})
+endfunction()

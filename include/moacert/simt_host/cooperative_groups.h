@@ -1,0 +1,3 @@
+// moacert-simt-c++ puts this directory on the include path: on the host,
+// <cooperative_groups.h> is refused with a message rather than "no such file".
+#error "moacert simt: <cooperative_groups.h> (tensor cores / cooperative groups) cannot run on the host emulator; use moacert/simt.h's __syncthreads, *_sync warp functions and atomics"

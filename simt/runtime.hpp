@@ -1,0 +1,26 @@
+// The emulator's internals shared by its translation units: the state of a
+// launch, seen by the scheduler (runtime.cpp) and by the load/store
+// callbacks the compiler inserts (instrumentation.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define MOACERT_SIMT_UNINSTRUMENTED 1
+#include "include/moacert/simt.h"
+
+namespace moacert::simt::detail {
+
+enum class Access : std::uint8_t { read, write, atomic };
+
+// Checks and counts one access by the current fiber; a no-op outside a
+// launch, and for the fiber's own stack. `pc` is the instrumented code's
+// return address, symbolised only if a hazard is reported.
+void on_access(const void* address, std::size_t bytes, Access kind, const void* pc);
+
+// The fiber running now on this OS thread (null outside a launch): the
+// callbacks' fast path reads it first.
+struct Fiber;
+extern thread_local Fiber* tls_current __attribute__((tls_model("initial-exec")));
+
+}  // namespace moacert::simt::detail

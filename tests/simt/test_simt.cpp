@@ -1,0 +1,212 @@
+// The emulator's detectors, each shown catching its planted hazard, and its
+// correct kernels shown clean and schedule-independent
+// (tests/simt/kernels.cu; docs/simt.md).
+#define MOACERT_SIMT_UNINSTRUMENTED 1  // this driver is host code
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <regex>
+
+#include "moacert/simt.h"
+#include "tests/simt/kernels.hpp"
+
+namespace {
+
+using moacert::simt::Hazard;
+
+std::vector<float> ramp(std::size_t n, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = scale * float((i * 7919) % 101) - 50.0f * scale;
+  return v;
+}
+
+std::vector<std::uint32_t> bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> out;
+  for (float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
+  return out;
+}
+
+constexpr std::uint64_t kSeeds[] = {0, 1, 2, 977, 0xdeadbeef};
+
+// ---- correct kernels: clean, the same bits under every schedule seed, and
+// equal to a plain host loop that adds in the kernel's order.
+TEST(SimtCorrect, BlockSumMatchesTreeOrder) {
+  const std::vector<float> x = ramp(1000, 0.37f);
+  const int threads = 128;
+  std::vector<float> expected;
+  for (std::size_t b0 = 0; b0 < x.size(); b0 += threads) {
+    std::vector<float> s(threads, 0.0f);
+    for (int t = 0; t < threads; ++t) s[t] = b0 + t < x.size() ? x[b0 + t] : 0.0f;
+    for (int half = threads / 2; half > 0; half /= 2)
+      for (int t = 0; t < half; ++t) s[t] += s[t + half];
+    expected.push_back(s[0]);
+  }
+  for (std::uint64_t seed : kSeeds) {
+    moacert::simt::set_schedule_seed(seed);
+    EXPECT_EQ(bits(simt_test::run_block_sum(x, threads)), bits(expected)) << "seed " << seed;
+  }
+  const moacert::simt::Counters c = moacert::simt::last_launch_counters();
+  EXPECT_EQ(c.blocks, 8u);
+  EXPECT_EQ(c.threads, 8u * 128u);
+  EXPECT_EQ(c.barriers, 8u * 8u);  // one before the tree, one per halving (7)
+  EXPECT_EQ(c.global_loads, 1000u);
+  EXPECT_EQ(c.global_stores, 8u);
+}
+
+TEST(SimtCorrect, TiledGemmMatchesHostLoop) {
+  const int n = 64;
+  const std::vector<float> a = ramp(n * n, 0.01f), b = ramp(n * n, 0.02f);
+  std::vector<float> expected(n * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < n; ++k) acc += a[i * n + k] * b[k * n + j];
+      expected[i * n + j] = acc;
+    }
+  for (std::uint64_t seed : kSeeds) {
+    moacert::simt::set_schedule_seed(seed);
+    EXPECT_EQ(bits(simt_test::run_gemm(a, b, n)), bits(expected)) << "seed " << seed;
+  }
+  const moacert::simt::Counters c = moacert::simt::last_launch_counters();
+  EXPECT_EQ(c.global_loads, 2u * n * n * (n / 16));  // one element of each tile per k-step
+  EXPECT_EQ(c.global_stores, std::uint64_t(n) * n);
+  EXPECT_EQ(c.shared_loads, 2u * n * n * n);
+  EXPECT_EQ(c.barriers, 16u * 2u * (n / 16));
+}
+
+TEST(SimtCorrect, WarpSoftmaxMatchesButterflyOrder) {
+  const int rows = 6, len = 70;
+  const std::vector<float> x = ramp(rows * len, 0.1f);
+  std::vector<float> expected(x.size());
+  for (int r = 0; r < rows; ++r) {
+    float m[32], s[32];
+    for (int l = 0; l < 32; ++l) {
+      m[l] = -INFINITY;
+      for (int j = l; j < len; j += 32) m[l] = std::fmax(m[l], x[r * len + j]);
+    }
+    for (int off = 16; off > 0; off /= 2) {
+      float next[32];
+      for (int l = 0; l < 32; ++l) next[l] = std::fmax(m[l], m[l ^ off]);
+      std::copy(next, next + 32, m);
+    }
+    for (int l = 0; l < 32; ++l) {
+      s[l] = 0.0f;
+      for (int j = l; j < len; j += 32) s[l] += std::exp(x[r * len + j] - m[l]);
+    }
+    for (int off = 16; off > 0; off /= 2) {
+      float next[32];
+      for (int l = 0; l < 32; ++l) next[l] = s[l] + s[l ^ off];
+      std::copy(next, next + 32, s);
+    }
+    for (int j = 0; j < len; ++j)
+      expected[r * len + j] = std::exp(x[r * len + j] - m[j % 32]) / s[j % 32];
+  }
+  for (std::uint64_t seed : kSeeds) {
+    moacert::simt::set_schedule_seed(seed);
+    EXPECT_EQ(bits(simt_test::run_softmax(x, rows, len)), bits(expected)) << "seed " << seed;
+  }
+  const moacert::simt::Counters c = moacert::simt::last_launch_counters();
+  EXPECT_EQ(c.warp_ops, std::uint64_t(rows) * 10u);  // 5 for the max, 5 for the sum
+}
+
+TEST(SimtCorrect, AtomicHistogramCountsEveryValue) {
+  std::vector<int> values(1000);
+  std::vector<unsigned> expected(16, 0);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = int((i * 2654435761u) % 1000);
+    ++expected[values[i] % 16];
+  }
+  for (std::uint64_t seed : kSeeds) {
+    moacert::simt::set_schedule_seed(seed);
+    EXPECT_EQ(simt_test::run_histogram(values), expected) << "seed " << seed;
+  }
+  const moacert::simt::Counters c = moacert::simt::last_launch_counters();
+  using C = moacert::simt::Counters;
+  EXPECT_EQ(c.atomics[C::shared][C::add], 1000u);
+  EXPECT_EQ(c.atomics[C::global][C::add], 3u * 16u);
+}
+
+// ---- planted hazards: each caught, with kind, threads and source lines.
+struct Planted {
+  const char* name;
+  const char* kind;
+  const char* pattern;  // a regex the message must match
+};
+
+class SimtPlanted : public testing::TestWithParam<Planted> {};
+
+TEST_P(SimtPlanted, IsReportedWithItsLocation) {
+  const Planted& p = GetParam();
+  try {
+    simt_test::run_planted(p.name);
+    FAIL() << p.name << " ran clean";
+  } catch (const Hazard& h) {
+    EXPECT_EQ(h.kind(), p.kind) << h.what();
+    EXPECT_TRUE(std::regex_search(h.what(), std::regex(p.pattern))) << h.what();
+  }
+}
+
+const std::string kThread = "thread \\(\\d+,0,0\\) of block \\(\\d+,0,0\\)";
+const std::string kLine = "kernels\\.cu:\\d+";
+
+INSTANTIATE_TEST_SUITE_P(
+    Hazards, SimtPlanted,
+    testing::Values(
+        Planted{"missing_sync", "shared race",
+                "kernel missing_sync: thread .* (reads|writes) 4 bytes at static shared\\+\\d+ "
+                ".*kernels\\.cu:\\d+.*"
+                "and thread \\(\\d+,0,0\\) of block \\(0,0,0\\) (wrote|read) it "
+                "\\(.*kernels\\.cu:\\d+\\) "
+                "in the same barrier interval"},
+        Planted{"write_after_read", "shared race",
+                "kernel write_after_read: thread .* (reads|writes) 4 bytes .*kernels\\.cu:\\d+.* "
+                "(read|wrote) it \\(.*kernels\\.cu:\\d+\\) in the same barrier interval"},
+        Planted{"barrier_in_branch", "divergent barrier",
+                "__syncthreads at .*kernels\\.cu:\\d+ reached by 16 of 64 threads.*exited without "
+                "reaching it"},
+        Planted{"barriers_differ", "divergent barrier", "threads of a block at different barriers"},
+        Planted{
+            "off_by_one", "out of bounds",
+            "kernel off_by_one: thread \\(31,0,0\\) of block \\(1,0,0\\) reads 4 bytes at .* "
+            "\\(.*kernels\\.cu:\\d+\\): 0 bytes past the end of 'cudaMalloc#\\d+' \\(256 bytes\\)"},
+        Planted{"uninitialised_shared", "uninitialised shared read",
+                "thread \\((3[2-9]|[4-6]\\d),0,0\\) of block \\(0,0,0\\) reads 4 bytes at .*never "
+                "written in this block"},
+        Planted{
+            "blocks_share_output", "global race",
+            "thread \\(0,0,0\\) of block \\(\\d,0,0\\) writes 4 bytes at 'cudaMalloc#\\d+'\\+0 .*"
+            "thread \\(0,0,0\\) of block \\(\\d,0,0\\) wrote it .*unordered: blocks of a launch"},
+        Planted{"shuffle_outside_mask", "warp mask",
+                "shuffles from lane 20, outside the mask 0x0000ffff \\(.*kernels\\.cu:\\d+\\)"},
+        Planted{"early_return", "divergent barrier",
+                "reached by 63 of 64 threads.*thread \\(0,0,0\\) of block \\(0,0,0\\) exited"},
+        Planted{"block_1025", "bad launch", "kernel trivial: a block of 1025x1x1 = 1025 threads"},
+        Planted{"zero_grid", "bad launch", "kernel trivial: a grid of 0x1x1 blocks"},
+        Planted{"negative_grid", "bad launch", "kernel trivial: a grid of 4294967295x1x1 blocks"},
+        Planted{
+            "too_much_shared", "bad launch",
+            "kernel block_sum: 65536 bytes of dynamic shared memory, above the limit of 49152"}),
+    [](const testing::TestParamInfo<Planted>& i) { return std::string(i.param.name); });
+
+TEST(SimtPlanted, HazardSetsTheLastError) {
+  EXPECT_THROW(simt_test::run_planted("missing_sync"), Hazard);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(SimtReport, TakeReportGivesCountersAndTheFirstHazard) {
+  char buf[4096];
+  moacert_simt_take_report(buf, sizeof buf);  // forget earlier tests
+  EXPECT_THROW(simt_test::run_planted("off_by_one"), Hazard);
+  EXPECT_THROW(simt_test::run_planted("missing_sync"), Hazard);
+  moacert_simt_take_report(buf, sizeof buf);
+  const std::string report = buf;
+  EXPECT_NE(report.find("\"launches\":2"), std::string::npos) << report;
+  EXPECT_NE(report.find("\"kind\":\"out of bounds\""), std::string::npos) << report;
+  moacert_simt_take_report(buf, sizeof buf);
+  EXPECT_NE(std::string(buf).find("\"hazard\":null"), std::string::npos) << buf;
+}
+
+}  // namespace
