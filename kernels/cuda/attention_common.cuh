@@ -94,8 +94,8 @@ __host__ __device__ inline int rows_in(int tile, int extent, int block) {
 // tile (kBlock, D) <- rows [row0, row0 + rows) of (b, h); rows past `rows`
 // are zero and never read from global memory.
 template <class T>
-__device__ void load_tile(float* tile, const T* g, const Strides4& s, int b, int h, int row0,
-                          int rows, int D, int block_rows) {
+__device__ inline void load_tile(float* tile, const T* g, const Strides4& s, int b, int h, int row0,
+                                 int rows, int D, int block_rows) {
   for (int e = threadIdx.x; e < block_rows * D; e += blockDim.x) {
     const int r = e / D, d = e % D;
     tile[e] = r < rows ? to_f32(g[at(s, b, h, row0 + r, d)]) : 0.f;
@@ -104,8 +104,8 @@ __device__ void load_tile(float* tile, const T* g, const Strides4& s, int b, int
 
 // rows [row0, row0 + rows) of (b, h) <- factor * tile
 template <class T>
-__device__ void store_tile(T* g, const Strides4& s, int b, int h, int row0, int rows, int D,
-                           const float* tile, float factor) {
+__device__ inline void store_tile(T* g, const Strides4& s, int b, int h, int row0, int rows, int D,
+                                  const float* tile, float factor) {
   for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
     const int r = e / D, d = e % D;
     g[at(s, b, h, row0 + r, d)] = from_f32<T>(factor * tile[e]);
@@ -113,13 +113,13 @@ __device__ void store_tile(T* g, const Strides4& s, int b, int h, int row0, int 
 }
 
 template <class T>
-__device__ void load_rows(float* v, const T* g, const Strides3& s, int b, int h, int row0,
-                          int rows) {
+__device__ inline void load_rows(float* v, const T* g, const Strides3& s, int b, int h, int row0,
+                                 int rows) {
   for (int r = threadIdx.x; r < kBlockM; r += blockDim.x)
     v[r] = r < rows ? to_f32(g[at(s, b, h, row0 + r)]) : 0.f;
 }
 
-__device__ void fill(float* tile, int count, float value) {
+__device__ inline void fill(float* tile, int count, float value) {
   for (int e = threadIdx.x; e < count; e += blockDim.x) tile[e] = value;
 }
 
@@ -134,8 +134,8 @@ __device__ __forceinline__ float dot(const float* x, const float* y, int D) {
 // s (kBlockM, kBlockN) <- scale * q k^T, -inf where masked (past N or M,
 // or causal).
 template <bool kCausal>
-__device__ void scores(float* s, const float* q, const float* k, int i0, int j0,
-                       const AttnDims& a) {
+__device__ inline void scores(float* s, const float* q, const float* k, int i0, int j0,
+                              const AttnDims& a) {
   for (int e = threadIdx.x; e < kBlockM * kBlockN; e += blockDim.x) {
     const int r = e / kBlockN, c = e % kBlockN;
     const int i = i0 + r, j = j0 + c;
@@ -150,7 +150,7 @@ __device__ void scores(float* s, const float* q, const float* k, int i0, int j0,
 // p = exp(s - m_new) and alpha the rescale exp(m_old - m_new) of the
 // accumulator. docs/bounds.md#attention-forward counts one exp and one
 // product per rescale.
-__device__ void online_softmax(float* s, float* m, float* l, float* alpha) {
+__device__ inline void online_softmax(float* s, float* m, float* l, float* alpha) {
   for (int r = threadIdx.x; r < kBlockM; r += blockDim.x) {
     float* row = s + r * kBlockN;  // (kBlockN)
     float m_new = m[r];
@@ -172,8 +172,8 @@ __device__ void online_softmax(float* s, float* m, float* l, float* alpha) {
 }
 
 // acc (kBlockM, D) <- alpha * acc + p v
-__device__ void rescale_accumulate(float* acc, const float* alpha, const float* p, const float* v,
-                                   int D) {
+__device__ inline void rescale_accumulate(float* acc, const float* alpha, const float* p,
+                                          const float* v, int D) {
   for (int e = threadIdx.x; e < kBlockM * D; e += blockDim.x) {
     const int r = e / D, d = e % D;
     float pv = 0.f;
@@ -184,7 +184,7 @@ __device__ void rescale_accumulate(float* acc, const float* alpha, const float* 
 
 // O = acc / l and LSE = m + log l; a row that saw no key (l = 0) has O = 0
 // and LSE = -inf.
-__device__ void normalise(float* acc, float* lse, const float* m, const float* l, int D) {
+__device__ inline void normalise(float* acc, float* lse, const float* m, const float* l, int D) {
   for (int e = threadIdx.x; e < kBlockM * D; e += blockDim.x) {
     const int r = e / D;
     acc[e] = l[r] > 0.f ? acc[e] / l[r] : 0.f;
@@ -196,7 +196,7 @@ __device__ void normalise(float* acc, float* lse, const float* m, const float* l
 // ---- backward -----------------------------------------------------------------------
 
 // D_i = dO_i . O_i per row of the tile.
-__device__ void row_dot(float* out, const float* x, const float* y, int D) {
+__device__ inline void row_dot(float* out, const float* x, const float* y, int D) {
   for (int r = threadIdx.x; r < kBlockM; r += blockDim.x) out[r] = dot(x + r * D, y + r * D, D);
 }
 
@@ -204,9 +204,9 @@ __device__ void row_dot(float* out, const float* x, const float* y, int D) {
 // ds <- p (dO v^T - D_i). A row with no visible key (lse = -inf) is masked
 // everywhere, so it contributes nothing.
 template <bool kCausal>
-__device__ void probabilities_and_ds(float* p, float* ds, const float* q, const float* k,
-                                     const float* dout, const float* v, const float* lse,
-                                     const float* drow, int i0, int j0, const AttnDims& a) {
+__device__ inline void probabilities_and_ds(float* p, float* ds, const float* q, const float* k,
+                                            const float* dout, const float* v, const float* lse,
+                                            const float* drow, int i0, int j0, const AttnDims& a) {
   for (int e = threadIdx.x; e < kBlockM * kBlockN; e += blockDim.x) {
     const int r = e / kBlockN, c = e % kBlockN;
     const int i = i0 + r, j = j0 + c;
@@ -223,8 +223,8 @@ __device__ void probabilities_and_ds(float* p, float* ds, const float* q, const 
 
 // p alone (the dV kernels need no dS).
 template <bool kCausal>
-__device__ void probabilities(float* p, const float* q, const float* k, const float* lse, int i0,
-                              int j0, const AttnDims& a) {
+__device__ inline void probabilities(float* p, const float* q, const float* k, const float* lse,
+                                     int i0, int j0, const AttnDims& a) {
   for (int e = threadIdx.x; e < kBlockM * kBlockN; e += blockDim.x) {
     const int r = e / kBlockN, c = e % kBlockN;
     const int i = i0 + r, j = j0 + c;
@@ -234,7 +234,7 @@ __device__ void probabilities(float* p, const float* q, const float* k, const fl
 }
 
 // acc (kBlockM, D) += w x: w (kBlockM, kBlockN), x (kBlockN, D). dQ += dS K.
-__device__ void accumulate_rows(float* acc, const float* w, const float* x, int D) {
+__device__ inline void accumulate_rows(float* acc, const float* w, const float* x, int D) {
   for (int e = threadIdx.x; e < kBlockM * D; e += blockDim.x) {
     const int r = e / D, d = e % D;
     float sum = 0.f;
@@ -253,8 +253,8 @@ __device__ __forceinline__ float column_dot(const float* w, const float* x, int 
 
 // acc_g (B, Hkv, M, D) contiguous f32 += w^T x for the tile's valid keys:
 // one atomicAdd per (key, d).
-__device__ void atomic_accumulate_cols(float* acc_g, const float* w, const float* x, int b, int g,
-                                       int j0, int keys, const AttnDims& a) {
+__device__ inline void atomic_accumulate_cols(float* acc_g, const float* w, const float* x, int b,
+                                              int g, int j0, int keys, const AttnDims& a) {
   for (int e = threadIdx.x; e < keys * a.D; e += blockDim.x) {
     const int c = e / a.D, d = e % a.D;
     const long long at_g = ((static_cast<long long>(b) * a.Hkv + g) * a.M + j0 + c) * a.D + d;
@@ -264,7 +264,8 @@ __device__ void atomic_accumulate_cols(float* acc_g, const float* w, const float
 
 // The register tile of a (kBlockN, D) accumulator owned by this thread:
 // reg[k] is entry threadIdx.x + k * kThreads.
-__device__ void accumulate_cols(float (&reg)[kRegTile], const float* w, const float* x, int D) {
+__device__ inline void accumulate_cols(float (&reg)[kRegTile], const float* w, const float* x,
+                                       int D) {
   for (int k = 0; k < kRegTile; ++k) {
     const int e = threadIdx.x + k * kThreads;
     if (e >= kBlockN * D) break;
@@ -273,8 +274,8 @@ __device__ void accumulate_cols(float (&reg)[kRegTile], const float* w, const fl
 }
 
 template <class T>
-__device__ void store_reg_tile(T* g, const Strides4& s, int b, int h, int row0, int rows,
-                               const float (&reg)[kRegTile], float factor, int D) {
+__device__ inline void store_reg_tile(T* g, const Strides4& s, int b, int h, int row0, int rows,
+                                      const float (&reg)[kRegTile], float factor, int D) {
   for (int k = 0; k < kRegTile; ++k) {
     const int e = threadIdx.x + k * kThreads;
     if (e >= rows * D) break;

@@ -70,8 +70,8 @@ __device__ inline QueryPos query_pos(const AttnDims& a) {
 // Forward over the visible key tiles (t.q loaded): t.acc becomes O (f32)
 // and t.lse the rows' LSE.
 template <class T, bool kCausal>
-__device__ void forward_pass(const QueryTile& t, const QueryPos& p, const Tensor4& k_t,
-                             const Tensor4& v_t, const AttnDims& a) {
+__device__ inline void forward_pass(const QueryTile& t, const QueryPos& p, const Tensor4& k_t,
+                                    const Tensor4& v_t, const AttnDims& a) {
   const T* k_g = static_cast<const T*>(k_t.data);
   const T* v_g = static_cast<const T*>(v_t.data);
   fill(t.acc, kBlockM * a.D, 0.f);
@@ -97,8 +97,8 @@ __device__ void forward_pass(const QueryTile& t, const QueryPos& p, const Tensor
 
 // o, lse <- the forward's rows.
 template <class T>
-__device__ void store_forward(const QueryTile& t, const QueryPos& p, const Tensor4& o,
-                              const Tensor3& lse, const AttnDims& a) {
+__device__ inline void store_forward(const QueryTile& t, const QueryPos& p, const Tensor4& o,
+                                     const Tensor3& lse, const AttnDims& a) {
   store_tile(static_cast<T*>(o.data), o.s, p.b, p.h, p.i0, p.rows, a.D, t.acc, 1.f);
   for (int r = threadIdx.x; r < p.rows; r += blockDim.x)
     static_cast<T*>(lse.data)[at(lse.s, p.b, p.h, p.i0 + r)] = from_f32<T>(t.lse[r]);
@@ -116,8 +116,9 @@ __device__ inline void store_rows_f32(float* g, const QueryPos& p, const float* 
 // f32 accumulators dk_acc, dv_acc (B, Hkv, M, D) by atomics where kAtomicDK,
 // kAtomicDV.
 template <class T, bool kCausal, bool kAtomicDK, bool kAtomicDV>
-__device__ void backward_pass(const QueryTile& t, const QueryPos& p, const Tensor4& k_t,
-                              const Tensor4& v_t, float* dk_acc, float* dv_acc, const AttnDims& a) {
+__device__ inline void backward_pass(const QueryTile& t, const QueryPos& p, const Tensor4& k_t,
+                                     const Tensor4& v_t, float* dk_acc, float* dv_acc,
+                                     const AttnDims& a) {
   const T* k_g = static_cast<const T*>(k_t.data);
   const T* v_g = static_cast<const T*>(v_t.data);
   fill(t.acc, kBlockM * a.D, 0.f);

@@ -19,7 +19,10 @@ struct LaunchRecord {
   std::uint64_t atomics_other = 0;      // every other atomic, any space
 };
 
-// The launches since the last call, in order (this thread's).
+// Called after every launch (cuda_compat.cuh's MOACERT_LAUNCH).
+void note_launch(const char* kernel);
+
+// The launches since the last call, in order.
 std::vector<LaunchRecord> take_launch_log();
 
 // The seed of the emulator's block order and interleaving for the next

@@ -2,7 +2,8 @@
 // (include/moacert/simt.h, libmoacert_simt), registered whatever the build,
 // with the same cost functions as on the device. A hazard the emulator
 // finds (a race, a divergent barrier, an out-of-bounds access) is a
-// counterexample (KernelFault) naming the kernel.
+// counterexample (KernelFault) naming the kernel. The kernels themselves
+// and the launch log are in libmoacert_cuda_simt.so (launch_log.cpp).
 #define MOACERT_SIMT_UNINSTRUMENTED 1  // host glue, not kernel code
 #include "kernels/cuda/cuda_compat.cuh"
 // after the CUDA language
@@ -10,43 +11,6 @@
 #include "kernels/cuda/launch_log.hpp"
 
 namespace moacert::kernels {
-namespace simt {
-namespace {
-
-thread_local std::vector<LaunchRecord> launch_log;
-
-}  // namespace
-
-void note_launch(const char* kernel) {
-  const ::moacert::simt::Counters c = ::moacert::simt::last_launch_counters();
-  using C = ::moacert::simt::Counters;
-  LaunchRecord r;
-  r.kernel = kernel;
-  r.blocks = c.blocks;
-  r.barriers = c.barriers;
-  r.global_loads = c.global_loads;
-  r.global_load_bytes = c.global_load_bytes;
-  r.global_stores = c.global_stores;
-  r.global_store_bytes = c.global_store_bytes;
-  r.atomic_add_global = c.atomics[C::global][C::add];
-  for (int s = 0; s < C::n_spaces; ++s)
-    for (int k = 0; k < C::n_atomic_kinds; ++k) r.atomics_other += c.atomics[s][k];
-  r.atomics_other -= r.atomic_add_global;
-  launch_log.push_back(std::move(r));
-}
-
-std::vector<LaunchRecord> take_launch_log() {
-  std::vector<LaunchRecord> out;
-  out.swap(launch_log);
-  return out;
-}
-
-void set_schedule_seed(std::uint64_t seed) {
-  ::moacert::simt::set_schedule_seed(seed);
-}
-
-}  // namespace simt
-
 void register_simt_kernels(Registry& r) {
   // The counts a certificate carries: the launches' sums since the last take.
   auto take_counts = [] {
