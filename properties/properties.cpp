@@ -15,13 +15,22 @@ bool selected(const kernels::Variant& v) {
   const char* env = std::getenv("MOACERT_VARIANTS");
   if (!env || !*env) return true;
   const std::string list(env);
+  bool included = false, any_inclusion = false;
   for (std::size_t at = 0; at <= list.size();) {
     const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string prefix = list.substr(at, comma - at);
-    if (!prefix.empty() && v.name.rfind(prefix, 0) == 0) return true;
+    std::string prefix = list.substr(at, comma - at);
     at = comma + 1;
+    const bool exclude = !prefix.empty() && prefix[0] == '-';
+    if (exclude) prefix.erase(0, 1);
+    if (prefix.empty()) continue;
+    const bool match = v.name.rfind(prefix, 0) == 0;
+    if (exclude && match) return false;
+    if (!exclude) {
+      any_inclusion = true;
+      included = included || match;
+    }
   }
-  return false;
+  return included || !any_inclusion;
 }
 
 std::vector<const kernels::Variant*> variants_for(Op op, Format f) {

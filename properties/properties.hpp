@@ -16,7 +16,7 @@ namespace moacert::properties {
 
 // The variants of `op` in this build that support `f`; with the environment
 // variable MOACERT_VARIANTS (comma-separated name prefixes, e.g. "cuda." or
-// "simt.,cpu.flash"), only those it names.
+// "simt.,cpu.flash"; "-simt." excludes), only those it selects.
 std::vector<const kernels::Variant*> variants_for(Op op, Format f);
 // Whether MOACERT_VARIANTS (unset: every variant) names `v`.
 bool selected(const kernels::Variant& v);

@@ -5,8 +5,8 @@
 // - fused_v1 executes exactly twice the float atomics of bwd_atomic on the
 //   same problem, fused_v3 exactly as many, fused_det none (the MoA papers'
 //   2.0000x, as a test);
-// - the variants without float atomics (flash, fused_det) give the same bits
-//   in every block order and schedule;
+// - the variants without float atomics (flash, fused_det, decode, rmsnorm,
+//   swiglu) give the same bits in every block order and schedule;
 // - fused_v1's results over 20 block orders differ, and every one holds under
 //   the a priori rule (so their spread does too), the spread in ulps printed.
 // Agreement, LayoutInvariance, Determinism and BackwardConsistency of the
@@ -132,7 +132,12 @@ TEST(SimtAttention, FusedV1HasTwiceTheAtomicsOfBwdAtomicAndFusedV3AsMany) {
 // The cost function's launches against the emulator's, one by one.
 void expect_counts_match(const std::string& onf, const Case& c) {
   const auto counted = counted_run(onf, c);
-  const auto model = cost::launches(onf, c.problem);
+  std::vector<std::int64_t> lens;  // decode's traffic depends on them
+  if (c.problem.op == Op::attention_decode)
+    for (const moa::Index& i : moa::iota(c.inputs[3].shape()))
+      lens.push_back(std::int64_t(c.inputs[3].get(i)));
+  const auto model =
+      onf == "decode" ? cost::decode_launches(c.problem, lens) : cost::launches(onf, c.problem);
   RC_ASSERT(counted.size() == model.size());
   for (std::size_t k = 0; k < model.size(); ++k) {
     const LaunchRecord& got = counted[k];
@@ -162,10 +167,13 @@ struct OnfOf {
 };
 const OnfOf kOnfs[] = {{Op::attention_fwd, "flash"},       {Op::attention_fwdbwd, "fused_v1"},
                        {Op::attention_fwdbwd, "fused_v3"}, {Op::attention_fwdbwd, "fused_det"},
-                       {Op::attention_bwd, "bwd_atomic"},  {Op::attention_bwd, "bwd_fa2"}};
+                       {Op::attention_bwd, "bwd_atomic"},  {Op::attention_bwd, "bwd_fa2"},
+                       {Op::attention_decode, "decode"},   {Op::rmsnorm, "rmsnorm"},
+                       {Op::mlp_swiglu, "swiglu"}};
 
 rc::Gen<CaseSpec> gen(Op op, Format f) {
-  return properties::gen_case_spec(op, f, {cost::kBlockM}, /*strided=*/true);
+  const moa::extent_t tile = op == Op::attention_decode ? cost::kSplitKeys : cost::kBlockM;
+  return properties::gen_case_spec(op, f, {tile}, /*strided=*/true);
 }
 
 TEST(SimtAttention, EveryLaunchCountsWhatTheCostFunctionSays) {
@@ -183,7 +191,7 @@ TEST(SimtAttention, EveryLaunchCountsWhatTheCostFunctionSays) {
 
 TEST(SimtAttention, NoFloatAtomicsMeansTheSameBitsInEveryBlockOrder) {
   for (const OnfOf& o : kOnfs) {
-    if (std::string(o.onf) != "flash" && std::string(o.onf) != "fused_det") continue;
+    if (simt_variant(o.op, o.onf).deterministic == false) continue;
     const bool ok = rc::check(std::string("simt.") + o.onf + ": bitwise over schedules", [&] {
       const Case c = properties::make_case(*gen(o.op, Format::f32));
       const kernels::Variant& v = simt_variant(o.op, o.onf);
