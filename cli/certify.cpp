@@ -199,12 +199,21 @@ int run_certify(const CertifyArgs& a) {
     };
     const properties::Certificate cert = properties::certify(o);
     const fs::path dir = variants.size() > 1 ? out / v->name : out;
-    reports::write_atomically(dir / "certificate.json",
-                              reports::to_json(cert, build_info()).dump(2) + "\n");
-    reports::write_atomically(dir / "certificate.md", reports::to_markdown(cert, build_info()));
+    // A kernel on the SIMT emulator: its counters, summed over every call
+    // of this certification (docs/simt.md#counters), join the certificate.
+    const std::string simt_counters = v->simt_counters ? v->simt_counters() : std::string();
+    nlohmann::json cert_json = reports::to_json(cert, build_info());
+    std::string cert_md = reports::to_markdown(cert, build_info());
+    if (!simt_counters.empty()) {
+      cert_json["simt_counters"] = nlohmann::json::parse(simt_counters);
+      cert_md += "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
+    }
+    reports::write_atomically(dir / "certificate.json", cert_json.dump(2) + "\n");
+    reports::write_atomically(dir / "certificate.md", cert_md);
     fmt::print("{} {} {}: {} ({} curated + {} random cases, worst error/allowed {:.3g})\n", a.op,
                v->name, name(f), cert.holds ? "holds" : "FAILS", cert.curated_run, cert.random_run,
                cert.worst_ratio);
+    if (!simt_counters.empty()) fmt::print("simt counters (all calls): {}\n", simt_counters);
     if (!cert.holds) {
       fmt::print("{}\n", cert.failure);
       fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);

@@ -23,7 +23,7 @@ function(_moacert_simt_target target)
     DEPENDS ${abs_sources} ${MOACERT_SIMT_WRAPPER}
     COMMENT "extern __shared__ arena of ${target}" VERBATIM)
   target_sources(${target} PRIVATE ${arena})
-  set_source_files_properties(${abs_sources} PROPERTIES COMPILE_OPTIONS "-xc++;-fsanitize=thread;-fno-extern-tls-init;-g")
+  set_source_files_properties(${abs_sources} PROPERTIES COMPILE_OPTIONS "-xc++;-fsanitize=thread;-fno-extern-tls-init;-fstack-clash-protection;-g")
   target_link_libraries(${target} PRIVATE moacert::simt)
   target_include_directories(${target} SYSTEM PRIVATE ${MOACERT_SIMT_HOST_INCLUDE})
 endfunction()

@@ -43,6 +43,10 @@ class KernelFault : public std::runtime_error {
 
 struct RunOptions {
   int threads = 0;  // 0: the OpenMP default
+  // The SIMT emulator's schedule (block order, fiber interleaving) of a
+  // kernel built against moacert/simt.h: derived from the case, so that
+  // `reproduce TOKEN` replays it (docs/simt.md#schedule).
+  std::uint64_t schedule_seed = 0;
 };
 
 // Runs one call. Inputs and outputs come in the ops-table order with the
@@ -74,6 +78,11 @@ struct Variant {
   // or a contiguous fast path changes the order of a reduction (the results
   // then agree within the rule instead).
   bool same_bits_any_layout = true;
+  // A kernel run on the SIMT emulator (a plugin built against
+  // moacert/simt.h, or kernels/cuda/'s simt.* variants): the emulator's
+  // counters summed over its calls so far, as JSON (docs/simt.md#counters);
+  // empty for other kernels.
+  std::function<std::string()> simt_counters;
   // Where a call runs, for the certificate: "host emulator", a GPU's name
   // and driver; empty for this machine's CPU.
   std::string where;
@@ -81,8 +90,10 @@ struct Variant {
   // kernels/cuda/): the counts of the calls since the last take, by name
   // ("float atomics", "global loads", ...). Null where nothing is counted.
   std::function<std::vector<std::pair<std::string, double>>()> take_counts;
-  // Backends whose results depend on a schedule they can seed (the
-  // emulator's block order): the seed of the next calls. Null otherwise.
+  // Backends whose schedule is seeded (RunOptions::schedule_seed, derived
+  // from the case): a variation added to that seed for the next calls, 0
+  // for the case's own schedule (what `reproduce` replays). For measuring
+  // a result's spread over schedules. Null otherwise.
   std::function<void(std::uint64_t)> set_schedule_seed;
 
   bool supports(Format f) const;

@@ -42,6 +42,19 @@ std::optional<Rule> parse_rule(const std::string& s) {
   return std::nullopt;
 }
 
+// The SIMT emulator's schedule seed of a case: FNV-1a of its inputs' bytes,
+// so that `reproduce TOKEN`, which rebuilds the same inputs, replays the
+// same block order and interleaving (docs/simt.md#schedule).
+std::uint64_t schedule_seed_of(const std::vector<TensorRef>& in) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const TensorRef& t : in) {
+    const auto* bytes = static_cast<const unsigned char*>(t.data);
+    const std::size_t n = std::size_t(t.layout.cosize()) * std::size_t(dtype_bytes(t.dtype));
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  }
+  return h;
+}
+
 std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int threads) {
   std::vector<AnyTensor> contiguous;
   std::vector<TensorRef> in;
@@ -56,7 +69,7 @@ std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int
   std::vector<AnyTensor> out = make_outputs(c.problem);
   std::vector<TensorRef> outs;
   for (AnyTensor& t : out) outs.push_back(t.ref());
-  v.run(c.problem, in, outs, kernels::RunOptions{threads});
+  v.run(c.problem, in, outs, kernels::RunOptions{threads, schedule_seed_of(in)});
   return out;
 }
 

@@ -404,6 +404,27 @@ const Segment* find_segment(std::uintptr_t a) {
   return &*it;
 }
 
+// Shadows of unregistered buffers, kept for the next ones: a plugin's
+// worker registers fresh tensors for every call, and zeroing 80 bytes of
+// shadow per byte each time would cost more than the checks. No clearing is
+// needed: an entry is tagged with the launch that wrote it.
+std::vector<std::vector<ByteShadow>> g_spare_shadows;
+std::vector<ByteShadow> shadow_for(std::size_t bytes) {
+  for (auto& spare : g_spare_shadows)
+    if (spare.size() >= bytes) {
+      std::vector<ByteShadow> s = std::move(spare);
+      spare = std::move(g_spare_shadows.back());
+      g_spare_shadows.pop_back();
+      return s;
+    }
+  return std::vector<ByteShadow>(bytes);
+}
+void keep_spare(std::vector<ByteShadow>&& shadow) {
+  if (shadow.empty()) return;
+  if (g_spare_shadows.size() >= 16) g_spare_shadows.erase(g_spare_shadows.begin());
+  g_spare_shadows.push_back(std::move(shadow));
+}
+
 std::string buffer_offset(const Buffer& b, std::uintptr_t a) {
   return "'" + b.name + "'+" + std::to_string(a - b.lo);
 }
@@ -436,12 +457,15 @@ std::string out_of_bounds_text(std::uintptr_t a) {
 }
 
 // ---- the race check ------------------------------------------------------
-bool ordered(const Record& r, const Fiber& me, std::uint32_t my_thread) {
+// Whether record r (of another thread) happens before the current access:
+// in this block (thread numbers [block_first, block_first + block_threads),
+// compared without a division: this is the checker's hot path), before a
+// barrier since, or in this warp before a collective of both lanes since.
+bool ordered(const Record& r, const Fiber& me, std::uint32_t block_first) {
   const Launch& L = *g_launch;
-  const std::uint32_t other = r.thread - 1;
-  if (other / L.block_threads != my_thread / L.block_threads) return false;  // other block
-  if (r.epoch != L.epoch) return true;  // a __syncthreads since
-  const std::uint32_t other_local = other % L.block_threads;
+  const std::uint32_t other_local = r.thread - 1 - block_first;
+  if (other_local >= L.block_threads) return false;  // another block
+  if (r.epoch != L.epoch) return true;               // a __syncthreads since
   if (other_local / 32 != me.warp) return false;
   const Warp& w = L.warps[me.warp];
   const std::uint32_t common = std::max(w.full_gen, w.pair_gen[other_local % 32][me.lane]);
@@ -470,14 +494,15 @@ void check(ByteShadow* s, std::size_t bytes, std::uint32_t gen, bool shared, std
            std::size_t access_bytes, Access kind, std::uint64_t where) {
   Fiber& me = *tls_current;
   Launch& L = *g_launch;
-  const std::uint32_t my_thread = L.block_linear * L.block_threads + me.linear;
+  const std::uint32_t block_first = L.block_linear * L.block_threads;
+  const std::uint32_t my_thread = block_first + me.linear;
   const Record mine{my_thread + 1, L.epoch, L.warps[me.warp].gen, kind == Access::atomic, where};
   for (std::size_t i = 0; i < bytes; ++i) {
     ByteShadow& b = s[i];
     if (b.gen != gen) b = ByteShadow{gen, 0, {}, {}, {}};
     auto conflicts = [&](const Record& r) {
       return r.thread && r.thread != mine.thread && !(r.atomic && mine.atomic) &&
-             !ordered(r, me, my_thread);
+             !ordered(r, me, block_first);
     };
     if (kind != Access::write && shared && !b.written)
       hazard("uninitialised shared read", me_name(me) + " " + verb(kind) + " " +
@@ -587,9 +612,9 @@ void check_barrier_complete() {
 
 void complete_collective(Warp& w, std::uint32_t warp_index, unsigned mask) {
   Launch& L = *g_launch;
-  Fiber* lanes[32] = {};
-  for (auto& f : L.fibers)
-    if (f->warp == warp_index && (mask >> f->lane & 1u)) lanes[f->lane] = f.get();
+  Fiber* lanes[32] = {};  // the fibers of a warp are consecutive: warp * 32 + lane
+  for (int l = 0; l < 32; ++l)
+    if (mask >> l & 1u) lanes[l] = L.fibers[warp_index * 32 + std::uint32_t(l)].get();
   Fiber& first = *lanes[__builtin_ctz(mask)];
   std::uint64_t ballot = 0;
   for (int l = 0; l < 32; ++l)
@@ -987,9 +1012,9 @@ std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int
   me->wait_where = where;
   w.pending |= 1u << me->lane;
   bool complete = (w.pending & mask) == mask;
-  if (complete)
-    for (auto& f : L.fibers)
-      if (f->warp == me->warp && (mask >> f->lane & 1u) && f->mask != mask) complete = false;
+  for (int l = 0; complete && l < 32; ++l)
+    if ((mask >> l & 1u) && L.fibers[me->warp * 32 + std::uint32_t(l)]->mask != mask)
+      complete = false;
   if (complete) {
     complete_collective(w, me->warp, mask);
     yield();
@@ -1002,9 +1027,12 @@ std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int
 unsigned active_mask() {
   Fiber* me = tls_current;
   if (!me) return 1u;
+  const Warp& w = g_launch->warps[me->warp];
   unsigned m = 0;
-  for (auto& f : g_launch->fibers)
-    if (f->warp == me->warp && f->state != State::exited) m |= 1u << f->lane;
+  for (int l = 0; l < 32; ++l)
+    if ((w.lanes >> l & 1u) &&
+        g_launch->fibers[me->warp * 32 + std::uint32_t(l)]->state != State::exited)
+      m |= 1u << l;
   return m;
 }
 
@@ -1033,7 +1061,7 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
     check(&g_shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);
   } else if (Buffer* b = find_buffer(a); b && a + bytes <= b->hi) {
     count(false, kind, bytes);
-    if (b->shadow.empty()) b->shadow.assign(b->hi - b->lo, ByteShadow{});
+    if (b->shadow.size() < b->hi - b->lo) b->shadow = shadow_for(b->hi - b->lo);
     check(&b->shadow[a - b->lo], bytes, L.launch_gen, false, a, bytes, kind, where);
   } else if (const Segment* seg = b ? nullptr : find_segment(a)) {
     if (seg->writable) count(false, kind, bytes);
@@ -1085,7 +1113,10 @@ extern "C" void moacert_simt_register_buffer(const void* ptr, std::size_t bytes,
   auto& bufs = detail::g_buffers;
   auto it = std::lower_bound(bufs.begin(), bufs.end(), lo,
                              [](const detail::Buffer& b, std::uintptr_t x) { return b.lo < x; });
-  if (it != bufs.end() && it->lo == lo) bufs.erase(it);
+  if (it != bufs.end() && it->lo == lo) {
+    detail::keep_spare(std::move(it->shadow));
+    bufs.erase(it);
+  }
   it = std::lower_bound(bufs.begin(), bufs.end(), lo,
                         [](const detail::Buffer& b, std::uintptr_t x) { return b.lo < x; });
   bufs.insert(it, detail::Buffer{lo, lo + bytes, name ? name : "buffer", {}});
@@ -1096,9 +1127,13 @@ extern "C" void moacert_simt_unregister_buffer(const void* ptr) {
   std::lock_guard lock(detail::g_mutex);
   const auto lo = reinterpret_cast<std::uintptr_t>(ptr);
   auto& bufs = detail::g_buffers;
-  bufs.erase(std::remove_if(bufs.begin(), bufs.end(),
-                            [lo](const detail::Buffer& b) { return b.lo == lo; }),
-             bufs.end());
+  for (auto it = bufs.begin(); it != bufs.end();)
+    if (it->lo == lo) {
+      detail::keep_spare(std::move(it->shadow));
+      it = bufs.erase(it);
+    } else {
+      ++it;
+    }
   detail::g_buffer_hint = 0;
 }
 

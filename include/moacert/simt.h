@@ -461,11 +461,26 @@ inline float __bfloat162float(__nv_bfloat16 b) {
 
 // ---- out of scope on the host, refused at compile time.
 namespace nvcuda::wmma {
-template <class... T>
+struct matrix_a;
+struct matrix_b;
+struct accumulator;
+struct row_major;
+struct col_major;
+template <class Use, int M, int N, int K, class T, class Layout = void>
 struct fragment {
-  static_assert(sizeof...(T) < 0,
+  static_assert(M < 0 && M >= 0,
                 "moacert simt: tensor-core intrinsics (wmma/mma) cannot run on the host emulator");
 };
+template <class... T>
+void load_matrix_sync(T&&...) {
+  static_assert(sizeof...(T) < 0,
+                "moacert simt: tensor-core intrinsics (wmma/mma) cannot run on the host emulator");
+}
+template <class... T>
+void mma_sync(T&&...) {
+  static_assert(sizeof...(T) < 0,
+                "moacert simt: tensor-core intrinsics (wmma/mma) cannot run on the host emulator");
+}
 }  // namespace nvcuda::wmma
 namespace cooperative_groups {
 template <class... T>

@@ -162,6 +162,8 @@ inline int swiglu(const Problem& p, const Tensors& in, const Tensors& out) {
 // The registry entries of one backend ("simt" or "cuda"): the same ONFs,
 // the same cost functions, `where` in each summary.
 struct BackendHooks {
+  std::function<void(const RunOptions&)> before_run;  // e.g. seed the emulator's schedule
+  std::function<std::string()> simt_counters;
   std::function<std::vector<std::pair<std::string, double>>()> take_counts;
   std::function<void(std::uint64_t)> set_schedule_seed;
 };
@@ -208,10 +210,12 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .summary = e.summary,
         .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
         .run =
-            [name, launch](const Problem& p, std::span<const TensorRef> in,
-                           std::span<const TensorRef> out, const RunOptions&) {
+            [name, launch, before = hooks.before_run](
+                const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+                const RunOptions& opt) {
               check_tensors(p, in, out);
               check_supported(name, p);
+              if (before) before(opt);
               run_on_device(name, p, in, out, launch);
             },
         .tiles = {onf == "decode" ? moa::extent_t(cuda_cost::kSplitKeys)
@@ -219,6 +223,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
         .same_bits_any_layout = true,
+        .simt_counters = hooks.simt_counters,
         .where = where,
         .take_counts = hooks.take_counts,
         .set_schedule_seed = hooks.set_schedule_seed,

@@ -6,6 +6,7 @@
 // TLS of its own but the shared arena.
 #define MOACERT_SIMT_UNINSTRUMENTED 1
 #include <mutex>
+#include <string>
 
 #include "kernels/cuda/cuda_compat.cuh"
 #include "kernels/cuda/launch_log.hpp"
@@ -15,6 +16,8 @@ namespace {
 
 std::mutex log_mutex;
 std::vector<LaunchRecord> log;
+LaunchRecord totals;
+std::uint64_t launches = 0;
 
 }  // namespace
 
@@ -34,7 +37,23 @@ void note_launch(const char* kernel) {
     for (int k = 0; k < C::n_atomic_kinds; ++k) r.atomics_other += c.atomics[s][k];
   r.atomics_other -= r.atomic_add_global;
   const std::lock_guard<std::mutex> lock(log_mutex);
+  ++launches;
+  totals.blocks += r.blocks;
+  totals.barriers += r.barriers;
+  totals.global_loads += r.global_loads;
+  totals.global_load_bytes += r.global_load_bytes;
+  totals.global_stores += r.global_stores;
+  totals.global_store_bytes += r.global_store_bytes;
+  totals.atomic_add_global += r.atomic_add_global;
+  totals.atomics_other += r.atomics_other;
   log.push_back(std::move(r));
+}
+
+LaunchRecord launch_totals() {
+  const std::lock_guard<std::mutex> lock(log_mutex);
+  LaunchRecord t = totals;
+  t.kernel = std::to_string(launches) + " launches";
+  return t;
 }
 
 std::vector<LaunchRecord> take_launch_log() {

@@ -25,6 +25,9 @@ void note_launch(const char* kernel);
 // The launches since the last call, in order.
 std::vector<LaunchRecord> take_launch_log();
 
+// Every launch noted so far, summed (kernel: the count of launches).
+LaunchRecord launch_totals();
+
 // The seed of the emulator's block order and interleaving for the next
 // launches.
 void set_schedule_seed(std::uint64_t seed);

@@ -10,6 +10,9 @@
 #include "kernels/cuda/backend_glue.hpp"
 #include "kernels/cuda/launch_log.hpp"
 
+#include <atomic>
+#include <string>
+
 namespace moacert::kernels {
 void register_simt_kernels(Registry& r) {
   // The counts a certificate carries: the launches' sums since the last take.
@@ -35,8 +38,28 @@ void register_simt_kernels(Registry& r) {
                                                        {"global store bytes", store_bytes},
                                                        {"barriers", barriers}};
   };
-  simt::register_onfs(r, "simt", "host emulator",
-                      {take_counts, [](std::uint64_t seed) { simt::set_schedule_seed(seed); }});
+  // The schedule: the case's seed (RunOptions::schedule_seed, so that
+  // `reproduce` replays it) plus a variation the spread measurements set.
+  static std::atomic<std::uint64_t> variation{0};
+  auto before_run = [](const RunOptions& opt) {
+    simt::set_schedule_seed(opt.schedule_seed + variation.load());
+  };
+  auto simt_counters = [] {
+    const simt::LaunchRecord t = simt::launch_totals();
+    auto field = [](const char* key, std::uint64_t n) {
+      return "\"" + std::string(key) + "\": " + std::to_string(n);
+    };
+    return "{\"launches\": \"" + t.kernel + "\", " + field("blocks", t.blocks) + ", " +
+           field("barriers", t.barriers) + ", " + field("global_loads", t.global_loads) + ", " +
+           field("global_load_bytes", t.global_load_bytes) + ", " +
+           field("global_stores", t.global_stores) + ", " +
+           field("global_store_bytes", t.global_store_bytes) + ", " +
+           field("atomic_add_global", t.atomic_add_global) + ", " +
+           field("atomics_other", t.atomics_other) + "}";
+  };
+  simt::register_onfs(
+      r, "simt", "host emulator",
+      {before_run, simt_counters, take_counts, [](std::uint64_t v) { variation.store(v); }});
 }
 
 }  // namespace moacert::kernels

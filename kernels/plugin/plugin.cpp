@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <dlpack/dlpack.h>
+#include <nlohmann/json.hpp>
 
 #include "include/moacert/plugin.h"
 #include "kernels/plugin/protocol.hpp"
@@ -297,7 +298,7 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   void call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
-            std::span<const TensorRef> outputs) {
+            std::span<const TensorRef> outputs, std::uint64_t schedule_seed) {
     std::lock_guard lock(mutex_);
     const auto out_names = info(p.op).outputs;
     const int nt = int(inputs.size() + outputs.size());
@@ -320,6 +321,7 @@ class Worker {
       d.code = dt.code;
       d.bits = dt.bits;
       d.output = out;
+      std::snprintf(d.name, sizeof d.name, "%s", name_of_(i).c_str());
       const moa::Shape s = t.layout.shape();
       const moa::Strides st = t.layout.strides();
       d.ndim = int(s.rank());
@@ -340,6 +342,7 @@ class Worker {
     q.memfd_bytes = total;
     const std::string params = params_json(p);
     std::snprintf(q.params, sizeof q.params, "%s", params.c_str());
+    q.schedule_seed = schedule_seed;
 
     const int memfd = memfd_create("moacert-plugin-tensors", MFD_CLOEXEC);
     if (memfd < 0)
@@ -379,6 +382,19 @@ class Worker {
     request_ = q;
     data_bytes_ = bytes;
     const wire::Reply r = exchange(q, memfd);
+    // A hazard the SIMT emulator found is the call's fault, whatever the
+    // plugin's run made of the exception (docs/simt.md#plugins).
+    if (r.simt_report[0]) {
+      const std::string text(r.simt_report, strnlen(r.simt_report, sizeof r.simt_report));
+      const nlohmann::json report =
+          nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (report.is_object()) {
+        if (report.contains("counters") && report["counters"].is_object())
+          add_counters(report["counters"]);
+        if (report.contains("hazard") && report["hazard"].is_object())
+          throw KernelFault(report["hazard"].value("message", std::string("SIMT hazard")), false);
+      }
+    }
     if (r.kind == wire::Reply::error_return) {
       throw KernelFault(
           "returned " + std::to_string(r.rc) +
@@ -418,6 +434,12 @@ class Worker {
 
   pid_t pid() const { return pid_; }
 
+  // The emulator's counters summed over the calls so far (empty: none).
+  std::string simt_counters() {
+    std::lock_guard lock(counters_mutex_);
+    return counters_.empty() ? std::string() : nlohmann::json(counters_).dump();
+  }
+
  private:
   void start() {
     int sv[2];
@@ -454,7 +476,11 @@ class Worker {
     pid_ = -1;
     const int status = reap(pid, Clock::now() + std::chrono::seconds(2));
     std::string why = describe_status(status);
-    if (fault && fault->signo) {
+    if (fault && fault->signo && fault->message[0]) {
+      // The SIMT emulator named the fault (a fiber's stack overflow).
+      why = std::string(fault->message, strnlen(fault->message, sizeof fault->message)) + " (" +
+            signal_name(fault->signo) + ")";
+    } else if (fault && fault->signo) {
       why = signal_name(fault->signo);
       const std::string t = fault->tensor >= 0 && std::size_t(fault->tensor) < names.size()
                                 ? names[std::size_t(fault->tensor)]
@@ -544,7 +570,14 @@ class Worker {
   std::function<std::string(int)> name_of_ = [](int i) { return "tensor " + std::to_string(i); };
 
  private:
-  std::mutex mutex_;
+  void add_counters(const nlohmann::json& c) {
+    std::lock_guard lock(counters_mutex_);
+    for (auto it = c.begin(); it != c.end(); ++it)
+      if (it.value().is_number_unsigned()) counters_[it.key()] += it.value().get<std::uint64_t>();
+  }
+
+  std::mutex mutex_, counters_mutex_;
+  std::map<std::string, std::uint64_t> counters_;
   wire::Request request_;                // the call in flight, for fault messages
   std::vector<std::size_t> data_bytes_;  // its tensors' data bytes
   std::string worker_, lib_;
@@ -654,12 +687,13 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
                : std::string(oi.outputs[std::size_t(i) - oi.inputs.size()]);
   };
   v.run = [w, index_of](const Problem& p, std::span<const TensorRef> in,
-                        std::span<const TensorRef> out, const RunOptions&) {
+                        std::span<const TensorRef> out, const RunOptions& run_options) {
     const auto it = index_of.find(p.format);
     if (it == index_of.end())
       throw std::invalid_argument("plugin kernel does not run " + std::string(name(p.format)));
-    w->call(it->second, p, in, out);
+    w->call(it->second, p, in, out, run_options.schedule_seed);
   };
+  v.simt_counters = [w] { return w->simt_counters(); };
   return v;
 }
 

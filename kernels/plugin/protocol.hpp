@@ -15,6 +15,10 @@ constexpr int kMaxTensors = 16;
 constexpr int kMaxRank = 8;
 constexpr int kParamsBytes = 1024;
 constexpr int kMessageBytes = 1024;
+constexpr int kNameBytes = 24;
+// A plugin built against moacert/simt.h reports the emulator's counters and
+// first hazard of the call as JSON (moacert_simt_take_report).
+constexpr int kSimtReportBytes = 2048;
 
 // One tensor in the memfd. Its region [region_offset, region_offset +
 // region_bytes) is page-aligned; the worker maps it between two PROT_NONE
@@ -28,6 +32,7 @@ struct TensorDesc {
   std::uint64_t region_offset = 0, region_bytes = 0, data_offset = 0;
   std::int64_t shape[kMaxRank] = {};
   std::int64_t strides[kMaxRank] = {};
+  char name[kNameBytes] = {};  // the op's name of the tensor, for the emulator's messages
 };
 
 struct Request {
@@ -37,6 +42,9 @@ struct Request {
   std::uint64_t memfd_bytes = 0;
   TensorDesc tensors[kMaxTensors];  // inputs, then outputs
   char params[kParamsBytes] = {};   // JSON, NUL-terminated
+  // The SIMT emulator's schedule seed (block order and interleaving) for a
+  // plugin built against moacert/simt.h; derived from the case.
+  std::uint64_t schedule_seed = 0;
 };
 
 // Where a faulting address lies, as the worker's signal handler sees it.
@@ -60,6 +68,9 @@ struct Reply {
   std::int64_t offset = 0;  // of the faulting address from the tensor's region start
   std::int32_t write = -1;  // 1 a write, 0 a read, -1 unknown (from the page fault's error code)
   char message[kMessageBytes] = {};  // the kernel's err, or why a request was bad
+  // (a fault: the SIMT emulator's own message when it recognised the fault,
+  // e.g. a fiber's stack overflow)
+  char simt_report[kSimtReportBytes] = {};  // JSON, or empty: no emulator in the plugin
 };
 
 }  // namespace moacert::kernels::plugin::wire

@@ -31,6 +31,24 @@ namespace {
 
 using KernelsFn = const moacert_kernel* (*)(int*, int*);
 
+// The SIMT emulator's C entry points (include/moacert/simt.h), found in a
+// plugin built against it: the call's tensors are its buffers (out of
+// bounds is judged against them), the request's seed its schedule, and
+// its report (counters, first hazard) goes back in the reply.
+struct Simt {
+  void (*register_buffer)(const void*, std::size_t, const char*) = nullptr;
+  void (*unregister_buffer)(const void*) = nullptr;
+  void (*set_schedule_seed)(std::uint64_t) = nullptr;
+  std::size_t (*take_report)(char*, std::size_t) = nullptr;
+  const char* (*fault_message)() = nullptr;
+};
+Simt g_simt;
+
+template <class F>
+void find(void* h, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(h, name));
+}
+
 // Writes all of `s` to `fd` (a pipe).
 void write_all(int fd, const std::string& s) {
   std::size_t done = 0;
@@ -58,6 +76,12 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
     write_all(fd_for_errors, std::string("error dlopen ") + field(e) + "\n");
     return nullptr;
   }
+  dlerror();
+  find(h, "moacert_simt_register_buffer", g_simt.register_buffer);
+  find(h, "moacert_simt_unregister_buffer", g_simt.unregister_buffer);
+  find(h, "moacert_simt_set_schedule_seed", g_simt.set_schedule_seed);
+  find(h, "moacert_simt_take_report", g_simt.take_report);
+  find(h, "moacert_simt_fault_message", g_simt.fault_message);
   dlerror();
   auto fn = reinterpret_cast<KernelsFn>(dlsym(h, "moacert_plugin_kernels"));
   if (!fn) {
@@ -136,6 +160,12 @@ void on_fault(int signo, siginfo_t* info, void* context) {
       break;
     }
   }
+  // The emulator's handler ran first (it chains to this one) and may have
+  // named the fault: a stack overflow in kernel K, block B, thread T.
+  if (g_simt.fault_message) {
+    const char* m = g_simt.fault_message();
+    if (m && m[0]) std::snprintf(r.message, sizeof r.message, "%s", m);
+  }
   if (g_fd >= 0) (void)!send(g_fd, &r, sizeof r, MSG_NOSIGNAL);
   raise(signo);
 }
@@ -152,6 +182,16 @@ void install_fault_handlers() {
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
     sigaction(s, &sa, nullptr);
+}
+
+// The bytes a tensor's elements span: 1 + sum (shape - 1) * stride elements.
+std::size_t data_bytes(const wire::TensorDesc& t) {
+  std::int64_t last = 0;
+  for (int k = 0; k < t.ndim; ++k) {
+    if (t.shape[k] == 0) return 0;
+    last += (t.shape[k] - 1) * t.strides[k];
+  }
+  return std::size_t(last + 1) * ((t.bits + 7u) / 8u);
 }
 
 void reply_bad(int fd, const std::string& why) {
@@ -249,10 +289,23 @@ int serve(int fd, pid_t parent, const char* lib) {
       for (int i = 0; i < q.n_inputs; ++i) in[i] = &dl[i];
       for (int i = 0; i < q.n_outputs; ++i) out[i] = &dl[q.n_inputs + i];
       q.params[sizeof q.params - 1] = '\0';
+      if (g_simt.register_buffer) {
+        if (g_simt.take_report) g_simt.take_report(nullptr, 0);  // forget earlier calls
+        if (g_simt.set_schedule_seed) g_simt.set_schedule_seed(q.schedule_seed);
+        for (int i = 0; i < nt; ++i) {
+          q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
+          g_simt.register_buffer(dl[i].data, data_bytes(q.tensors[i]), q.tensors[i].name);
+        }
+      }
       g_nranges = nt;
       r.rc = table[q.kernel].run(in, q.n_inputs, out, q.n_outputs, q.params, r.message,
                                  sizeof r.message);
       g_nranges = 0;
+      if (g_simt.register_buffer) {
+        for (int i = 0; i < nt; ++i)
+          if (g_simt.unregister_buffer) g_simt.unregister_buffer(dl[i].data);
+        if (g_simt.take_report) g_simt.take_report(r.simt_report, sizeof r.simt_report);
+      }
       r.message[sizeof r.message - 1] = '\0';
       r.kind = r.rc == 0 ? wire::Reply::ok : wire::Reply::error_return;
     }
