@@ -11,6 +11,7 @@
 #include "kernels/cuda/launch_log.hpp"
 
 #include <atomic>
+#include <sstream>
 #include <string>
 
 namespace moacert::kernels {
@@ -46,16 +47,15 @@ void register_simt_kernels(Registry& r) {
   };
   auto simt_counters = [] {
     const simt::LaunchRecord t = simt::launch_totals();
-    auto field = [](const char* key, std::uint64_t n) {
-      return "\"" + std::string(key) + "\": " + std::to_string(n);
-    };
-    return "{\"launches\": \"" + t.kernel + "\", " + field("blocks", t.blocks) + ", " +
-           field("barriers", t.barriers) + ", " + field("global_loads", t.global_loads) + ", " +
-           field("global_load_bytes", t.global_load_bytes) + ", " +
-           field("global_stores", t.global_stores) + ", " +
-           field("global_store_bytes", t.global_store_bytes) + ", " +
-           field("atomic_add_global", t.atomic_add_global) + ", " +
-           field("atomics_other", t.atomics_other) + "}";
+    std::ostringstream json;
+    json << "{\"launches\": \"" << t.kernel << "\", \"blocks\": " << t.blocks
+         << ", \"barriers\": " << t.barriers << ", \"global_loads\": " << t.global_loads
+         << ", \"global_load_bytes\": " << t.global_load_bytes
+         << ", \"global_stores\": " << t.global_stores
+         << ", \"global_store_bytes\": " << t.global_store_bytes
+         << ", \"atomic_add_global\": " << t.atomic_add_global
+         << ", \"atomics_other\": " << t.atomics_other << "}";
+    return json.str();
   };
   simt::register_onfs(
       r, "simt", "host emulator",

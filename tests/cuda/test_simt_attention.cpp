@@ -250,5 +250,26 @@ TEST(SimtAttention, FusedV1DiffersOverBlockOrdersAndStaysWithinTheRule) {
   }
 }
 
+TEST(SimtAttention, AProblemAboveTheCompiledMaximumIsRefusedBeforeLaunch) {
+  Dims d;
+  d.N = 2, d.M = 3, d.D = cost::kMaxD + 1;
+  Problem p{Op::attention_fwd, Format::f32, d, {}};
+  std::vector<AnyTensor> in, out = make_outputs(p);
+  for (const moa::Shape& s : input_shapes(p))
+    in.emplace_back(DType::f32, moa::Layout::row_major(s));
+  std::vector<TensorRef> in_refs, out_refs;
+  for (const auto& t : in) in_refs.push_back(t.ref());
+  for (auto& t : out) out_refs.push_back(t.ref());
+  kernels::simt::take_launch_log();
+  try {
+    simt_variant(Op::attention_fwd, "flash").run(p, in_refs, out_refs, {});
+    ADD_FAILURE() << "D = " << d.D << " ran";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the compiled maximum 128"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(kernels::simt::take_launch_log().empty()) << "launched before refusing";
+}
+
 }  // namespace
 }  // namespace moacert
