@@ -22,7 +22,7 @@ out=$(cd "$out" && pwd)
 log=$out/device-check.log
 exec > >(tee "$log") 2>&1
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 2
 start=$(date +%s)
 budget=${DEVICE_CHECK_SECONDS:-460}  # 8 minutes, less a margin for the transfers
 left() { echo $((budget - ($(date +%s) - start))); }
@@ -96,13 +96,14 @@ bench() {  # bench NAME OP VARIANTS SHAPE [--causal]
     --repeats 3 --json "$@" >"$out/bench-$name.json" 2>"$out/bench-$name.err"
   echo "bench $name: exit $? $(head -c 600 "$out/bench-$name.json")"
 }
-torch=$("$moacert" list attention.fwd | grep -q '^  torch' && echo ,torch || true)
+torch=
+if "$moacert" list attention.fwd | grep -q "^  torch"; then torch=,torch; fi
 bench fwdbwd-8192 attention.fwdbwd cuda.fused_v1,cuda.fused_v3,cuda.fused_det \
   B=2,H=8,Hkv=8,N=8192,M=8192,D=64
-bench fwd-4096 attention.fwd cuda.flash$torch B=2,H=8,Hkv=8,N=4096,M=4096,D=64
+bench fwd-4096 attention.fwd "cuda.flash$torch" B=2,H=8,Hkv=8,N=4096,M=4096,D=64
 bench fwd-4096-causal attention.fwd cuda.flash B=2,H=8,Hkv=8,N=4096,M=4096,D=64 --causal
 bench bwd-4096 attention.bwd cuda.bwd_atomic,cuda.bwd_fa2 B=2,H=8,Hkv=8,N=4096,M=4096,D=64
-bench fwdbwd-1024-torch attention.fwdbwd cuda.fused_v1,cuda.fused_v3,cuda.fused_det$torch \
+bench fwdbwd-1024-torch attention.fwdbwd "cuda.fused_v1,cuda.fused_v3,cuda.fused_det$torch" \
   B=1,H=8,Hkv=8,N=1024,M=1024,D=64
 
 step "PyTorch scaled_dot_product_attention (the machine's own, if any)"
