@@ -8,6 +8,19 @@
 #
 # moacert_add_simt_executable(TARGET SOURCES...) does the same for a
 # program (tests, benchmarks).
+# Outside moacert's own build (an installed moacert: include this file from
+# <prefix>/lib/cmake/moacert), the runtime, the wrapper and the headers are
+# found on the system.
+if(NOT CMAKE_PROJECT_NAME STREQUAL "moacert" AND NOT TARGET moacert::simt)
+  find_program(MOACERT_SIMT_WRAPPER moacert-simt-c++ REQUIRED)
+  find_library(MOACERT_SIMT_LIBRARY moacert_simt REQUIRED)
+  find_path(MOACERT_SIMT_INCLUDE_DIR moacert/simt.h REQUIRED)
+  add_library(moacert::simt SHARED IMPORTED)
+  set_target_properties(moacert::simt PROPERTIES IMPORTED_LOCATION ${MOACERT_SIMT_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${MOACERT_SIMT_INCLUDE_DIR})
+  set(MOACERT_SIMT_HOST_INCLUDE ${MOACERT_SIMT_INCLUDE_DIR}/moacert/simt_host)
+endif()
+
 function(_moacert_simt_target target)
   set(arena ${CMAKE_CURRENT_BINARY_DIR}/${target}_extern_shared.cpp)
   set(abs_sources)

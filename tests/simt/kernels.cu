@@ -138,6 +138,11 @@ __global__ void shuffle_outside_mask(const float* x, float* y) {
   y[threadIdx.x] = v;
 }
 
+__global__ void mask_without_self(float* y) {
+  if (threadIdx.x == 0) __syncwarp(0x2u);  // planted: lane 0 names lane 1 only
+  y[threadIdx.x] = 1.0f;
+}
+
 __global__ void early_return(float* y) {
   if (threadIdx.x == 0) return;  // planted: thread 0 never reaches the barrier
   __syncthreads();
@@ -247,6 +252,7 @@ void run_planted(const std::string& name) {
   if (name == "uninitialised_shared") moacert_launch(uninitialised_shared, 1, 64, 0, y);
   if (name == "blocks_share_output") moacert_launch(blocks_share_output, 4, 32, 0, y);
   if (name == "shuffle_outside_mask") moacert_launch(shuffle_outside_mask, 1, 32, 0, x, y);
+  if (name == "mask_without_self") moacert_launch(mask_without_self, 1, 32, 0, y);
   if (name == "early_return") moacert_launch(early_return, 1, 64, 0, y);
   if (name == "block_1025") moacert_launch(trivial, 1, 1025, 0, y);
   if (name == "zero_grid") moacert_launch(trivial, 0, 32, 0, y);

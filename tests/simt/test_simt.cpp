@@ -128,6 +128,37 @@ TEST(SimtCorrect, AtomicHistogramCountsEveryValue) {
   EXPECT_EQ(c.atomics[C::global][C::add], 3u * 16u);
 }
 
+// Interleaving at every third access as well as at synchronisation points:
+// the same bits (a race-free kernel's result does not depend on it).
+TEST(SimtCorrect, GemmIsTheSameWithFinerInterleaving) {
+  const int n = 32;
+  const std::vector<float> a = ramp(n * n, 0.01f), b = ramp(n * n, 0.02f);
+  moacert::simt::set_schedule_seed(5);
+  const std::vector<float> coarse = simt_test::run_gemm(a, b, n);
+  moacert::simt::Options o = moacert::simt::options();
+  const moacert::simt::Options saved = o;
+  o.yield_every_accesses = 3;
+  moacert::simt::set_options(o);
+  for (std::uint64_t seed : kSeeds) {
+    moacert::simt::set_schedule_seed(seed);
+    EXPECT_EQ(bits(simt_test::run_gemm(a, b, n)), bits(coarse)) << "seed " << seed;
+  }
+  moacert::simt::set_options(saved);
+}
+
+// bf16 conversions round to nearest, ties to even, as cuda_bf16.h does.
+TEST(SimtMath, Bfloat16RoundsToNearestEven) {
+  auto bf16_bits = [](float f) { return __float2bfloat16(f).__x; };
+  const float ulp = std::ldexp(1.0f, -7);  // of bf16 at 1
+  EXPECT_EQ(bf16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_bits(1.0f + ulp / 2), 0x3f80);             // a tie: to the even 1.0
+  EXPECT_EQ(bf16_bits(1.0f + 3 * ulp / 2), 0x3f82);         // a tie: to the even 1 + 2 ulp
+  EXPECT_EQ(bf16_bits(1.0f + ulp / 2 + ulp / 64), 0x3f81);  // above the tie: up
+  EXPECT_EQ(bf16_bits(-1.0f - ulp / 4), 0xbf80);
+  EXPECT_TRUE(std::isnan(__bfloat162float(__float2bfloat16(NAN))));
+  EXPECT_EQ(__bfloat162float(__float2bfloat16(INFINITY)), INFINITY);
+}
+
 // ---- planted hazards: each caught, with kind, threads and source lines.
 struct Planted {
   const char* name;
@@ -180,6 +211,9 @@ INSTANTIATE_TEST_SUITE_P(
             "thread \\(0,0,0\\) of block \\(\\d,0,0\\) wrote it .*unordered: blocks of a launch"},
         Planted{"shuffle_outside_mask", "warp mask",
                 "shuffles from lane 20, outside the mask 0x0000ffff \\(.*kernels\\.cu:\\d+\\)"},
+        Planted{"mask_without_self", "warp mask",
+                "thread \\(0,0,0\\) of block \\(0,0,0\\) \\(lane 0\\) calls a warp function with "
+                "mask 0x00000002, which does not contain its own lane \\(.*kernels\\.cu:\\d+\\)"},
         Planted{"early_return", "divergent barrier",
                 "reached by 63 of 64 threads.*thread \\(0,0,0\\) of block \\(0,0,0\\) exited"},
         Planted{"block_1025", "bad launch", "kernel trivial: a block of 1025x1x1 = 1025 threads"},
