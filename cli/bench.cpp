@@ -79,8 +79,10 @@ int run_bench(const BenchArgs& a) {
   if (names.empty()) {
     for (const kernels::Variant* v : registry.of(*op)) {
       // cpu.naive and cpu.dnf run the DNF as written, seconds to minutes
-      // per call at the default shapes: they run only when named.
-      if (v->supports(*format) && v->name != "cpu.naive" && v->name != "cpu.dnf")
+      // per call at the default shapes, and simt.* emulate a GPU thread by
+      // thread: they run only when named.
+      if (v->supports(*format) && v->name != "cpu.naive" && v->name != "cpu.dnf" &&
+          v->backend != "simt")
         variants.push_back(v);
     }
   } else {

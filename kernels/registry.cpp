@@ -43,6 +43,12 @@ const Registry& Registry::builtin() {
 #if MOACERT_HAVE_TORCH_FLAG
     register_torch_kernels(r);
 #endif
+#if MOACERT_HAVE_SIMT_FLAG
+    register_simt_kernels(r);
+#endif
+#if MOACERT_HAVE_CUDA_FLAG
+    register_cuda_kernels(r);
+#endif
     return r;
   }();
   return registry;

@@ -5,12 +5,12 @@
 #pragma once
 
 #include <cstdint>
-
 #include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/problem.hpp"
@@ -79,9 +79,22 @@ struct Variant {
   // then agree within the rule instead).
   bool same_bits_any_layout = true;
   // A kernel run on the SIMT emulator (a plugin built against
-  // moacert/simt.h): the emulator's counters summed over its calls so far,
-  // as JSON (docs/simt.md#counters); empty for other kernels.
+  // moacert/simt.h, or kernels/cuda/'s simt.* variants): the emulator's
+  // counters summed over its calls so far, as JSON (docs/simt.md#counters);
+  // empty for other kernels.
   std::function<std::string()> simt_counters;
+  // Where a call runs, for the certificate: "host emulator", a GPU's name
+  // and driver; empty for this machine's CPU.
+  std::string where;
+  // Backends that count what their calls did (the host emulator,
+  // kernels/cuda/): the counts of the calls since the last take, by name
+  // ("float atomics", "global loads", ...). Null where nothing is counted.
+  std::function<std::vector<std::pair<std::string, double>>()> take_counts;
+  // Backends whose schedule is seeded (RunOptions::schedule_seed, derived
+  // from the case): a variation added to that seed for the next calls, 0
+  // for the case's own schedule (what `reproduce` replays). For measuring
+  // a result's spread over schedules. Null otherwise.
+  std::function<void(std::uint64_t)> set_schedule_seed;
 
   bool supports(Format f) const;
 };
@@ -113,6 +126,11 @@ void check_tensors(const Problem& p, std::span<const TensorRef> inputs,
 // has.
 void register_cpu_kernels(Registry& r);
 void register_torch_kernels(Registry& r);  // when the LibTorch adaptor is built
+// kernels/cuda/'s ONFs: on the host emulator always (`simt.<name>`), on
+// the GPU when the CUDA adaptor is built and a device is present
+// (`cuda.<name>`).
+void register_simt_kernels(Registry& r);
+void register_cuda_kernels(Registry& r);
 
 // Which optional backends this build has.
 struct Backends {

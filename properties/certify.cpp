@@ -173,14 +173,43 @@ Certificate certify(const CertifyOptions& o) {
   base.tiles = v.tiles;
   std::sort(base.tiles.begin(), base.tiles.end());
 
+  cert.ran_on = v.where.empty() ? "CPU" : v.where;
+  // PyTorch against itself says nothing: no equivalence report for torch.
+  const bool equivalence = o.equivalence && v.name != "torch";
+  // A counting backend: the counts of each judged case's own run, and its
+  // float atomics against the cost function's. `what` names the case.
+  auto judge_counted = [&](Case c, const std::string& what) {
+    if (v.take_counts) v.take_counts();  // drop what earlier calls left
+    Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence);
+    if (!v.take_counts || !j.error.empty()) return j;
+    const auto counts = v.take_counts();
+    ++cert.counted_cases;
+    double atomics = 0;
+    for (const auto& [name, n] : counts) {
+      auto it = std::find_if(cert.counts.begin(), cert.counts.end(),
+                             [&](const auto& c) { return c.first == name; });
+      if (it == cert.counts.end()) it = cert.counts.insert(cert.counts.end(), {name, 0.0});
+      it->second += n;
+      if (name == "float atomics") atomics = n;
+    }
+    const double model = v.cost ? v.cost(j.c.problem).atomics : 0;
+    cert.cost_atomics += model;
+    if (atomics != model && cert.atomics_mismatches++ == 0) {
+      cert.atomics_mismatch = what + ": counted " + std::to_string(atomics) +
+                              " float atomics, the cost function says " + std::to_string(model);
+    }
+    return j;
+  };
+  auto judge_generated = [&](const CaseSpec& spec) {
+    return judge_counted(make_case(spec), describe(spec));
+  };
+  std::optional<Judged> worst;  // for the schedule spread
   const bool from_files = !o.case_files.empty();
   const auto curated = o.curated && !from_files ? curated_specs(v.op, o.format, base.tiles)
                                                 : std::vector<CaseSpec>{};
   const int total = int(curated.size()) + (from_files ? int(o.case_files.size()) : o.cases);
   Accumulator acc;
   cert.determinism_checked = v.deterministic;
-  // PyTorch against itself says nothing: no equivalence report for torch.
-  const bool equivalence = o.equivalence && v.name != "torch";
   auto ratio_of = [](const Judged& j) {
     double ratio = 0;
     for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
@@ -191,6 +220,7 @@ Certificate certify(const CertifyOptions& o) {
     if (ratio >= cert.worst_ratio || cert.worst_token.empty()) {
       cert.worst_ratio = ratio;
       cert.worst_token = t.encode();
+      if (v.set_schedule_seed && !v.deterministic) worst = j;
     }
   };
   auto fail = [&](const Judged& j, const Token& t, const CaseSpec& spec) {
@@ -206,7 +236,7 @@ Certificate certify(const CertifyOptions& o) {
   for (std::size_t k = 0; k < curated.size(); ++k) {
     Token t = base;
     t.index = -std::int32_t(k) - 1;
-    const Judged j = judge_spec(curated[k], v, o.rule, o.threads, equivalence);
+    const Judged j = judge_generated(curated[k]);
     ++cert.curated_run;
     if (j.error.empty()) acc.add(j.verdict);
     add_equivalence(cert, j);
@@ -232,7 +262,7 @@ Certificate certify(const CertifyOptions& o) {
   // certificate names the file.
   for (std::size_t k = 0; cert.holds && k < o.case_files.size(); ++k) {
     const auto& [path, c] = o.case_files[k];
-    const Judged j = judge_case(c, v, o.rule, o.threads, equivalence);
+    const Judged j = judge_counted(c, "case file " + path);
     ++cert.case_files_run;
     add_equivalence(cert, j);
     if (j.error.empty()) acc.add(j.verdict);
@@ -255,7 +285,7 @@ Certificate certify(const CertifyOptions& o) {
     t.index = i;
     t.size = size_for(i, o.cases);
     rc::Shrinkable<CaseSpec> s = gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), t.size);
-    Judged j = judge_spec(s.value(), v, o.rule, o.threads, equivalence);
+    Judged j = judge_generated(s.value());
     ++cert.random_run;
     add_equivalence(cert, j);
     if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
@@ -302,6 +332,43 @@ Certificate certify(const CertifyOptions& o) {
     }
     acc.add(j.verdict);
     fail(j, t, s.value());
+  }
+  // 3. The schedule spread of the worst case (a seedable schedule, no
+  // determinism claim): every run judged under the rule.
+  if (cert.holds && worst) {
+    const auto names = info(v.op).outputs;
+    std::vector<std::vector<AnyTensor>> runs;
+    for (int r = 1; r <= kSpreadRuns && cert.holds; ++r) {
+      v.set_schedule_seed(std::uint64_t(r));
+      runs.push_back(run_variant(v, worst->c, o.threads));
+      const Verdict verdict = judge(worst->c, worst->exact, runs.back(), o.rule,
+                                    worst->allowed.empty() ? nullptr : &worst->allowed,
+                                    worst->torch_errors.empty() ? nullptr : &worst->torch_errors);
+      if (!verdict.holds) {
+        cert.holds = false;
+        cert.failure = "schedule " + std::to_string(r) + " of the worst case: " + verdict.why;
+        cert.failure_case = "moacert reproduce " + cert.worst_token;
+        cert.worst_ratio = INFINITY;
+      }
+    }
+    v.set_schedule_seed(0);
+    if (v.take_counts) v.take_counts();
+    cert.spread_runs = int(runs.size());
+    for (std::size_t t = 0; cert.holds && t < runs[0].size(); ++t) {
+      double spread = 0;
+      std::size_t n = 0;
+      for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (const auto& run : runs) {
+          lo = std::min(lo, run[t].get(i));
+          hi = std::max(hi, run[t].get(i));
+        }
+        if (hi > lo)
+          spread = std::max(spread, (hi - lo) / ulp_of(worst->exact.outputs[t].exact[n], o.format));
+        ++n;
+      }
+      cert.spread_ulps.push_back({std::string(names[t]), spread});
+    }
   }
   acc.finish();
   cert.tensors = acc.tensors;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include <rapidcheck.h>
@@ -10,10 +11,32 @@
 
 namespace moacert::properties {
 
+bool selected(const kernels::Variant& v) {
+  const char* env = std::getenv("MOACERT_VARIANTS");
+  if (!env || !*env) return true;
+  const std::string list(env);
+  bool included = false, any_inclusion = false;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    std::string prefix = list.substr(at, comma - at);
+    at = comma + 1;
+    const bool exclude = !prefix.empty() && prefix[0] == '-';
+    if (exclude) prefix.erase(0, 1);
+    if (prefix.empty()) continue;
+    const bool match = v.name.rfind(prefix, 0) == 0;
+    if (exclude && match) return false;
+    if (!exclude) {
+      any_inclusion = true;
+      included = included || match;
+    }
+  }
+  return included || !any_inclusion;
+}
+
 std::vector<const kernels::Variant*> variants_for(Op op, Format f) {
   std::vector<const kernels::Variant*> out;
   for (const kernels::Variant* v : kernels::Registry::builtin().of(op))
-    if (v->supports(f)) out.push_back(v);
+    if (v->supports(f) && selected(*v)) out.push_back(v);
   return out;
 }
 

@@ -14,8 +14,12 @@
 
 namespace moacert::properties {
 
-// The variants of `op` in this build that support `f`.
+// The variants of `op` in this build that support `f`; with the environment
+// variable MOACERT_VARIANTS (comma-separated name prefixes, e.g. "cuda." or
+// "simt.,cpu.flash"; "-simt." excludes), only those it selects.
 std::vector<const kernels::Variant*> variants_for(Op op, Format f);
+// Whether MOACERT_VARIANTS (unset: every variant) names `v`.
+bool selected(const kernels::Variant& v);
 
 // Tile extents of the given variants (what generators straddle).
 std::vector<moa::extent_t> tiles_of(const std::vector<const kernels::Variant*>& vs);

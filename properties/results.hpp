@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/format.hpp"
@@ -75,6 +76,23 @@ struct Certificate {
   // when this build has no torch variant for the op and format).
   int vs_torch_cases = 0;
   std::vector<Equivalence> vs_torch;
+  // Where the variant ran: Variant::where ("host emulator", a GPU), else
+  // "CPU".
+  std::string ran_on;
+  // A counting backend's counts (Variant::take_counts) over the judged cases
+  // (not the shrink candidates): totals by name, and the float atomics
+  // against the cost function's on the same cases, case by case.
+  int counted_cases = 0;
+  std::vector<std::pair<std::string, double>> counts;
+  double cost_atomics = 0;
+  int atomics_mismatches = 0;
+  std::string atomics_mismatch;  // the first, in words
+  // A variant with a seedable schedule that claims no determinism: the
+  // worst case rerun under kSpreadRuns schedules, each judged under the
+  // rule; per output, the largest spread (max - min over the runs) in ulps.
+  int spread_runs = 0;
+  std::vector<std::pair<std::string, double>> spread_ulps;
 };
+constexpr int kSpreadRuns = 20;
 
 }  // namespace moacert::properties

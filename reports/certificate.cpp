@@ -74,6 +74,21 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build)
     }
     j["vs_torch"] = {{"cases", c.vs_torch_cases}, {"tensors", eq}};
   }
+  j["ran_on"] = c.ran_on;
+  if (c.counted_cases > 0) {  // a counting backend (the host emulator)
+    nlohmann::json totals = nlohmann::json::object();
+    for (const auto& [what, n] : c.counts) totals[what] = n;
+    j["counts"] = {{"cases", c.counted_cases},
+                   {"totals", totals},
+                   {"cost_function_float_atomics", c.cost_atomics},
+                   {"float_atomics_match_cost_function", c.atomics_mismatches == 0}};
+    if (c.atomics_mismatches > 0) j["counts"]["first_mismatch"] = c.atomics_mismatch;
+  }
+  if (c.spread_runs > 0) {
+    nlohmann::json spread = nlohmann::json::object();
+    for (const auto& [tensor, ulps] : c.spread_ulps) spread[tensor] = number(ulps);
+    j["schedule_spread"] = {{"runs", c.spread_runs}, {"case", c.worst_token}, {"max_ulp", spread}};
+  }
   j["seconds"] = c.seconds;
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
   return j;
@@ -118,6 +133,25 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
       md << fmt::format("| {} | {:.3g} | {:.3g} | {:.3g} |\n", e.name, e.kernel_max_ulp,
                         e.torch_max_ulp, e.max_diff_ulp);
     }
+  }
+  md << "\nRan on: " << c.ran_on << ".\n";
+  if (c.counted_cases > 0) {
+    md << "\n## Counts\n\nOver the " << c.counted_cases
+       << " judged cases, as the emulator counted them (docs/simt.md#counters):\n\n"
+       << "| count | total |\n| --- | ---: |\n";
+    for (const auto& [what, n] : c.counts) md << fmt::format("| {} | {:.0f} |\n", what, n);
+    md << fmt::format(
+        "\nThe cost function's float atomics on the same cases: {:.0f} ({}).\n", c.cost_atomics,
+        c.atomics_mismatches == 0
+            ? std::string("equal, case by case")
+            : std::to_string(c.atomics_mismatches) + " cases differ; first: " + c.atomics_mismatch);
+  }
+  if (c.spread_runs > 0) {
+    md << "\n## Schedule spread\n\nThe worst case under " << c.spread_runs
+       << " block orders, each within the rule; per output the largest spread (max - min over "
+          "the runs) in ulps:\n\n| output | spread (ulp) |\n| --- | ---: |\n";
+    for (const auto& [tensor, ulps] : c.spread_ulps)
+      md << fmt::format("| {} | {:.3g} |\n", tensor, ulps);
   }
   md << "\nDeterminism: "
      << (c.determinism_checked ? (c.determinism_holds ? "checked, holds" : "checked, FAILS")

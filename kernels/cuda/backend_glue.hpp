@@ -1,0 +1,235 @@
+// The host side of the CUDA attention ONFs, written once for both backends:
+// a registry call copies each tensor's storage to device memory, hands the
+// launcher its pointers and strides, and copies the outputs back. Included
+// by simt_backend.cpp (the host emulator, variants `simt.<name>`) and by
+// cuda_adaptor.cu (the device, `cuda.<name>`), after the CUDA language
+// (kernels/cuda/cuda_compat.cuh) and with MOACERT_CUDA_NS naming the
+// backend.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/attention_args.hpp"
+#include "kernels/cuda/cost.hpp"
+#include "kernels/cuda/rows_args.hpp"
+#include "kernels/registry.hpp"
+
+namespace moacert::kernels::MOACERT_CUDA_NS {
+
+// A launch or memory error: a counterexample with CUDA's own words, never a
+// crash of moacert.
+inline void check_cuda(cudaError_t e, const std::string& variant, const char* what) {
+  if (e != cudaSuccess)
+    throw KernelFault(variant + ": " + what + ": " + cudaGetErrorString(e), /*hang=*/false);
+}
+
+// One tensor's storage (its layout's cosize) in device memory.
+class DeviceTensor {
+ public:
+  DeviceTensor(const TensorRef& t, const std::string& variant, bool copy_in) : host_(t) {
+    bytes_ = static_cast<std::size_t>(t.layout.cosize()) * dtype_bytes(t.dtype);
+    check_cuda(cudaMalloc(&data_, bytes_ ? bytes_ : 1), variant, "cudaMalloc");
+    if (copy_in && bytes_)
+      check_cuda(cudaMemcpy(data_, t.data, bytes_, cudaMemcpyHostToDevice), variant,
+                 "cudaMemcpy to the device");
+  }
+  ~DeviceTensor() { cudaFree(data_); }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+
+  void copy_out(const std::string& variant) const {
+    if (bytes_)
+      check_cuda(cudaMemcpy(host_.data, data_, bytes_, cudaMemcpyDeviceToHost), variant,
+                 "cudaMemcpy from the device");
+  }
+  Tensor4 t4() const {
+    const auto s = host_.layout.strides();
+    return {data_, {s[0], s[1], s[2], s[3]}};
+  }
+  Tensor3 t3() const {
+    const auto s = host_.layout.strides();
+    return {data_, {s[0], s[1], s[2]}};
+  }
+  Tensor2 t2() const {
+    const auto s = host_.layout.strides();
+    return {data_, {s[0], s[1]}};
+  }
+  Tensor1 t1() const { return {data_, host_.layout.strides()[0]}; }
+
+ private:
+  TensorRef host_;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// What a problem must be for these kernels; refused before any launch.
+inline void check_supported(const std::string& variant, const Problem& p) {
+  if (p.format != Format::f32 && p.format != Format::bf16) {
+    throw std::invalid_argument(variant + ": format " + std::string(name(p.format)) +
+                                " is not compiled (f32 and bf16 storage)");
+  }
+  const bool attention = p.op == Op::attention_fwd || p.op == Op::attention_bwd ||
+                         p.op == Op::attention_fwdbwd || p.op == Op::attention_decode;
+  if (attention && p.dims.D > cuda_cost::kMaxD) {
+    throw std::invalid_argument(variant + ": D = " + std::to_string(p.dims.D) +
+                                " exceeds the compiled maximum " +
+                                std::to_string(cuda_cost::kMaxD));
+  }
+  const Dims& d = p.dims;
+  for (moa::extent_t e : {d.B, d.H, d.N, d.M, d.D, d.T, d.Dm, d.F}) {
+    if (e > (1 << 24))
+      throw std::invalid_argument(variant + ": an extent above 2^24 (the kernels index with int)");
+  }
+}
+
+inline AttnDims attn_dims(const Problem& p) {
+  const Dims& d = p.dims;
+  return {int(d.B), int(d.H), int(d.Hkv),       int(d.N),
+          int(d.M), int(d.D), float(p.scale()), p.causal()};
+}
+
+inline Storage storage_of(const Problem& p) {
+  return p.format == Format::bf16 ? Storage::bf16 : Storage::f32;
+}
+
+// Every tensor to the device, the launcher, the outputs back. `launch`
+// builds its arguments from the device tensors (inputs, then outputs).
+template <class Launch>
+void run_on_device(const std::string& variant, const Problem& p, std::span<const TensorRef> inputs,
+                   std::span<const TensorRef> outputs, Launch launch) {
+  std::vector<std::unique_ptr<DeviceTensor>> in, out;
+  for (const TensorRef& t : inputs) in.push_back(std::make_unique<DeviceTensor>(t, variant, true));
+  // Outputs too, so that a padded layout's gaps come back as they were.
+  for (const TensorRef& t : outputs)
+    out.push_back(std::make_unique<DeviceTensor>(t, variant, true));
+#if defined(__CUDACC__)
+  check_cuda(static_cast<cudaError_t>(launch(p, in, out)), variant, "launch");
+#else
+  try {
+    check_cuda(static_cast<cudaError_t>(launch(p, in, out)), variant, "launch");
+  } catch (const ::moacert::simt::Hazard& h) {  // a race, a divergent barrier, out of bounds...
+    throw KernelFault(variant + ": " + h.kind() + ": " + h.what(), /*hang=*/h.kind() == "deadlock");
+  }
+#endif
+  check_cuda(cudaDeviceSynchronize(), variant, "kernel");
+  for (const auto& t : out) t->copy_out(variant);
+}
+
+using Tensors = std::vector<std::unique_ptr<DeviceTensor>>;
+
+// One launcher per ONF, from the device tensors in the ops-table order.
+using LaunchFn = int (*)(const Problem&, const Tensors& in, const Tensors& out);
+
+template <int (*kLauncher)(const FwdBwdArgs&)>
+int fwdbwd(const Problem& p, const Tensors& in, const Tensors& out) {
+  return kLauncher({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(), in[3]->t4(),
+                    out[0]->t4(), out[1]->t3(), out[2]->t4(), out[3]->t4(), out[4]->t4()});
+}
+
+template <int (*kLauncher)(const BwdArgs&)>
+int bwd(const Problem& p, const Tensors& in, const Tensors& out) {
+  return kLauncher({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(), in[3]->t4(),
+                    in[4]->t3(), in[5]->t4(), out[0]->t4(), out[1]->t4(), out[2]->t4()});
+}
+
+inline int fwd(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_flash_fwd({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(),
+                           out[0]->t4(), out[1]->t3()});
+}
+
+inline int decode(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_decode({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(),
+                        in[3]->t1(), out[0]->t4(), out[1]->t3()});
+}
+
+inline int rmsnorm(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_rmsnorm({int(p.dims.T), int(p.dims.D), float(p.params.eps), storage_of(p),
+                         in[0]->t2(), in[1]->t1(), out[0]->t2()});
+}
+
+inline int swiglu(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_swiglu({int(p.dims.T), int(p.dims.Dm), int(p.dims.F), storage_of(p), in[0]->t2(),
+                        in[1]->t2(), in[2]->t2(), in[3]->t2(), out[0]->t2()});
+}
+
+// The registry entries of one backend ("simt" or "cuda"): the same ONFs,
+// the same cost functions, `where` in each summary.
+struct BackendHooks {
+  std::function<void(const RunOptions&)> before_run;  // e.g. seed the emulator's schedule
+  std::function<std::string()> simt_counters;
+  std::function<std::vector<std::pair<std::string, double>>()> take_counts;
+  std::function<void(std::uint64_t)> set_schedule_seed;
+};
+
+inline void register_onfs(Registry& r, const std::string& backend, const std::string& where,
+                          const BackendHooks& hooks = {}) {
+  struct Entry {
+    const char* onf;
+    Op op;
+    bool deterministic;
+    LaunchFn launch;
+    const char* summary;
+  };
+  const Entry entries[] = {
+      {"flash", Op::attention_fwd, true, &fwd,
+       "16x16 tiles, K/V tiles in shared memory, online softmax, fully masked tiles skipped"},
+      {"fused_v1", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1>,
+       "one kernel over query tiles: forward, D_i, dQ in shared memory, dK and dV by atomics"},
+      {"fused_v3", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v3>,
+       "fused_v1 with dV by its own kernel over key tiles: only dK by atomics"},
+      {"fused_det", Op::attention_fwdbwd, true, &fwdbwd<&launch_fused_det>,
+       "no float atomics: dQ over query tiles, dK and dV in registers over key tiles"},
+      {"bwd_atomic", Op::attention_bwd, false, &bwd<&launch_bwd_atomic>,
+       "three kernels: D = rowsum(dO o O); dV over key tiles; dQ and dK, dK by atomics"},
+      {"bwd_fa2", Op::attention_bwd, false, &bwd<&launch_bwd_fa2>,
+       "FlashAttention-2's form: dK and dV in registers per key tile, dQ by atomics"},
+      {"decode", Op::attention_decode, true, &decode,
+       "split-K over the KV cache (64 keys a block), LSE merge; positions >= lens[b] unread"},
+      {"rmsnorm", Op::rmsnorm, true, &rmsnorm,
+       "one block per row, warp-shuffle sum of squares, 1/sqrt correctly rounded"},
+      {"swiglu", Op::mlp_swiglu, true, &swiglu,
+       "16x16 tiled GEMMs, silu(x W1) * (x W3) fused into the first, h in f32"},
+  };
+  for (const Entry& e : entries) {
+    const std::string onf = e.onf, name = backend + "." + onf;
+    const LaunchFn launch = e.launch;
+    Variant v{
+        .name = name,
+        .op = e.op,
+        .backend = backend,
+        .formats = {Format::f32, Format::bf16},
+        .accepts_strided = true,
+        .deterministic = e.deterministic,
+        .summary = e.summary,
+        .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
+        .run =
+            [name, launch, before = hooks.before_run](
+                const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+                const RunOptions& opt) {
+              check_tensors(p, in, out);
+              check_supported(name, p);
+              if (before) before(opt);
+              run_on_device(name, p, in, out, launch);
+            },
+        .tiles = {onf == "decode" ? moa::extent_t(cuda_cost::kSplitKeys)
+                                  : moa::extent_t(cuda_cost::kBlockM)},
+        // o and lse are <backend>.flash's bit for bit (one forward_pass)
+        .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
+        .same_bits_any_layout = true,
+        .simt_counters = hooks.simt_counters,
+        .where = where,
+        .take_counts = hooks.take_counts,
+        .set_schedule_seed = hooks.set_schedule_seed,
+    };
+    r.add(std::move(v));
+  }
+}
+
+}  // namespace moacert::kernels::MOACERT_CUDA_NS

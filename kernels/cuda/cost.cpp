@@ -1,0 +1,280 @@
+#include "kernels/cuda/cost.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace moacert::kernels::cuda_cost {
+namespace {
+
+int ceil_div(moa::extent_t a, int b) {
+  return static_cast<int>((a + b - 1) / b);
+}
+int rows_in(int tile, moa::extent_t extent, int block) {
+  return static_cast<int>(std::min<moa::extent_t>(block, extent - moa::extent_t(tile) * block));
+}
+// attention_common.cuh's tile_visible.
+bool tile_visible(bool causal, int q_tile, int k_tile, moa::extent_t N, moa::extent_t M) {
+  if (!causal) return true;
+  const moa::extent_t i_last = std::min<moa::extent_t>(moa::extent_t(q_tile + 1) * kBlockM, N) - 1;
+  return moa::extent_t(k_tile) * kBlockN <= i_last + (M - N);
+}
+
+// The tile walk of one (b, h) or (b, g): per query tile, the keys of the
+// visible key tiles (KV); per key tile, the rows of the visible query
+// tiles (QV); and the visible (row, key) pairs.
+struct Walk {
+  std::vector<double> kv_of_q, qv_of_k;
+  double pairs = 0;
+};
+
+Walk walk(const Problem& p) {
+  const Dims& d = p.dims;
+  const int qt = ceil_div(d.N, kBlockM), kt = ceil_div(d.M, kBlockN);
+  Walk w;
+  w.kv_of_q.assign(qt, 0);
+  w.qv_of_k.assign(kt, 0);
+  for (int i = 0; i < qt; ++i)
+    for (int j = 0; j < kt; ++j)
+      if (tile_visible(p.causal(), i, j, d.N, d.M)) {
+        w.kv_of_q[i] += rows_in(j, d.M, kBlockN);
+        w.qv_of_k[j] += rows_in(i, d.N, kBlockM);
+      }
+  for (moa::extent_t i = 0; i < d.N; ++i)
+    w.pairs += p.causal() ? double(std::clamp<moa::extent_t>(i + d.M - d.N + 1, 0, d.M)) : d.M;
+  return w;
+}
+
+struct Counter {
+  LaunchCost c;
+  double storage, f32 = 4;
+  void load(double elements, double bytes_each) {
+    c.load_elements += elements;
+    c.load_bytes += elements * bytes_each;
+  }
+  void store(double elements, double bytes_each) {
+    c.store_elements += elements;
+    c.store_bytes += elements * bytes_each;
+  }
+};
+
+// The query-tile kernels (one block per (query tile, head)).
+struct QueryKernel {
+  bool q = true, dout = false;        // tiles loaded at the start
+  bool lse_in = false, d_in = false;  // rows loaded (attention.bwd: lse of storage, D_i f32)
+  bool forward = false, backward = false;
+  bool store_lse_f32 = false, store_d_f32 = false, store_dq = false;
+  bool atomic_dk = false, atomic_dv = false;
+};
+
+LaunchCost query_kernel(const char* name, const QueryKernel& k, const Problem& p, const Walk& w) {
+  const Dims& d = p.dims;
+  Counter n{{name}, double(info(p.format).bytes)};
+  const double heads = double(d.B) * d.H, D = double(d.D);
+  for (std::size_t i = 0; i < w.kv_of_q.size(); ++i) {
+    const double rows = rows_in(int(i), d.N, kBlockM), kv = w.kv_of_q[i];
+    if (k.q) n.load(heads * rows * D, n.storage);
+    if (k.dout) n.load(heads * rows * D, n.storage);
+    if (k.lse_in) n.load(heads * rows, n.storage);
+    if (k.d_in) n.load(heads * rows, n.f32);
+    if (k.forward) {
+      n.load(2 * heads * kv * D, n.storage);                // K, V
+      n.store(heads * rows * D + heads * rows, n.storage);  // O, LSE
+    }
+    if (k.store_lse_f32) n.store(heads * rows, n.f32);
+    if (k.store_d_f32) n.store(heads * rows, n.f32);
+    if (k.backward) n.load(2 * heads * kv * D, n.storage);  // K, V again
+    if (k.store_dq) n.store(heads * rows * D, n.storage);
+    if (k.atomic_dk) n.c.atomics += heads * kv * D;
+    if (k.atomic_dv) n.c.atomics += heads * kv * D;
+  }
+  if (k.forward) n.c.flops += heads * w.pairs * (4 * D + 5);
+  if (k.backward)
+    n.c.flops += heads * w.pairs * (8 * D + 4) + (k.atomic_dv ? heads * w.pairs * 2 * D : 0);
+  return n.c;
+}
+
+// dv_kernel / dkdv_kernel (one block per (key tile, kv head)); lse rows of
+// `lse_bytes` each.
+LaunchCost key_kernel(const char* name, bool dk, bool atomic_dq, double lse_bytes, const Problem& p,
+                      const Walk& w) {
+  const Dims& d = p.dims;
+  Counter n{{name}, double(info(p.format).bytes)};
+  const double kv_heads = double(d.B) * d.Hkv, group = double(d.H / d.Hkv), D = double(d.D);
+  for (std::size_t j = 0; j < w.qv_of_k.size(); ++j) {
+    const double keys = rows_in(int(j), d.M, kBlockN), qv = w.qv_of_k[j] * group;
+    n.load(kv_heads * keys * D * (dk ? 2 : 1), n.storage);   // K (and V)
+    n.load(2 * kv_heads * qv * D, n.storage);                // Q, dO per visible query tile
+    n.load(kv_heads * qv, lse_bytes);                        // LSE rows
+    if (dk) n.load(kv_heads * qv, n.f32);                    // D_i rows
+    n.store(kv_heads * keys * D * (dk ? 2 : 1), n.storage);  // dV (and dK)
+    if (atomic_dq) n.c.atomics += kv_heads * qv * D;
+  }
+  n.c.flops = double(d.B) * d.H * w.pairs * ((dk ? 8 : 4) * D + (atomic_dq ? 2 * D : 0) + 2);
+  return n.c;
+}
+
+LaunchCost row_dot(const Problem& p) {
+  const Dims& d = p.dims;
+  Counter n{{"row_dot_kernel"}, double(info(p.format).bytes)};
+  const double rows = double(d.B) * d.H * d.N;
+  n.load(2 * rows * d.D, n.storage);
+  n.store(rows, n.f32);
+  n.c.flops = 2 * rows * d.D;
+  return n.c;
+}
+
+LaunchCost convert(const Problem& p, double heads, double rows) {
+  const Dims& d = p.dims;
+  Counter n{{"scale_to_storage"}, double(info(p.format).bytes)};
+  const double total = double(d.B) * heads * rows * d.D;
+  n.load(total, n.f32);
+  n.store(total, n.storage);
+  n.c.flops = total;
+  return n.c;
+}
+
+LaunchCost rmsnorm(const Problem& p) {
+  const Dims& d = p.dims;
+  Counter n{{"rmsnorm_kernel"}, double(info(p.format).bytes)};
+  const double elements = double(d.T) * d.D;
+  n.load(3 * elements, n.storage);  // x twice (sum of squares, output), w once per row
+  n.store(elements, n.storage);
+  n.c.flops = 4 * elements;
+  return n.c;
+}
+
+std::vector<LaunchCost> swiglu(const Problem& p) {
+  const Dims& d = p.dims;
+  const double storage = double(info(p.format).bytes);
+  const double tiles_t = ceil_div(d.T, kGemmTile), tiles_f = ceil_div(d.F, kGemmTile),
+               tiles_dm = ceil_div(d.Dm, kGemmTile);
+  Counter gate{{"gate_up_kernel"}, storage};
+  gate.load(double(d.T) * d.Dm * tiles_f, storage);      // x, once per F tile
+  gate.load(2 * double(d.Dm) * d.F * tiles_t, storage);  // W1, W3, once per T tile
+  gate.store(double(d.T) * d.F, gate.f32);               // h
+  gate.c.flops = 4.0 * d.T * d.Dm * d.F + 5.0 * d.T * d.F;
+  Counter down{{"down_kernel"}, storage};
+  down.load(double(d.T) * d.F * tiles_dm, down.f32);  // h, once per Dm tile
+  down.load(double(d.F) * d.Dm * tiles_t, storage);   // W2, once per T tile
+  down.store(double(d.T) * d.Dm, storage);
+  down.c.flops = 2.0 * d.T * d.F * d.Dm;
+  return {gate.c, down.c};
+}
+
+}  // namespace
+
+std::vector<LaunchCost> decode_launches(const Problem& p, const std::vector<std::int64_t>& lens) {
+  const Dims& d = p.dims;
+  const double storage = double(info(p.format).bytes), D = double(d.D);
+  const int splits = ceil_div(d.M, kSplitKeys);
+  Counter split{{"decode_split_kernel"}, storage};
+  for (moa::extent_t b = 0; b < d.B; ++b) {
+    const std::int64_t len = lens.empty() ? std::int64_t(d.M) : lens[std::size_t(b)];
+    for (int s = 0; s < splits; ++s) {
+      const double keys =
+          double(std::clamp<std::int64_t>(len - std::int64_t(s) * kSplitKeys, 0, kSplitKeys));
+      const double heads = double(d.H);
+      split.load(heads * kSplitKeys, 8);                              // lens[b], by every thread
+      if (keys > 0) split.load(heads * (D + 2 * keys * D), storage);  // q, K, V
+      split.store(heads * (2 + D), split.f32);                        // m, l, acc
+      split.c.flops += heads * keys * (4 * D + 3);
+    }
+  }
+  Counter merge{{"decode_merge_kernel"}, storage};
+  const double heads = double(d.B) * d.H;
+  merge.load(heads * splits * (2 + D), merge.f32);
+  merge.store(heads * (D + 1), storage);
+  merge.c.flops = heads * splits * (2 * D + 3);
+  return {split.c, merge.c};
+}
+
+std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
+  const Walk w = walk(p);
+  const Dims& d = p.dims;
+  const double storage = info(p.format).bytes, f32 = 4;
+  const double kv_heads = double(d.Hkv), heads = double(d.H);
+  if (onf == "decode") return decode_launches(p, {});
+  if (onf == "rmsnorm") return {rmsnorm(p)};
+  if (onf == "swiglu") return swiglu(p);
+  if (onf == "flash") {
+    return {query_kernel("flash_fwd_kernel", {.forward = true}, p, w)};
+  }
+  if (onf == "fused_v1") {
+    return {query_kernel("fused_v1_kernel",
+                         {.dout = true,
+                          .forward = true,
+                          .backward = true,
+                          .store_dq = true,
+                          .atomic_dk = true,
+                          .atomic_dv = true},
+                         p, w),
+            convert(p, kv_heads, double(d.M)), convert(p, kv_heads, double(d.M))};
+  }
+  if (onf == "fused_v3") {
+    return {query_kernel("fused_v3_kernel",
+                         {.dout = true,
+                          .forward = true,
+                          .backward = true,
+                          .store_lse_f32 = true,
+                          .store_dq = true,
+                          .atomic_dk = true},
+                         p, w),
+            key_kernel("dv_kernel", /*dk=*/false, /*atomic_dq=*/false, f32, p, w),
+            convert(p, kv_heads, double(d.M))};
+  }
+  if (onf == "fused_det") {
+    return {query_kernel("fused_det_kernel",
+                         {.dout = true,
+                          .forward = true,
+                          .backward = true,
+                          .store_lse_f32 = true,
+                          .store_d_f32 = true,
+                          .store_dq = true},
+                         p, w),
+            key_kernel("dkdv_kernel", /*dk=*/true, /*atomic_dq=*/false, f32, p, w)};
+  }
+  if (onf == "bwd_atomic") {
+    return {row_dot(p), key_kernel("dv_kernel", /*dk=*/false, /*atomic_dq=*/false, storage, p, w),
+            query_kernel("dq_dk_kernel",
+                         {.dout = true,
+                          .lse_in = true,
+                          .d_in = true,
+                          .backward = true,
+                          .store_dq = true,
+                          .atomic_dk = true},
+                         p, w),
+            convert(p, kv_heads, double(d.M))};
+  }
+  if (onf == "bwd_fa2") {
+    return {row_dot(p), key_kernel("dkdv_kernel", /*dk=*/true, /*atomic_dq=*/true, storage, p, w),
+            convert(p, heads, double(d.N))};
+  }
+  throw std::invalid_argument("cuda_cost: no ONF named " + std::string(onf));
+}
+
+double scratch_bytes(std::string_view onf, const Problem& p) {
+  const Dims& d = p.dims;
+  const double rows = double(d.B) * d.H * d.N, kv = double(d.B) * d.Hkv * d.M * d.D;
+  if (onf == "fused_v1") return 4 * 2 * kv;
+  if (onf == "fused_v3") return 4 * (kv + rows);
+  if (onf == "fused_det") return 4 * 2 * rows;
+  if (onf == "bwd_atomic") return 4 * (rows + kv);
+  if (onf == "bwd_fa2") return 4 * (rows + rows * d.D);
+  if (onf == "decode") return 4 * double(d.B) * d.H * ceil_div(d.M, kSplitKeys) * (2 + d.D);
+  if (onf == "swiglu") return 4 * double(d.T) * d.F;
+  return 0;
+}
+
+Cost total(std::string_view onf, const Problem& p) {
+  Cost c;
+  for (const LaunchCost& l : launches(onf, p)) {
+    c.flops += l.flops;
+    c.bytes_read += l.load_bytes;
+    c.bytes_written += l.store_bytes;
+    c.atomics += l.atomics;
+  }
+  c.peak_extra_bytes = scratch_bytes(onf, p);
+  return c;
+}
+
+}  // namespace moacert::kernels::cuda_cost

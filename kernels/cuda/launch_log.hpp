@@ -1,0 +1,35 @@
+// The emulated backend's record of its launches (simt_backend.cpp): per
+// launch, the kernel's name and the emulator's counters, as plain numbers,
+// so that tests compare them with the cost functions (kernels/cuda/cost.hpp)
+// without including the emulator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moacert::kernels::simt {
+
+struct LaunchRecord {
+  std::string kernel;  // as written at the launch, e.g. "(dv_kernel<T, float, kCausal>)"
+  std::uint64_t blocks = 0, barriers = 0;
+  std::uint64_t global_loads = 0, global_load_bytes = 0;
+  std::uint64_t global_stores = 0, global_store_bytes = 0;
+  std::uint64_t atomic_add_global = 0;  // atomicAdd on global memory
+  std::uint64_t atomics_other = 0;      // every other atomic, any space
+};
+
+// Called after every launch (cuda_compat.cuh's MOACERT_LAUNCH).
+void note_launch(const char* kernel);
+
+// The launches since the last call, in order.
+std::vector<LaunchRecord> take_launch_log();
+
+// Every launch noted so far, summed (kernel: the count of launches).
+LaunchRecord launch_totals();
+
+// The seed of the emulator's block order and interleaving for the next
+// launches.
+void set_schedule_seed(std::uint64_t seed);
+
+}  // namespace moacert::kernels::simt
