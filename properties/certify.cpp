@@ -187,7 +187,7 @@ Certificate certify(const CertifyOptions& o) {
     double atomics = 0;
     for (const auto& [name, n] : counts) {
       auto it = std::find_if(cert.counts.begin(), cert.counts.end(),
-                             [&](const auto& c) { return c.first == name; });
+                             [&](const auto& kept) { return kept.first == name; });
       if (it == cert.counts.end()) it = cert.counts.insert(cert.counts.end(), {name, 0.0});
       it->second += n;
       if (name == "float atomics") atomics = n;
@@ -364,7 +364,8 @@ Certificate certify(const CertifyOptions& o) {
           hi = std::max(hi, run[t].get(i));
         }
         if (hi > lo)
-          spread = std::max(spread, (hi - lo) / ulp_of(worst->exact.outputs[t].exact[n], o.format));
+          spread =
+              std::max(spread, (hi - lo) / oracle::ulp(o.format, worst->exact.outputs[t].exact[n]));
         ++n;
       }
       cert.spread_ulps.push_back({std::string(names[t]), spread});

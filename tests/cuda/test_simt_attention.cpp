@@ -60,7 +60,7 @@ Case fixed_case(Op op, Format f, const Dims& d, bool causal, std::uint64_t seed)
   s.problem.dims = d;
   s.problem.params.causal = causal;
   for (const moa::Shape& shape : input_shapes(s.problem)) {
-    s.placements.push_back(properties::Placement::row_major);
+    s.kinds.push_back(moa::LayoutKind::row_major);
     s.layouts.push_back(moa::Layout::row_major(shape));
   }
   s.seed = seed;
@@ -238,7 +238,7 @@ TEST(SimtAttention, FusedV1DiffersOverBlockOrdersAndStaysWithinTheRule) {
     for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
       double lo = INFINITY, hi = -INFINITY;
       for (const auto& r : runs) lo = std::min(lo, r[t].get(i)), hi = std::max(hi, r[t].get(i));
-      const double ulp = properties::ulp_of(exact.outputs[t].exact[n], Format::f32);
+      const double ulp = oracle::ulp(Format::f32, exact.outputs[t].exact[n]);
       if (hi > lo) spread = std::max(spread, (hi - lo) / ulp);
       ++n;
     }

@@ -223,15 +223,6 @@ inline Reference reference(const Case& c) {
   return {c.problem.format, oracle::evaluate(c), oracle::apriori_bounds(c)};
 }
 
-// |y - x| by the oracle's one definition of the error (oracle/ulp.hpp: the
-// difference taken exactly, the contract's non-finite rules: 0 for an equal
-// infinity or a NaN against an undefined value, +inf for a NaN or an
-// infinity against a finite one), as an absolute error.
-inline double abs_error(Format f, double y, const oracle::DD& x) {
-  const double e = oracle::ulp_error(f, y, x);
-  return e == 0 || !std::isfinite(e) ? e : e * oracle::ulp(f, x);
-}
-
 // Every element of every output within its a priori bound of the exact
 // value. A bound of 0 (an exact value the op defines exactly: the -inf LSE
 // and the 0 of O and dQ on a row with no visible key) demands the exact
@@ -249,7 +240,7 @@ inline ::testing::AssertionResult within_bounds(const Reference& ref,
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(out[t].shape())) {
       const double y = out[t].get(i), bound = ref.bounds[t][n];
-      const double err = abs_error(ref.format, y, ans.exact[n]);
+      const double err = oracle::abs_error(y, ans.exact[n]);  // oracle/ulp.hpp
       if (!(err <= bound)) {
         std::ostringstream os;
         os.precision(17);
