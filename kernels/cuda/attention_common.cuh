@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_compat.cuh"
 // after the CUDA language: its host-side structs name no CUDA type
 #include "kernels/cuda/attention_args.hpp"
+#include "kernels/cuda/tiles.hpp"
 
 // The dynamic shared memory of every kernel here, declared once at file
 // scope: on the host emulator one arena (simt_arena.cpp) for all of them.
@@ -23,10 +24,10 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 
 // ---- settings --------------------------------------------------------------
 
-constexpr int kBlockM = 16;   // query rows per tile
-constexpr int kBlockN = 16;   // keys per tile
+using cuda_tiles::kBlockM;    // query rows per tile (kernels/cuda/tiles.hpp)
+using cuda_tiles::kBlockN;    // keys per tile
+using cuda_tiles::kMaxD;      // head width the shared tiles are sized for
 constexpr int kThreads = 64;  // two warps per block
-constexpr int kMaxD = 128;    // head width the shared tiles are sized for
 // Per-thread register tile of a (kBlockN, D) accumulator (dK, dV owned by a
 // key-block kernel): entry e of the tile belongs to thread e % kThreads.
 constexpr int kRegTile = kBlockN * kMaxD / kThreads;

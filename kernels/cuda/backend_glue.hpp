@@ -218,8 +218,12 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
               if (before) before(opt);
               run_on_device(name, p, in, out, launch);
             },
-        .tiles = {onf == "decode" ? moa::extent_t(cuda_cost::kSplitKeys)
-                                  : moa::extent_t(cuda_cost::kBlockM)},
+        .tiles =
+            [&] {
+              std::vector<moa::extent_t> t;
+              for (long long x : cuda_tiles::tiles_of(onf)) t.push_back(moa::extent_t(x));
+              return t;
+            }(),
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
         .same_bits_any_layout = true,

@@ -11,15 +11,19 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/cuda/tiles.hpp"
 #include "kernels/registry.hpp"
 #include "reference/problem.hpp"
 
 namespace moacert::kernels::cuda_cost {
 
-// The tile extents of every CUDA attention kernel (attention_common.cuh).
-constexpr int kBlockM = 16, kBlockN = 16, kMaxD = 128;
-// decode.cu's keys per split, swiglu.cu's GEMM tile.
-constexpr int kSplitKeys = 64, kGemmTile = 16;
+// The tile extents the kernels run (kernels/cuda/tiles.hpp).
+using cuda_tiles::kBlockM;
+using cuda_tiles::kBlockN;
+using cuda_tiles::kGemmTile;
+using cuda_tiles::kMaxD;
+using cuda_tiles::kRmsThreads;
+using cuda_tiles::kSplitKeys;
 
 // One kernel launch's global-memory traffic and floating-point atomics
 // (atomicAdd on f32, global memory), as source-level logical operations.

@@ -11,7 +11,7 @@
 namespace moacert::kernels::MOACERT_CUDA_NS {
 namespace {
 
-constexpr int kSplitKeys = 64;  // keys per split = threads per block
+using cuda_tiles::kSplitKeys;  // keys per split = threads per block (kernels/cuda/tiles.hpp)
 
 // Partials (B, H, splits): m, l; (B, H, splits, D): acc.
 template <class T>

@@ -6,11 +6,12 @@
 // to within 2 u).
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/rows_args.hpp"
+#include "kernels/cuda/tiles.hpp"
 
 namespace moacert::kernels::MOACERT_CUDA_NS {
 namespace {
 
-constexpr int kRmsThreads = 64;
+using cuda_tiles::kRmsThreads;  // threads striding a row's D (kernels/cuda/tiles.hpp)
 
 __device__ __forceinline__ long long at2(const Strides2& s, int r, int c) {
   return r * s.r + c * s.c;

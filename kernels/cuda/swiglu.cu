@@ -5,12 +5,13 @@
 // K-chunks of 16, tails loaded as zeros without reading memory.
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/rows_args.hpp"
+#include "kernels/cuda/tiles.hpp"
 
 namespace moacert::kernels::MOACERT_CUDA_NS {
 namespace {
 
-constexpr int kTile = 16;         // output tile (kTile, kTile), K-chunk kTile
-constexpr int kGemmThreads = 64;  // 4 output entries per thread
+constexpr int kTile = cuda_tiles::kGemmTile;  // output tile (kTile, kTile), K-chunk kTile
+constexpr int kGemmThreads = 64;              // 4 output entries per thread
 constexpr int kPerThread = kTile * kTile / kGemmThreads;
 
 __device__ __forceinline__ long long at2(const Strides2& s, int r, int c) {

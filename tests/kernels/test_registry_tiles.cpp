@@ -44,6 +44,7 @@ HWY_AFTER_NAMESPACE();
 #include "kernels/cpu/attention_fwd/flash.hpp"
 #include "kernels/cpu/attention_fwdbwd/fused.hpp"
 #include "kernels/cpu/common/tiles.hpp"
+#include "kernels/cuda/tiles.hpp"
 #include "kernels/registry.hpp"
 #include "oracle/bounds.hpp"
 #include "oracle/oracle.hpp"
@@ -72,11 +73,32 @@ struct Report {
   const char* variant;
   cpu::TilesFn tiles;
 };
+// The CUDA ONFs' tiles do not depend on the format (kernels/cuda/tiles.hpp).
+template <const char* kOnf>
+std::vector<extent_t> cuda_tiles_of(Format) {
+  std::vector<extent_t> t;
+  for (long long x : cuda_tiles::tiles_of(kOnf)) t.push_back(extent_t(x));
+  return t;
+}
+constexpr char kFlash[] = "flash", kFusedV1[] = "fused_v1", kFusedV3[] = "fused_v3",
+               kFusedDet[] = "fused_det", kBwdAtomic[] = "bwd_atomic", kBwdFa2[] = "bwd_fa2",
+               kDecode[] = "decode", kRmsnorm[] = "rmsnorm", kSwiglu[] = "swiglu";
+
+// simt.<onf> names cuda.<onf> too: one source, two backends.
 const Report kReports[] = {
     {Op::attention_fwd, "cpu.flash", cpu::flash_tiles},
     {Op::attention_decode, "cpu.split", cpu::split_tiles},
     {Op::attention_bwd, "cpu.flash_bwd", cpu::flash_bwd_tiles},
     {Op::attention_fwdbwd, "cpu.fused", cpu::fused_tiles},
+    {Op::attention_fwd, "simt.flash", cuda_tiles_of<kFlash>},
+    {Op::attention_fwdbwd, "simt.fused_v1", cuda_tiles_of<kFusedV1>},
+    {Op::attention_fwdbwd, "simt.fused_v3", cuda_tiles_of<kFusedV3>},
+    {Op::attention_fwdbwd, "simt.fused_det", cuda_tiles_of<kFusedDet>},
+    {Op::attention_bwd, "simt.bwd_atomic", cuda_tiles_of<kBwdAtomic>},
+    {Op::attention_bwd, "simt.bwd_fa2", cuda_tiles_of<kBwdFa2>},
+    {Op::attention_decode, "simt.decode", cuda_tiles_of<kDecode>},
+    {Op::rmsnorm, "simt.rmsnorm", cuda_tiles_of<kRmsnorm>},
+    {Op::mlp_swiglu, "simt.swiglu", cuda_tiles_of<kSwiglu>},
 };
 
 void PrintTo(const Report& r, std::ostream* os) {
@@ -84,8 +106,12 @@ void PrintTo(const Report& r, std::ostream* os) {
 }
 
 const Report* report_of(const Variant& v) {
-  for (const Report& r : kReports)
-    if (r.op == v.op && v.name == r.variant) return &r;
+  for (const Report& r : kReports) {
+    const std::string_view name = r.variant;
+    const bool cuda_twin =
+        name.starts_with("simt.") && v.name == "cuda." + std::string(name.substr(5));
+    if (r.op == v.op && (v.name == name || cuda_twin)) return &r;
+  }
   return nullptr;
 }
 
@@ -151,6 +177,10 @@ properties::CaseSpec spec_of(Op op, Format f, extent_t N, extent_t M, bool causa
   d.N = op == Op::attention_decode ? 1 : N;
   d.M = M;
   d.D = 3;  // not a whole vector: padded rows
+  // The row ops straddle their tile along the row: rmsnorm's threads stride
+  // D, the SwiGLU GEMMs tile T, Dm and F alike.
+  if (op == Op::rmsnorm) d.T = N, d.D = M;
+  if (op == Op::mlp_swiglu) d.T = N, d.Dm = M, d.F = M;
   s.problem.params.causal = causal && op != Op::attention_decode;
   if (op == Op::attention_decode) s.lens = {M};
   for (const moa::Shape& shape : input_shapes(s.problem)) {
