@@ -13,19 +13,13 @@
 #include <vector>
 
 #include "properties/properties.hpp"
+#include "tests/support/harness.hpp"
 
 namespace {
 
 using namespace moacert;
 
-class PropertyTest : public ::testing::Test {
- public:
-  explicit PropertyTest(std::function<bool()> body) : body_(std::move(body)) {}
-  void TestBody() override { EXPECT_TRUE(body_()) << "see RapidCheck's report above"; }
-
- private:
-  std::function<bool()> body_;
-};
+using test::PropertyTest;
 
 // One test per (op, format) running every property in turn: a process per
 // test costs about two seconds of start-up, more than a property here.

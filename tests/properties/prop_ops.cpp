@@ -11,19 +11,13 @@
 #include <string>
 
 #include "properties/properties.hpp"
+#include "tests/support/harness.hpp"
 
 namespace {
 
 using namespace moacert;
 
-class PropertyTest : public ::testing::Test {
- public:
-  explicit PropertyTest(std::function<bool()> body) : body_(std::move(body)) {}
-  void TestBody() override { EXPECT_TRUE(body_()) << "see RapidCheck's report above"; }
-
- private:
-  std::function<bool()> body_;
-};
+using test::PropertyTest;
 
 void add(Op op, const std::string& property, Format f, std::function<bool()> body) {
   const std::string suite = std::string(info(op).name) + "/" + property;

@@ -13,11 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/registry.hpp"
@@ -298,5 +300,17 @@ inline std::string kernel_case_name(const ::testing::TestParamInfo<KernelParam>&
   return param_name(std::string(name(std::get<0>(param.param))) + "_" +
                     std::get<1>(param.param).label + "_" + name(std::get<1>(param.param).layout));
 }
+
+// A property registered as a GoogleTest test at run time (one CTest test
+// per op, property and format): the body runs RapidCheck and says whether
+// it held; RapidCheck prints the counterexample itself.
+class PropertyTest : public ::testing::Test {
+ public:
+  explicit PropertyTest(std::function<bool()> body) : body_(std::move(body)) {}
+  void TestBody() override { EXPECT_TRUE(body_()) << "see RapidCheck's report above"; }
+
+ private:
+  std::function<bool()> body_;
+};
 
 }  // namespace moacert::test
