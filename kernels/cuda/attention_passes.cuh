@@ -111,6 +111,23 @@ __device__ inline void store_rows_f32(float* g, const QueryPos& p, const float* 
     g[(static_cast<long long>(p.b) * a.H + p.h) * a.N + p.i0 + r] = v[r];
 }
 
+// The fused kernels' forward over one query tile, written once for
+// fused_v1, fused_v3 and fused_det: Q and dO loaded, the online softmax
+// over the visible key tiles (t.acc = O, t.lse), O and LSE stored. What
+// follows (which rows are kept for a later kernel, which gradients are
+// atomic) is each ONF's own.
+template <class T, bool kCausal>
+__device__ inline void fused_forward(const FwdBwdArgs& args, const QueryTile& t,
+                                     const QueryPos& p) {
+  const AttnDims& a = args.a;
+  load_tile(t.q, static_cast<const T*>(args.q.data), args.q.s, p.b, p.h, p.i0, p.rows, a.D,
+            kBlockM);
+  load_tile(t.dout, static_cast<const T*>(args.dout.data), args.dout.s, p.b, p.h, p.i0, p.rows, a.D,
+            kBlockM);
+  forward_pass<T, kCausal>(t, p, args.k, args.v, a);
+  store_forward<T>(t, p, args.o, args.lse, a);
+}
+
 // Backward over the visible key tiles (t.q, t.dout, t.lse, t.drow ready):
 // t.acc becomes dQ / scale; dS^T Q and P^T dO of each tile are added to the
 // f32 accumulators dk_acc, dv_acc (B, Hkv, M, D) by atomics where kAtomicDK,

@@ -14,12 +14,7 @@ __global__ void fused_det_kernel(FwdBwdArgs args, float* lse_rows, float* d_rows
   const AttnDims a = args.a;
   const QueryTile t = carve_query_tile(smem, a.D);
   const QueryPos p = query_pos(a);
-  load_tile(t.q, static_cast<const T*>(args.q.data), args.q.s, p.b, p.h, p.i0, p.rows, a.D,
-            kBlockM);
-  load_tile(t.dout, static_cast<const T*>(args.dout.data), args.dout.s, p.b, p.h, p.i0, p.rows, a.D,
-            kBlockM);
-  forward_pass<T, kCausal>(t, p, args.k, args.v, a);
-  store_forward<T>(t, p, args.o, args.lse, a);
+  fused_forward<T, kCausal>(args, t, p);
   store_rows_f32(lse_rows, p, t.lse, a);
   row_dot(t.drow, t.dout, t.acc, a.D);
   __syncthreads();
