@@ -4,7 +4,7 @@
 // tile products. Plain CUDA C++: nvcc compiles it for the device, and g++
 // for the host emulator through moacert/simt.h (docs/simt.md).
 //
-// Ops semantics (DESIGN.md "Ops"): q, do, o (B,H,N,D), k, v (B,Hkv,M,D),
+// Ops semantics (docs/design.md, "Ops"): q, do, o (B,H,N,D), k, v (B,Hkv,M,D),
 // lse (B,H,N); head h reads kv head h / (H / Hkv); causal: query i sees key
 // j iff j <= i + (M - N); a row seeing no key has O = 0, LSE = -inf and
 // zero gradients. Every tensor is read and written through its own element
