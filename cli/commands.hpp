@@ -26,5 +26,6 @@ void add_certify(CLI::App& app, int& status);
 void add_reproduce(CLI::App& app, int& status);
 void add_bench(CLI::App& app, int& status);
 void add_oracle(CLI::App& app, int& status);
+void add_report(CLI::App& app, int& status);
 
 }  // namespace moacert::cli

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   moacert::cli::add_reproduce(app, status);
   moacert::cli::add_bench(app, status);
   moacert::cli::add_oracle(app, status);
+  moacert::cli::add_report(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
