@@ -75,9 +75,10 @@ class Plots {
   Plots() : available_(gnuplot_available()) {
     if (!available_) why_ = "gnuplot is not on the PATH";
   }
-  // `script` draws from its inline data; the figure gets `caption`.
+  // `script` draws from its inline data; the figure gets `caption`. An
+  // empty script is a plot with nothing to draw: no figure.
   std::string add(const std::string& script, const std::string& caption) {
-    if (!available_) return "";
+    if (!available_ || script.empty()) return "";
     std::string why;
     const auto svg = gnuplot_svg(script, &why);
     if (!svg) {
@@ -96,7 +97,9 @@ class Plots {
   std::string why_;
 };
 
-// A histogram as boxes over a log axis; `what` labels the x axis.
+// A histogram as boxes over a log axis; `what` labels the x axis. Empty
+// when every value lies below the axis (all exact, say): a log axis cannot
+// show them, and the table counts them.
 std::string histogram_script(const properties::ErrorHistogram& h, const std::string& what,
                              const std::string& title) {
   std::ostringstream s;
@@ -108,7 +111,7 @@ std::string histogram_script(const properties::ErrorHistogram& h, const std::str
     any = true;
     s << fmt::format("{:.17g} {:.17g} {}\n", axis.bin(i).lower(), axis.bin(i).upper(), h.at(i));
   }
-  if (!any) s << fmt::format("{:.17g} {:.17g} 0\n", properties::kLowest, properties::kLowest * 10);
+  if (!any) return "";
   s << "EOD\n"
     << "set title '" << title << "' noenhanced\nset logscale x\nset logscale y\n"
     << "set xlabel '" << what << "'\nset ylabel 'elements'\nset style fill solid 0.6\n"
