@@ -14,23 +14,53 @@
 #include <rapidcheck.h>
 
 #include "cli/budget.hpp"
+#include "cli/certificate_files.hpp"
 #include "cli/commands.hpp"
 #include "cli/numbers.hpp"
+#include "files/atomic_write.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
 #include "reports/certificate.hpp"
+#include "reports/html.hpp"
 
 namespace moacert::cli {
-
-namespace {
 
 namespace fs = std::filesystem;
 
 reports::BuildInfo build_info() {
   return {MOACERT_VERSION, MOACERT_BUILD_FLAGS};
 }
+
+namespace {
+
+// Writes a report page; a page without its plots (no gnuplot) is said on
+// stderr, and is no error: the tables hold every figure.
+void write_page(const fs::path& path, const reports::Page& page) {
+  files::write_atomically(path, page.html);
+  if (!page.no_plots.empty())
+    fmt::print(stderr, "moacert: {}: {} has no plots\n", page.no_plots, path.string());
+}
+
+}  // namespace
+
+nlohmann::json write_certificate(const fs::path& dir, const properties::Certificate& cert,
+                                 const std::string& simt_counters,
+                                 const reports::Provenance& provenance) {
+  nlohmann::json cert_json = reports::to_json(cert, build_info(), provenance);
+  std::string cert_md = reports::to_markdown(cert, build_info(), provenance);
+  if (!simt_counters.empty()) {
+    cert_json["simt_counters"] = nlohmann::json::parse(simt_counters);
+    cert_md += "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
+  }
+  files::write_atomically(dir / "certificate.json", cert_json.dump(2) + "\n");
+  files::write_atomically(dir / "certificate.md", cert_md);
+  write_page(dir / "report.html", reports::to_html(cert, build_info(), provenance));
+  return cert_json;
+}
+
+namespace {
 
 // Progress on stderr: a bar on a terminal, a line every few seconds
 // otherwise.
@@ -196,6 +226,7 @@ int run_certify(const CertifyArgs& a) {
   if (variants.size() > 1)
     for (const kernels::Variant* v : variants) require_writable(out / v->name);
 
+  const reports::Provenance provenance = reports::gather_provenance(command_line());
   std::vector<properties::Certificate> certs;
   bool all_hold = true;
   for (const kernels::Variant* v : variants) {
@@ -212,18 +243,10 @@ int run_certify(const CertifyArgs& a) {
       progress(done, total, phase);
     };
     const properties::Certificate cert = properties::certify(o);
-    const fs::path dir = variants.size() > 1 ? out / v->name : out;
     // A kernel on the SIMT emulator: its counters, summed over every call
     // of this certification (docs/simt.md#counters), join the certificate.
     const std::string simt_counters = v->simt_counters ? v->simt_counters() : std::string();
-    nlohmann::json cert_json = reports::to_json(cert, build_info());
-    std::string cert_md = reports::to_markdown(cert, build_info());
-    if (!simt_counters.empty()) {
-      cert_json["simt_counters"] = nlohmann::json::parse(simt_counters);
-      cert_md += "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
-    }
-    reports::write_atomically(dir / "certificate.json", cert_json.dump(2) + "\n");
-    reports::write_atomically(dir / "certificate.md", cert_md);
+    write_certificate(variants.size() > 1 ? out / v->name : out, cert, simt_counters, provenance);
     const std::string ran =
         case_files.empty()
             ? fmt::format("{} curated + {} random cases", cert.curated_run, cert.random_run)
@@ -242,10 +265,11 @@ int run_certify(const CertifyArgs& a) {
     certs.push_back(cert);
   }
   if (variants.size() > 1) {
-    reports::write_atomically(out / "certificate.json",
-                              reports::summary_json(certs, build_info()).dump(2) + "\n");
-    reports::write_atomically(out / "certificate.md",
-                              reports::summary_markdown(certs, build_info()));
+    files::write_atomically(out / "certificate.json",
+                            reports::summary_json(certs, build_info(), provenance).dump(2) + "\n");
+    files::write_atomically(out / "certificate.md",
+                            reports::summary_markdown(certs, build_info(), provenance));
+    write_page(out / "report.html", reports::summary_html(certs, build_info(), provenance));
   }
   return all_hold ? 0 : 1;
 }
@@ -289,7 +313,7 @@ int run_reproduce(const ReproduceArgs& a) {
   if (!save.empty()) {
     // The case file of docs/design.md, e.g. for tests/regressions/.
     try {
-      oracle::write_json_file(save, oracle::write_case(r.c));
+      files::write_atomically(save, oracle::case_file_text(oracle::write_case(r.c)));
     } catch (const std::exception& e) {
       throw UsageError(std::string("cannot write the case: ") + e.what());
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -15,10 +16,16 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The command line as typed (each argument quoted where a shell would need
+// it), for the certificates' provenance; main records it before parsing.
+void record_command_line(int argc, const char* const* argv);
+const std::string& command_line();
+
 void add_list(CLI::App& app, int& status);
 void add_certify(CLI::App& app, int& status);
 void add_reproduce(CLI::App& app, int& status);
 void add_bench(CLI::App& app, int& status);
 void add_oracle(CLI::App& app, int& status);
+void add_report(CLI::App& app, int& status);
 
 }  // namespace moacert::cli

@@ -7,7 +7,40 @@
 
 #include "cli/commands.hpp"
 
+namespace moacert::cli {
+
+namespace {
+std::string recorded_command_line;
+}
+
+void record_command_line(int argc, const char* const* argv) {
+  recorded_command_line.clear();
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool plain =
+        !arg.empty() && arg.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+                            "KLMNOPQRSTUVWXYZ0123456789-_=.,/:+@%") == std::string::npos;
+    if (i > 0) recorded_command_line += ' ';
+    if (plain) {
+      recorded_command_line += arg;
+      continue;
+    }
+    recorded_command_line += '\'';  // a shell's single quotes; ' itself as '\''
+    for (char ch : arg)
+      recorded_command_line += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    recorded_command_line += '\'';
+  }
+}
+
+const std::string& command_line() {
+  return recorded_command_line;
+}
+
+}  // namespace moacert::cli
+
 int main(int argc, char** argv) {
+  moacert::cli::record_command_line(argc, argv);
   CLI::App app{"moacert: certifies transformer kernels (ONF) against their definition (DNF)"};
   app.require_subcommand(1);
   int status = 0;
@@ -16,6 +49,7 @@ int main(int argc, char** argv) {
   moacert::cli::add_reproduce(app, status);
   moacert::cli::add_bench(app, status);
   moacert::cli::add_oracle(app, status);
+  moacert::cli::add_report(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

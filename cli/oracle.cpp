@@ -10,6 +10,7 @@
 #include "cli/budget.hpp"
 #include "cli/commands.hpp"
 #include "cli/numbers.hpp"
+#include "files/atomic_write.hpp"
 #include "oracle/case_json.hpp"
 #include "oracle/oracle.hpp"
 
@@ -42,7 +43,7 @@ int run_oracle(const OracleArgs& args) {
   options.exact_digits = 40;  // the case files' "exact" strings
   const oracle::Answer a = oracle::evaluate(c, options);
   try {
-    oracle::write_json_file(args.output, oracle::write_answer(c, a));
+    files::write_atomically(args.output, oracle::case_file_text(oracle::write_answer(c, a)));
   } catch (const std::runtime_error& e) {  // a path we cannot write: bad usage
     throw UsageError(std::string("oracle: ") + e.what());
   }

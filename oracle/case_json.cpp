@@ -1,7 +1,6 @@
 #include "oracle/case_json.hpp"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
@@ -446,29 +445,8 @@ json write_answer(const Case& c, const Answer& a) {
   return out;
 }
 
-void write_json_file(const std::string& path, const json& j) {
-  const std::string text = j.dump(1) + "\n";
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) throw std::runtime_error(path + ": cannot create a temporary file next to it");
-  ::fchmod(fd, 0644);  // mkstemp makes it 0600; an answer is no secret
-  const char* p = text.data();
-  std::size_t left = text.size();
-  bool ok = true;
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w <= 0) {
-      ok = false;
-      break;
-    }
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write");
-  }
+std::string case_file_text(const json& j) {
+  return j.dump(1) + "\n";
 }
 
 }  // namespace moacert::oracle

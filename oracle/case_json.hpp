@@ -38,9 +38,9 @@ nlohmann::json write_case(const Case& c);
 // "undetermined" listing any element the precision cap left undecided.
 nlohmann::json write_answer(const Case& c, const Answer& a);
 
-// Writes `j` to `path` through a temporary file in the same directory,
-// renamed over `path` only once complete: a failure leaves no file.
-void write_json_file(const std::string& path, const nlohmann::json& j);
+// The text of a case or answer file: `j` indented by one space, with a
+// final newline. The command writes it with files::write_atomically.
+std::string case_file_text(const nlohmann::json& j);
 
 // "0x1.8p-1", "-0x0p+0", "inf", "-inf", "nan": a double as the case files
 // write it (C99 %a).

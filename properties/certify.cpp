@@ -122,12 +122,9 @@ void add_equivalence(Certificate& cert, const Judged& j) {
 
 struct Accumulator {
   std::vector<TensorSummary> tensors;
-  std::vector<std::vector<float>> ulps;  // every element's error, for p99
   void add(const Verdict& v) {
-    if (tensors.empty()) {
+    if (tensors.empty())
       for (const TensorStats& s : v.tensors) tensors.push_back({s.name});
-      ulps.resize(v.tensors.size());
-    }
     for (std::size_t t = 0; t < v.tensors.size(); ++t) {
       const TensorStats& s = v.tensors[t];
       TensorSummary& a = tensors[t];
@@ -138,17 +135,15 @@ struct Accumulator {
       a.max_ratio = std::max(a.max_ratio, s.max_ratio);
       a.max_normwise_u = std::max(a.max_normwise_u, s.normwise_u);
       a.undetermined += s.undetermined;
-      // p99 over cases is kept from each case's p99 and max, weighted by
-      // elements: an upper estimate that needs no per-element storage.
-      ulps[t].push_back(float(s.p99_ulp));
+      a.ulp_histogram += s.ulp_histogram;  // every element of every case
+      a.ratio_histogram += s.ratio_histogram;
     }
   }
   void finish() {
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      auto& u = ulps[t];
-      if (u.empty()) continue;
-      std::sort(u.begin(), u.end());
-      tensors[t].p99_ulp = u[std::min(u.size() - 1, std::size_t(0.99 * double(u.size())))];
+    for (TensorSummary& a : tensors) {
+      a.p50_ulp = quantile(a.ulp_histogram, 0.5, a.max_ulp);
+      a.p99_ulp = quantile(a.ulp_histogram, 0.99, a.max_ulp);
+      a.p999_ulp = quantile(a.ulp_histogram, 0.999, a.max_ulp);
     }
   }
 };

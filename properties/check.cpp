@@ -143,6 +143,8 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
       const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
       if (ans.undetermined[n]) ++s.undetermined;
       ulps.push_back(e.ulps);
+      s.ulp_histogram(e.ulps);
+      s.ratio_histogram(e.margin);
       computed.push_back(y);
       if (e.margin > worst_margin) {
         worst_margin = e.margin;

@@ -27,6 +27,10 @@ struct TensorStats {
   std::string name;
   std::int64_t elements = 0;
   double max_ulp = 0, mean_ulp = 0, p99_ulp = 0;
+  // Every element's ulp error and error / allowed, for the run's exact
+  // statistics (the certificate's quantiles are read from their sum).
+  ErrorHistogram ulp_histogram = make_error_histogram();
+  ErrorHistogram ratio_histogram = make_error_histogram();
   double max_ratio = 0;     // max of error / bound (apriori) or error / allowed
   double normwise_u = 0;    // ||y - x||_2 / ||x||_2 in units of u of the format
   std::int64_t worst = -1;  // row-major index of the element nearest to failing

@@ -2,7 +2,8 @@
 // per-tensor summaries, the worst elements, the equivalence report against
 // PyTorch and the certificate that holds them. Reports read these and
 // nothing else (docs/design.md, "Who may include whom"): this header
-// includes nothing of kernels/, oracle/ or the property engine.
+// includes nothing of kernels/, oracle/ or the property engine (only the
+// error histogram, itself a plain value).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "properties/error_histogram.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/shape.hpp"
 #include "reference/ops.hpp"
@@ -43,6 +45,11 @@ struct TensorSummary {
   std::string name;
   std::int64_t elements = 0;
   double max_ulp = 0, mean_ulp = 0, p99_ulp = 0;
+  // Quantiles of the ulp error over every judged element of the run, read
+  // from ulp_histogram (error_histogram.hpp states their resolution).
+  double p50_ulp = 0, p999_ulp = 0;
+  ErrorHistogram ulp_histogram = make_error_histogram();
+  ErrorHistogram ratio_histogram = make_error_histogram();  // error / allowed
   double max_ratio = 0;  // error / allowed (bound, or K ulp, or R·torch + 1)
   double max_normwise_u = 0;
   std::int64_t undetermined = 0;

@@ -1,10 +1,7 @@
 #include "reports/certificate.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
-#include <stdexcept>
-#include <system_error>
 
 #include <fmt/core.h>
 
@@ -23,10 +20,28 @@ std::string hexfloat(double x) {
   return fmt::format("{:a}", x);
 }
 
+// The bins that hold something, as [lower edge, upper edge, count], and
+// the counts below and above the axis (docs/certificate.md#statistics).
+nlohmann::json histogram_json(const properties::ErrorHistogram& h) {
+  nlohmann::json bins = nlohmann::json::array();
+  const auto& axis = h.axis();
+  for (int i = 0; i < axis.size(); ++i) {
+    if (h.at(i) != 0) bins.push_back({axis.bin(i).lower(), axis.bin(i).upper(), h.at(i)});
+  }
+  return {{"bins_per_decade", properties::kBinsPerDecade},
+          {"lowest", properties::kLowest},
+          {"highest", properties::kHighest},
+          {"below_lowest", h.at(-1)},
+          {"above_highest", h.at(axis.size())},
+          {"bins", bins}};
+}
+
 }  // namespace
 
-nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build) {
+nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
+                       const Provenance& provenance) {
   nlohmann::json j;
+  j["schema"] = kSchemaVersion;
   j["op"] = std::string(info(c.op).name);
   j["variant"] = c.variant;
   j["format"] = std::string(name(c.format));
@@ -42,7 +57,11 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build)
     tensors[t.name] = {{"elements", t.elements},
                        {"max_ulp", number(t.max_ulp)},
                        {"mean_ulp", number(t.mean_ulp)},
+                       {"p50_ulp", number(t.p50_ulp)},
                        {"p99_ulp", number(t.p99_ulp)},
+                       {"p999_ulp", number(t.p999_ulp)},
+                       {"ulp_histogram", histogram_json(t.ulp_histogram)},
+                       {"error_to_allowed_histogram", histogram_json(t.ratio_histogram)},
                        {"max_error_to_allowed", number(t.max_ratio)},
                        {"max_normwise_error_u", number(t.max_normwise_u)},
                        {"oracle_undetermined", t.undetermined}};
@@ -91,10 +110,12 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build)
   }
   j["seconds"] = c.seconds;
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
+  j["provenance"] = to_json(provenance);
   return j;
 }
 
-std::string to_markdown(const properties::Certificate& c, const BuildInfo& build) {
+std::string to_markdown(const properties::Certificate& c, const BuildInfo& build,
+                        const Provenance& provenance) {
   std::ostringstream md;
   md << "# Certificate: " << info(c.op).name << " / " << c.variant << " / " << name(c.format)
      << "\n\n";
@@ -103,13 +124,19 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
      << (c.case_files_run > 0 ? fmt::format(" and {} case files", c.case_files_run) : "")
      << " (seed " << c.seed << ", " << c.discarded << " discarded), "
      << fmt::format("{:.1f}", c.seconds) << " s.\n\n";
-  md << "| output | elements | max ulp | mean ulp | p99 ulp | max error / allowed | max normwise "
-        "error (u) |\n";
-  md << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  md << "| output | elements | max ulp | mean ulp | p50 ulp | p99 ulp | p99.9 ulp | max error / "
+        "allowed | max normwise error (u) |\n";
+  md << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& t : c.tensors) {
-    md << fmt::format("| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} |\n", t.name,
-                      t.elements, t.max_ulp, t.mean_ulp, t.p99_ulp, t.max_ratio, t.max_normwise_u);
+    md << fmt::format(
+        "| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} |\n", t.name,
+        t.elements, t.max_ulp, t.mean_ulp, t.p50_ulp, t.p99_ulp, t.p999_ulp, t.max_ratio,
+        t.max_normwise_u);
   }
+  md << fmt::format(
+      "\nQuantiles over every judged element, read from a histogram of {} bins per decade: each "
+      "is at most {:.3g} times the exact quantile, never below it.\n",
+      properties::kBinsPerDecade, std::pow(10.0, 1.0 / properties::kBinsPerDecade));
   if (!c.worst_token.empty()) {  // case files (certify --case) have no token
     md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
        << fmt::format("{:.3g}", c.worst_ratio) << ").\n";
@@ -157,12 +184,14 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
      << (c.determinism_checked ? (c.determinism_holds ? "checked, holds" : "checked, FAILS")
                                : "not claimed by the variant, not checked")
      << ".\n\nmoacert " << build.version << " (" << build.flags << ").\n";
+  md << to_markdown(provenance);
   return md.str();
 }
 
-nlohmann::json summary_json(const std::vector<properties::Certificate>& cs,
-                            const BuildInfo& build) {
+nlohmann::json summary_json(const std::vector<properties::Certificate>& cs, const BuildInfo& build,
+                            const Provenance& provenance) {
   nlohmann::json j;
+  j["schema"] = kSchemaVersion;
   bool holds = true;
   nlohmann::json variants = nlohmann::json::array();
   for (const auto& c : cs) {
@@ -183,11 +212,12 @@ nlohmann::json summary_json(const std::vector<properties::Certificate>& cs,
   j["verdict"] = holds ? "holds" : "fails";
   j["variants"] = variants;
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
+  j["provenance"] = to_json(provenance);
   return j;
 }
 
-std::string summary_markdown(const std::vector<properties::Certificate>& cs,
-                             const BuildInfo& build) {
+std::string summary_markdown(const std::vector<properties::Certificate>& cs, const BuildInfo& build,
+                             const Provenance& provenance) {
   std::ostringstream md;
   if (cs.empty()) return "# Certificate\n\nNo variant.\n";
   md << "# Certificate: " << info(cs.front().op).name
@@ -199,24 +229,8 @@ std::string summary_markdown(const std::vector<properties::Certificate>& cs,
                       c.curated_run + c.random_run + c.case_files_run, c.worst_ratio);
   }
   md << "\nmoacert " << build.version << " (" << build.flags << ").\n";
+  md << to_markdown(provenance);
   return md.str();
-}
-
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("cannot write " + path.string());
-  }
 }
 
 }  // namespace moacert::reports

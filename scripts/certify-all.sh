@@ -2,7 +2,8 @@
 # The main job: certify every built-in variant of every op (f32, default
 # rule apriori) and write the certificates under OUT (default out/):
 # OUT/<op>/certificate.{json,md} summing up OUT/<op>/<variant>/.
-# Exit status: 0 when every variant holds, 1 when any fails.
+# Exit status: 0 when every variant holds and every certificate matches its
+# schema, 1 otherwise.
 set -uo pipefail
 out=${1:-out}
 cases=${CASES:-50}
@@ -13,4 +14,11 @@ for op in attention.fwd attention.bwd attention.fwdbwd attention.decode rmsnorm 
   "$moacert" certify "$op" --cases "$cases" --seed "$seed" --out "$out/$op" || status=$?
 done
 echo "certificates: $out/<op>/certificate.md"
+# Every certificate against its schema (docs/certificate.md), when the
+# validator (Debian's python3-jsonschema) is installed.
+if /usr/bin/python3 -c "import jsonschema" 2>/dev/null; then
+  here=$(dirname "$0")/..
+  /usr/bin/python3 "$here/tests/reports/validate_certificates.py" \
+    "$here/docs/certificate.schema.json" "$out" || status=1
+fi
 exit "$status"

@@ -10,7 +10,7 @@ packages=(
   libtorch-dev libopenblas0-pthread libopenblas-dev libdlpack-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libhwy-dev libsleef-dev libhwloc-dev libomp-dev
-  libopenmpi-dev openmpi-bin gnuplot-nox python3-mpmath
+  libopenmpi-dev openmpi-bin gnuplot-nox python3-mpmath python3-jsonschema chromium
   clang libclang-rt-14-dev gfortran procps
 )
 

@@ -13,7 +13,7 @@ import sys
 # The project's top-level folders: a quoted include of anything else
 # ("hwy/foreach_target.h", "dlpack/dlpack.h") is a third party's.
 PROJECT = {"reference", "oracle", "kernels", "properties", "reports", "cli",
-           "bench", "simt", "include", "tests", "fuzz", "examples"}
+           "bench", "simt", "include", "tests", "fuzz", "examples", "files"}
 
 # folder -> (include prefixes it may use, the rule in words)
 RULES = {
@@ -24,9 +24,10 @@ RULES = {
                 "(a kernel cannot see the answer), properties/, reports/ or cli/"),
     "properties": (["properties/", "oracle/", "kernels/", "reference/"],
                    "properties/ includes oracle/, kernels/ and reference/ only"),
-    "reports": (["reports/", "reference/", "properties/results.hpp"],
-                "reports/ reads results (properties/results.hpp) and reference/, "
-                "never kernels/ or the property engine"),
+    "reports": (["reports/", "reference/", "properties/results.hpp", "files/"],
+                "reports/ reads results (properties/results.hpp) and reference/, and may "
+                "use files/, never kernels/ or the property engine"),
+    "files": (["files/"], "files/ includes nothing else of the project"),
     "simt": (["simt/", "include/moacert/"],
              "simt/ includes nothing of the project but include/moacert/"),
     "include": (["include/moacert/"],
@@ -37,7 +38,7 @@ RULES = {
 # Folders that may include anything of the project but cli/ (the command
 # composes the libraries; nothing is built on top of it).
 NOT_CLI = ["bench", "tests", "fuzz", "reference", "oracle", "kernels", "properties", "reports",
-           "simt", "include", "examples"]
+           "simt", "include", "examples", "files"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SOURCES = {".hpp", ".h", ".cpp", ".cc", ".cu", ".cuh", ".c", ".inl"}

@@ -1,0 +1,157 @@
+// `moacert report`: the error-bound table across ops, variants and formats
+// (docs/design.md, "report"): certifies each, or reads existing certificate
+// folders (--from), and writes report.md, report.tex (booktabs) and
+// report.html. Every certificate is read and checked before anything is
+// written: a bad --from folder exits 2 with one line naming the file.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "cli/certificate_files.hpp"
+#include "cli/commands.hpp"
+#include "cli/shape.hpp"
+#include "files/atomic_write.hpp"
+#include "kernels/registry.hpp"
+#include "properties/certify.hpp"
+#include "reports/table.hpp"
+
+namespace moacert::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportArgs {
+  std::string ops, variants, dtypes = "f32";
+  int cases = 20;
+  std::uint64_t seed = 1;
+  std::string out = "moacert-report";
+  std::vector<std::string> from;
+};
+
+struct Planned {
+  Op op;
+  const kernels::Variant* variant;
+  Format format;
+};
+
+// Every (op, variant, format) the options name; each name must mean
+// something in this build.
+std::vector<Planned> plan(const ReportArgs& a) {
+  std::vector<Op> ops;
+  if (a.ops.empty()) {
+    for (const OpInfo& o : all_ops()) ops.push_back(o.op);
+  } else {
+    for (const std::string& n : split(a.ops, ',')) {
+      const auto op = parse_op(n);
+      if (!op) throw UsageError("report: unknown op '" + n + "' (moacert list shows the ops)");
+      ops.push_back(*op);
+    }
+  }
+  std::vector<Format> formats;
+  for (const std::string& n : split(a.dtypes, ',')) {
+    const auto f = parse_format(n);
+    if (!f) throw UsageError("report: unknown dtype '" + n + "' (f64, f32, bf16, f16)");
+    formats.push_back(*f);
+  }
+  const std::vector<std::string> names =
+      a.variants.empty() ? std::vector<std::string>{} : split(a.variants, ',');
+  const auto& registry = kernels::Registry::builtin();
+  for (const std::string& n : names) {
+    bool known = false;
+    for (Op op : ops) known = known || registry.find(op, n) != nullptr;
+    if (!known) throw UsageError("report: no variant '" + n + "' of the ops chosen (moacert list)");
+  }
+  std::vector<Planned> out;
+  for (Op op : ops) {
+    for (const kernels::Variant* v : registry.of(op)) {
+      if (!names.empty() && std::find(names.begin(), names.end(), v->name) == names.end()) continue;
+      for (Format f : formats)
+        if (v->supports(f)) out.push_back({op, v, f});
+    }
+  }
+  if (out.empty()) throw UsageError("report: no variant of the ops chosen runs the dtypes chosen");
+  return out;
+}
+
+void write_tables(const fs::path& out, const std::vector<reports::TableRow>& rows) {
+  files::write_atomically(out / "report.md", reports::table_markdown(rows));
+  files::write_atomically(out / "report.tex", reports::table_latex(rows));
+  files::write_atomically(out / "report.html", reports::table_html(rows));
+  fmt::print("report: {} rows in {}/report.{{md,tex,html}}\n", rows.size(), out.string());
+}
+
+void require_folder(const fs::path& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out))
+    throw UsageError("report: cannot create output folder " + out.string());
+}
+
+int run_report(const ReportArgs& a) {
+  const fs::path out(a.out);
+  std::vector<reports::TableRow> rows;
+  if (!a.from.empty()) {
+    // Read everything first: a bad folder leaves nothing written.
+    std::vector<nlohmann::json> certificates;
+    for (const std::string& dir : a.from) {
+      try {
+        for (auto& c : reports::read_certificates(dir)) certificates.push_back(std::move(c));
+      } catch (const reports::BadCertificate& e) {
+        throw UsageError(std::string("report: ") + e.what());
+      }
+    }
+    for (const auto& c : certificates)
+      for (auto& r : reports::rows_of(c)) rows.push_back(std::move(r));
+    require_folder(out);
+    write_tables(out, rows);
+    return 0;
+  }
+  if (a.cases < 1)
+    throw UsageError("report: --cases must be at least 1, got " + std::to_string(a.cases));
+  const std::vector<Planned> planned = plan(a);
+  require_folder(out);
+  const reports::Provenance provenance = reports::gather_provenance(command_line());
+  bool all_hold = true;
+  for (const Planned& p : planned) {
+    properties::CertifyOptions o;
+    o.variant = p.variant;
+    o.format = p.format;
+    o.cases = a.cases;
+    o.seed = a.seed;
+    const properties::Certificate cert = properties::certify(o);
+    const fs::path dir = out / "certificates" / std::string(info(p.op).name) /
+                         std::string(name(p.format)) / p.variant->name;
+    require_folder(dir);
+    const std::string counters = p.variant->simt_counters ? p.variant->simt_counters() : "";
+    for (auto& r : reports::rows_of(write_certificate(dir, cert, counters, provenance)))
+      rows.push_back(std::move(r));
+    fmt::print("{} {} {}: {}\n", info(p.op).name, p.variant->name, name(p.format),
+               cert.holds ? "holds" : "FAILS");
+    all_hold = all_hold && cert.holds;
+  }
+  write_tables(out, rows);
+  return all_hold ? 0 : 1;
+}
+
+}  // namespace
+
+void add_report(CLI::App& app, int& status) {
+  auto a = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "the error-bound table across ops, variants and formats (Markdown, LaTeX, HTML)");
+  cmd->add_option("--ops", a->ops, "comma-separated ops (every op)");
+  cmd->add_option("--variants", a->variants, "comma-separated variants (every variant, torch too)");
+  cmd->add_option("--dtypes", a->dtypes, "comma-separated formats (f32)");
+  cmd->add_option("--cases", a->cases, "random cases per variant and format (20)");
+  cmd->add_option("--seed", a->seed, "seed of the random cases (1)");
+  cmd->add_option("--out", a->out, "output folder (moacert-report)");
+  cmd->add_option("--from", a->from,
+                  "build the table from these certificate folders, running nothing")
+      ->expected(1, -1);
+  cmd->callback([a, &status] { status = run_report(*a); });
+}
+
+}  // namespace moacert::cli

@@ -1,0 +1,28 @@
+// report.html: a certificate as one self-contained page (no network, no
+// external script, style or font), its plots drawn by gnuplot and inlined
+// as SVG, tables beside them (docs/design.md, "report.html").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "properties/results.hpp"
+#include "reports/certificate.hpp"
+#include "reports/provenance.hpp"
+
+namespace moacert::reports {
+
+struct Page {
+  std::string html;
+  int plots = 0;         // SVG plots inlined
+  std::string no_plots;  // why there are none, when gnuplot is missing or fails; else empty
+};
+
+Page to_html(const properties::Certificate& c, const BuildInfo& build,
+             const Provenance& provenance);
+
+// The summary of several variants: their verdicts, linked to each one's page.
+Page summary_html(const std::vector<properties::Certificate>& cs, const BuildInfo& build,
+                  const Provenance& provenance);
+
+}  // namespace moacert::reports
