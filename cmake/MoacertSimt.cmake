@@ -8,13 +8,14 @@
 #
 # moacert_add_simt_executable(TARGET SOURCES...) does the same for a
 # program (tests, benchmarks).
-# Outside moacert's own build (an installed moacert: include this file from
-# <prefix>/lib/cmake/moacert), the runtime, the wrapper and the headers are
-# found on the system.
+# Outside moacert's own build (an installed moacert: find_package(moacert),
+# or this file included from <prefix>/lib/cmake/moacert), the runtime, the
+# wrapper and the headers are found in the package's prefix first, then on
+# the system.
 if(NOT CMAKE_PROJECT_NAME STREQUAL "moacert" AND NOT TARGET moacert::simt)
-  find_program(MOACERT_SIMT_WRAPPER moacert-simt-c++ REQUIRED)
-  find_library(MOACERT_SIMT_LIBRARY moacert_simt REQUIRED)
-  find_path(MOACERT_SIMT_INCLUDE_DIR moacert/simt.h REQUIRED)
+  find_program(MOACERT_SIMT_WRAPPER moacert-simt-c++ HINTS ${moacert_BIN_DIR} REQUIRED)
+  find_library(MOACERT_SIMT_LIBRARY moacert_simt HINTS ${moacert_LIB_DIR} REQUIRED)
+  find_path(MOACERT_SIMT_INCLUDE_DIR moacert/simt.h HINTS ${moacert_INCLUDE_DIR} REQUIRED)
   add_library(moacert::simt SHARED IMPORTED)
   set_target_properties(moacert::simt PROPERTIES IMPORTED_LOCATION ${MOACERT_SIMT_LIBRARY}
     INTERFACE_INCLUDE_DIRECTORIES ${MOACERT_SIMT_INCLUDE_DIR})
