@@ -39,6 +39,8 @@ function(_moacert_simt_target target)
   target_sources(${target} PRIVATE ${arena})
   set_source_files_properties(${abs_sources} PROPERTIES COMPILE_OPTIONS "-xc++;-fsanitize=thread;-fno-extern-tls-init;-fstack-clash-protection;-g")
   target_link_libraries(${target} PRIVATE moacert::simt)
+  # simt.h needs C++20 (std::bit_cast), whatever the project's standard.
+  target_compile_features(${target} PRIVATE cxx_std_20)
   target_include_directories(${target} SYSTEM PRIVATE ${MOACERT_SIMT_HOST_INCLUDE})
 endfunction()
 

@@ -9,23 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <moacert/plugin.h>
-
-/* A number after "key": in the params JSON, or `fallback`. */
-static double param(const char* json, const char* key, double fallback) {
-  char pattern[64];
-  snprintf(pattern, sizeof pattern, "\"%s\":", key);
-  const char* p = strstr(json, pattern);
-  return p ? strtod(p + strlen(pattern), NULL) : fallback;
-}
-
-static int flag(const char* json, const char* key) {
-  char pattern[64];
-  snprintf(pattern, sizeof pattern, "\"%s\":true", key);
-  return strstr(json, pattern) != NULL;
-}
+#include <moacert/plugin_params.h>
 
 /* Element (a, b, c[, d]) of a strided f32 tensor; strides are in elements. */
 static float* at3(const DLTensor* t, int64_t a, int64_t b, int64_t c) {
@@ -57,8 +43,8 @@ static int attention_f32(const DLTensor* const* in, int n_in, DLTensor* const* o
   DLTensor *o = out[0], *lse = out[1];               /* (B,H,N,D), (B,H,N) */
   const int64_t B = q->shape[0], H = q->shape[1], N = q->shape[2], D = q->shape[3];
   const int64_t Hkv = k->shape[1], M = k->shape[2];
-  const double scale = param(params, "scale", 1 / sqrt((double)D));
-  const int causal = flag(params, "causal");
+  const double scale = moacert_param(params, "scale", 1 / sqrt((double)D));
+  const int causal = moacert_flag(params, "causal");
   double* s = malloc(sizeof(double) * (size_t)(M > 0 ? M : 1));   /* (M) */
   double* acc = malloc(sizeof(double) * (size_t)(D > 0 ? D : 1)); /* (D) */
   if (!s || !acc) {

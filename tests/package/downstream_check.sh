@@ -3,7 +3,8 @@
 # install this build into a fresh prefix, then configure, build and test
 # examples/downstream against it alone. Its correct kernel must hold; its
 # kernel with the planted mask bug must fail with a `reproduce:` line whose
-# token replays the failure in one process. A version the package is not
+# token replays the failure in one process; the CUDA example, built with
+# the package's moacert_add_simt_plugin, must hold. A version the package is not
 # compatible with must be refused by find_package.
 #   downstream_check.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
 set -eu
@@ -16,7 +17,8 @@ fail() {
 rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" || fail "install failed: $(cat "$work/install.log")"
-for f in bin/moacert bin/moacert-plugin-worker include/moacert/plugin.h include/moacert/simt.h \
+for f in bin/moacert bin/moacert-plugin-worker include/moacert/plugin.h \
+  include/moacert/plugin_params.h include/moacert/simt.h include/moacert/simt_host \
   lib/cmake/moacert/moacertConfig.cmake lib/cmake/moacert/moacertConfigVersion.cmake \
   lib/cmake/moacert/MoacertSimt.cmake lib/cmake/moacert/MoacertCertification.cmake; do
   [ -e "$prefix/$f" ] || fail "the install lacks $f"
@@ -25,7 +27,8 @@ done
 # The downstream project sees the installed prefix only (no moacert source
 # or build folder on its paths).
 cmake -S "$source/examples/downstream" -B "$work/build" -G "$generator" \
-  -DCMAKE_PREFIX_PATH="$prefix" -DMYKERNELS_CASES=20 >"$work/configure.log" 2>&1 ||
+  -DCMAKE_PREFIX_PATH="$prefix" -DMYKERNELS_CASES=20 \
+  -DMYKERNELS_CUDA_SOURCE="$source/examples/plugins/cuda/attention_fwd.cu" >"$work/configure.log" 2>&1 ||
   fail "configure failed: $(cat "$work/configure.log")"
 cmake --build "$work/build" >"$work/build.log" 2>&1 || fail "build failed: $(cat "$work/build.log")"
 rc=0
@@ -34,6 +37,8 @@ cat "$work/ctest.log"
 [ "$rc" -ne 0 ] || fail "ctest passed: the planted mask bug was not caught"
 grep -Eq 'Test +#[0-9]+: mykernel\.attention\.f32 \.+ +Passed' "$work/ctest.log" ||
   fail "mykernel.attention.f32 did not pass"
+grep -Eq 'Test +#[0-9]+: mykernel_cuda\.attention\.f32 \.+ +Passed' "$work/ctest.log" ||
+  fail "mykernel_cuda.attention.f32 (moacert_add_simt_plugin from the install) did not pass"
 grep -Eq 'Test +#[0-9]+: mykernel_mask_bug\.attention\.f32 \.+\*+Failed' "$work/ctest.log" ||
   fail "mykernel_mask_bug.attention.f32 did not fail"
 token=$(sed -n 's/^reproduce: moacert reproduce \(mc1\.[A-Za-z0-9_-]*\)$/\1/p' "$work/ctest.log")
