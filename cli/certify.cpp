@@ -24,6 +24,7 @@
 #include "properties/properties.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
+#include "reports/junit.hpp"
 
 namespace moacert::cli {
 
@@ -101,6 +102,7 @@ struct CertifyArgs {
   double timeout = 60;                  // seconds per plugin call
   std::string max_memory;               // bytes, "4G"; empty: half the RAM
   std::vector<std::string> case_files;  // --case: judge these instead of generated cases
+  std::string junit;                    // --junit FILE: JUnit XML for CI dashboards
 };
 
 std::uint64_t max_memory_of(const std::string& text) {
@@ -221,10 +223,13 @@ int run_certify(const CertifyArgs& a) {
     for (const auto& [path, c] : case_files)
       check_budget(c.problem, max_memory, "--case " + path, {.variant = v});
   }
+  if (!a.junit.empty() && fs::is_directory(a.junit))
+    throw UsageError("--junit " + a.junit + " is a folder");
   const fs::path out(a.out);
   require_writable(out);
   if (variants.size() > 1)
     for (const kernels::Variant* v : variants) require_writable(out / v->name);
+  if (!a.junit.empty()) require_writable(fs::absolute(a.junit).parent_path());
 
   const reports::Provenance provenance = reports::gather_provenance(command_line());
   std::vector<properties::Certificate> certs;
@@ -271,6 +276,7 @@ int run_certify(const CertifyArgs& a) {
                             reports::summary_markdown(certs, build_info(), provenance));
     write_page(out / "report.html", reports::summary_html(certs, build_info(), provenance));
   }
+  if (!a.junit.empty()) files::write_atomically(a.junit, reports::to_junit(certs, build_info()));
   return all_hold ? 0 : 1;
 }
 
@@ -354,6 +360,8 @@ void add_certify(CLI::App& app, int& status) {
                   "refuse cases needing more, e.g. 4G (default: half the RAM)");
   cmd->add_option("--case", a->case_files,
                   "judge these case files (docs/case-files.md) instead of generated cases");
+  cmd->add_option("--junit", a->junit,
+                  "also write JUnit XML, one test case per variant and format");
   cmd->callback([a, &status] { status = run_certify(*a); });
 }
 

@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
   moacert::cli::record_command_line(argc, argv);
   CLI::App app{"moacert: certifies transformer kernels (ONF) against their definition (DNF)"};
   app.require_subcommand(1);
+  // The version is defined once, by CMake's project(VERSION); certificates
+  // carry the same string (reports::BuildInfo).
+  app.set_version_flag("--version",
+                       fmt::format("moacert {} ({})", MOACERT_VERSION, MOACERT_BUILD_FLAGS));
   int status = 0;
   moacert::cli::add_list(app, status);
   moacert::cli::add_certify(app, status);
@@ -55,6 +59,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "moacert: {}\n", e.what());

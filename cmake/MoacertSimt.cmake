@@ -8,13 +8,14 @@
 #
 # moacert_add_simt_executable(TARGET SOURCES...) does the same for a
 # program (tests, benchmarks).
-# Outside moacert's own build (an installed moacert: include this file from
-# <prefix>/lib/cmake/moacert), the runtime, the wrapper and the headers are
-# found on the system.
+# Outside moacert's own build (an installed moacert: find_package(moacert),
+# or this file included from <prefix>/lib/cmake/moacert), the runtime, the
+# wrapper and the headers are found in the package's prefix first, then on
+# the system.
 if(NOT CMAKE_PROJECT_NAME STREQUAL "moacert" AND NOT TARGET moacert::simt)
-  find_program(MOACERT_SIMT_WRAPPER moacert-simt-c++ REQUIRED)
-  find_library(MOACERT_SIMT_LIBRARY moacert_simt REQUIRED)
-  find_path(MOACERT_SIMT_INCLUDE_DIR moacert/simt.h REQUIRED)
+  find_program(MOACERT_SIMT_WRAPPER moacert-simt-c++ HINTS ${moacert_BIN_DIR} REQUIRED)
+  find_library(MOACERT_SIMT_LIBRARY moacert_simt HINTS ${moacert_LIB_DIR} REQUIRED)
+  find_path(MOACERT_SIMT_INCLUDE_DIR moacert/simt.h HINTS ${moacert_INCLUDE_DIR} REQUIRED)
   add_library(moacert::simt SHARED IMPORTED)
   set_target_properties(moacert::simt PROPERTIES IMPORTED_LOCATION ${MOACERT_SIMT_LIBRARY}
     INTERFACE_INCLUDE_DIRECTORIES ${MOACERT_SIMT_INCLUDE_DIR})
@@ -38,6 +39,8 @@ function(_moacert_simt_target target)
   target_sources(${target} PRIVATE ${arena})
   set_source_files_properties(${abs_sources} PROPERTIES COMPILE_OPTIONS "-xc++;-fsanitize=thread;-fno-extern-tls-init;-fstack-clash-protection;-g")
   target_link_libraries(${target} PRIVATE moacert::simt)
+  # simt.h needs C++20 (std::bit_cast), whatever the project's standard.
+  target_compile_features(${target} PRIVATE cxx_std_20)
   target_include_directories(${target} SYSTEM PRIVATE ${MOACERT_SIMT_HOST_INCLUDE})
 endfunction()
 

@@ -18,23 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <moacert/plugin.h>
-
-/* A number after "key": in the params JSON, or `fallback`. */
-static double param(const char* json, const char* key, double fallback) {
-  char pattern[64];
-  snprintf(pattern, sizeof pattern, "\"%s\":", key);
-  const char* p = strstr(json, pattern);
-  return p ? strtod(p + strlen(pattern), NULL) : fallback;
-}
-
-static int flag(const char* json, const char* key) {
-  char pattern[64];
-  snprintf(pattern, sizeof pattern, "\"%s\":true", key);
-  return strstr(json, pattern) != NULL;
-}
+#include <moacert/plugin_params.h>
 
 /* Element (i, j, ...) of a strided tensor: strides are in elements. */
 #define AT2(T, t, i, j) (((T*)(t)->data)[(i) * (t)->strides[0] + (j) * (t)->strides[1]])
@@ -56,7 +42,7 @@ static int flag(const char* json, const char* key) {
     const DLTensor *x = in[0], *w = in[1];                                                     \
     DLTensor* y = out[0];                                                                      \
     const int64_t T_ = x->shape[0], D = x->shape[1];                                           \
-    const double eps = param(params, "eps", 1e-6);                                             \
+    const double eps = moacert_param(params, "eps", 1e-6);                                     \
     for (int64_t t = 0; t < T_; ++t) {                                                         \
       double ss = 0;                                                                           \
       for (int64_t d = 0; d < D; ++d) {                                                        \
@@ -83,8 +69,8 @@ static int flag(const char* json, const char* key) {
     DLTensor *o = out[0], *lse = out[1];                                                         \
     const int64_t B = q->shape[0], H = q->shape[1], N = q->shape[2], D = q->shape[3];            \
     const int64_t Hkv = k->shape[1], M = k->shape[2];                                            \
-    const double scale = param(params, "scale", 1 / sqrt((double)D));                            \
-    const int causal = flag(params, "causal");                                                   \
+    const double scale = moacert_param(params, "scale", 1 / sqrt((double)D));                    \
+    const int causal = moacert_flag(params, "causal");                                           \
     double* s = malloc(sizeof(double) * (size_t)(M > 0 ? M : 1));                                \
     double* acc = malloc(sizeof(double) * (size_t)(D > 0 ? D : 1));                              \
     if (!s || !acc) {                                                                            \
