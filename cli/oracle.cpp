@@ -1,7 +1,7 @@
-// `moacert oracle OP --input CASE.json --output OUT.json [--precision BITS]`:
-// the oracle's answer to one case file, in the same form (docs/design.md, "Case
-// files"; docs/case-files.md). A bad case file exits 2 with one line naming
-// the field, and nothing is written.
+// `moacert oracle OP --input CASE.json --output OUT.json [--precision BITS]
+// [--digits K] [--rows SEL]`: the oracle's answer to one case file, in the
+// same form (docs/design.md, "Case files"; docs/case-files.md). A bad case
+// file or selection exits 2 with one line naming it, and nothing is written.
 #include <string>
 
 #include <fmt/core.h>
@@ -13,6 +13,7 @@
 #include "files/atomic_write.hpp"
 #include "oracle/case_json.hpp"
 #include "oracle/oracle.hpp"
+#include "oracle/selection.hpp"
 
 namespace moacert::cli {
 
@@ -23,6 +24,8 @@ struct OracleArgs {
   int precision = oracle::Options{}.max_precision;
   int threads = 0;
   std::string max_memory;
+  int digits = 40;   // the case files' "exact" strings
+  std::string rows;  // empty: every element
 };
 
 int run_oracle(const OracleArgs& args) {
@@ -40,7 +43,23 @@ int run_oracle(const OracleArgs& args) {
   oracle::Options options;
   options.max_precision = args.precision;
   options.threads = args.threads;
-  options.exact_digits = 40;  // the case files' "exact" strings
+  // K digits need an enclosure 2^-(3.33 K + 4) narrow, which the cap must
+  // allow; 0 digits need only the rounding decided (no DD narrowing either:
+  // the answer file carries no DD).
+  if (oracle::bits_for_digits(args.digits) > args.precision) {
+    throw UsageError("oracle: --digits " + std::to_string(args.digits) + " needs " +
+                     std::to_string(oracle::bits_for_digits(args.digits)) +
+                     " bits of precision, above --precision " + std::to_string(args.precision));
+  }
+  options.exact_digits = args.digits;
+  if (args.digits == 0) options.exact_ulp_bits = 0;
+  if (!args.rows.empty()) {
+    try {
+      options.rows = oracle::parse_selection(args.rows, c.problem);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("oracle: ") + e.what());
+    }
+  }
   const oracle::Answer a = oracle::evaluate(c, options);
   try {
     files::write_atomically(args.output, oracle::case_file_text(oracle::write_answer(c, a)));
@@ -68,6 +87,12 @@ void add_oracle(CLI::App& app, int& status) {
                   "the precision cap in bits (elements still undecided are reported)")
       ->check(CLI::Range(53, 1 << 20));
   cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)");
+  cmd->add_option("--digits", args->digits,
+                  "significant digits of the \"exact\" strings (0: none, no narrowing for them)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--rows", args->rows,
+                  "evaluate these rows only, e.g. \"q=0,5..9;k=3\" (flat row indices, "
+                  "docs/oracle.md#sampled)");
   cmd->add_option("--max-memory", args->max_memory,
                   "refuse a case needing more, e.g. 4G (default: half the RAM)");
   cmd->callback([args, &status] { status = run_oracle(*args); });

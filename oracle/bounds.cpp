@@ -84,20 +84,24 @@ struct ForwardBounds {
 // The forward bound of docs/bounds.md#attention-forward for every row.
 // `lens` (decode) limits the keys of batch b; `store` adds the rounding to
 // the storage format.
+// `wanted` (the sampled oracle's query rows, flat (b·H + h)·N + i) limits
+// the rows bounded; the others are left 0.
 ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
                                        bool causal, const std::vector<extent_t>* lens,
-                                       const Units& u, const AttentionInputErrors& in = {}) {
+                                       const Units& u, const AttentionInputErrors& in = {},
+                                       const std::vector<std::uint8_t>* wanted = nullptr) {
   const Shape qs = q.shape(), ks = k.shape();
   const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
   const extent_t group = H / Hkv;
   ForwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, H, N}), Mat(Shape{B, H, N, D}),
                   Mat(Shape{B, H, N})};
-  std::vector<double> s(M), a(M), p(M), delta(M);
+  std::vector<double> s(M), a(M), p(M), delta(M), e_row(M), f_row(M);
   for (extent_t b = 0; b < B; ++b) {
     const extent_t len = lens ? (*lens)[b] : M;
     for (extent_t h = 0; h < H; ++h) {
       const extent_t g = h / group;
       for (extent_t i = 0; i < N; ++i) {
+        if (wanted && !(*wanted)[std::size_t((b * H + h) * N + i)]) continue;
         // scores, their magnitudes a_ij, and the score error bound δ_ij
         extent_t n = 0;
         double smax = -kInf, dmax = 0;
@@ -136,10 +140,17 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
           return std::expm1(u.ua * (smax - s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
                             (nn + 1) * std::log1p(u.ua));
         };
+        // E_ij and F_ij = (1 + E_ij)(1 + γ_{n+2}) - 1, once per key (the
+        // d loop below reads them D times).
+        for (extent_t j = 0; j < len; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          e_row[j] = E(j);
+          f_row[j] = compose(e_row[j], u.gamma(nn + 2));
+        }
         double L = 0;
         for (extent_t j = 0; j < len; ++j) {
           if (!dnf::visible(causal, i, j, N, M)) continue;
-          const double P = p[j] / l, e = E(j);
+          const double P = p[j] / l, e = e_row[j];
           L += P * (e + u.gamma(nn) * (1 + e));
         }
         L = (1 + Delta) * L + nn * u.eta_a;
@@ -154,7 +165,7 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
           for (extent_t j = 0; j < len; ++j) {
             if (!dnf::visible(causal, i, j, N, M)) continue;
             const double P = p[j] / l, vv = v.view()(b, g, j, d);
-            const double F = compose(E(j), u.gamma(nn + 2));
+            const double F = f_row[j];
             c += P * std::fabs(vv);
             f += P * std::fabs(vv) * F;
             o += P * vv;
@@ -402,8 +413,17 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
 
 }  // namespace
 
-std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k) {
+std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k,
+                                                const Selection* selection) {
   const Problem& p = c.problem;
+  // The forward of attention.fwd and decode bounds the selected rows only;
+  // the backward's key rows need every query row's forward.
+  std::vector<std::uint8_t> wanted;
+  if (selection) {
+    wanted.assign(std::size_t(query_row_count(p)), 0);
+    for (extent_t r : selection->query_rows) wanted[std::size_t(r)] = 1;
+  }
+  const std::vector<std::uint8_t>* only = selection ? &wanted : nullptr;
   const Units u = units(p.format, k);
   std::vector<Mat> x;
   for (std::size_t i = 0; i < c.inputs.size(); ++i)
@@ -411,13 +431,15 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
   const double scale = p.scale();
   switch (p.op) {
     case Op::attention_fwd: {
-      ForwardBounds f = attention_forward_bounds(x[0], x[1], x[2], scale, p.causal(), nullptr, u);
+      ForwardBounds f =
+          attention_forward_bounds(x[0], x[1], x[2], scale, p.causal(), nullptr, u, {}, only);
       return {rav(f.o), rav(f.lse)};
     }
     case Op::attention_decode: {
       std::vector<extent_t> lens;
       for (extent_t b = 0; b < p.dims.B; ++b) lens.push_back(extent_t(c.inputs[3].get({b})));
-      ForwardBounds f = attention_forward_bounds(x[0], x[1], x[2], scale, false, &lens, u);
+      ForwardBounds f =
+          attention_forward_bounds(x[0], x[1], x[2], scale, false, &lens, u, {}, only);
       return {rav(f.o), rav(f.lse)};
     }
     case Op::attention_bwd: {

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "oracle/selection.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::oracle {
@@ -23,6 +24,10 @@ struct BoundConstants {
 // Per output tensor (ops-table order), per element in row-major logical
 // order, an absolute error bound. Elements whose exact value is infinite
 // (LSE of a row with no visible key) get bound 0: the kernel must match.
-std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k = {});
+// With `selection` (the sampled oracle's selection), the elements of other rows
+// may be left unbounded (0): attention.fwd and decode bound only the
+// selected rows (a bound costs what the row's oracle unit costs).
+std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k = {},
+                                                const Selection* selection = nullptr);
 
 }  // namespace moacert::oracle

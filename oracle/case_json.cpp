@@ -425,6 +425,11 @@ json write_answer(const Case& c, const Answer& a) {
   for (const TensorAnswer& t : a.outputs) {
     json data = json::array(), exact = json::array();
     for (std::size_t i = 0; i < t.rounded.size(); ++i) {
+      if (!t.evaluated[i]) {  // not in the selection (oracle --rows): null
+        data.push_back(nullptr);
+        if (!t.exact_decimal.empty()) exact.push_back(nullptr);
+        continue;
+      }
       data.push_back(hex_float(t.rounded[i]));
       if (!t.exact_decimal.empty()) exact.push_back(t.exact_decimal[i]);
       if (t.undetermined[i]) undetermined.push_back({{"tensor", t.name}, {"index", i}});

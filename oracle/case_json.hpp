@@ -34,7 +34,8 @@ Case read_case_file(const std::string& path);
 nlohmann::json write_case(const Case& c);
 
 // The oracle's answer: each output's data correctly rounded to the dtype,
-// "exact" the 40-digit decimal values (needs Options::exact_digits), and
+// "exact" the decimal values to Options::exact_digits digits (absent with 0),
+// null for an element not evaluated (Options::rows), and
 // "undetermined" listing any element the precision cap left undecided.
 nlohmann::json write_answer(const Case& c, const Answer& a);
 

@@ -35,11 +35,6 @@ int ulp_exponent(double x, Format f) {
   return e - fi.precision + 1;
 }
 
-// The bits of relative width an enclosure must reach for exact_digits.
-int bits_for_digits(int digits) {
-  return digits > 0 ? static_cast<int>(std::ceil(digits * 3.3219280948873623)) + 4 : 0;
-}
-
 // Refuses inputs that do not match the problem: count, shape, element type.
 void check_inputs(const Case& c) {
   validate(c.problem);
@@ -124,8 +119,16 @@ class Driver {
  public:
   Driver(const Case& c, const Options& o) : case_(c), opt_(o), fmt_(c.problem.format) {
     need_bits_ = bits_for_digits(o.exact_digits);
-    const OpInfo& op = info(c.problem.op);
-    const auto shapes = output_shapes(c.problem);
+    const Problem& p = c.problem;
+    const OpInfo& op = info(p.op);
+    const auto shapes = output_shapes(p);
+    // Which rows are evaluated: all, or the selection's.
+    std::vector<std::uint8_t> query(static_cast<std::size_t>(query_row_count(p)), !o.rows);
+    std::vector<std::uint8_t> key(static_cast<std::size_t>(key_row_count(p)), !o.rows);
+    if (o.rows) {
+      for (moa::extent_t r : o.rows->query_rows) query.at(static_cast<std::size_t>(r)) = 1;
+      for (moa::extent_t r : o.rows->key_rows) key.at(static_cast<std::size_t>(r)) = 1;
+    }
     for (std::size_t k = 0; k < shapes.size(); ++k) {
       TensorAnswer t;
       t.name = std::string(op.outputs[k]);
@@ -133,20 +136,25 @@ class Driver {
       const auto n = static_cast<std::size_t>(moa::tau(shapes[k]));
       t.rounded.assign(n, kNaN);
       t.exact.assign(n, DD{kNaN, 0});
-      t.undetermined.assign(n, 1);
+      const auto& rows = is_key_output(p.op, int(k)) ? key : query;
+      const auto per_row = static_cast<std::size_t>(row_length(p, int(k)));
+      t.evaluated.resize(n);
+      for (std::size_t i = 0; i < n; ++i) t.evaluated[i] = rows[i / per_row];
+      t.undetermined = t.evaluated;  // undecided until a pass decides it
       if (o.exact_digits > 0) t.exact_decimal.assign(n, "");
+      for (std::uint8_t e : t.evaluated) answer_.elements += e;
       answer_.outputs.push_back(std::move(t));
       lo_.emplace_back(n, kNaN);
       hi_.emplace_back(n, kNaN);
       unit_of_.emplace_back(n, 0);
       refine_.emplace_back(n, 0);
       width_.emplace_back(n, 0.0);
-      answer_.elements += static_cast<std::int64_t>(n);
     }
   }
 
   Answer run() {
-    const std::vector<detail::Unit> units = detail::units_of(case_.problem);
+    const std::vector<detail::Unit> units =
+        detail::units_of(case_.problem, opt_.rows ? &*opt_.rows : nullptr);
     pending_.assign(units.size(), 0);
 
     // First pass: store the enclosures (the sink runs under round-upward),
@@ -157,6 +165,9 @@ class Driver {
       detail::fast_pass(case_, units, opt_.threads,
                         [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
                           const auto i = static_cast<std::size_t>(flat);
+                          // A unit may compute elements of rows not selected
+                          // (block's batch): not evaluated, not kept.
+                          if (!answer_.outputs[out].evaluated[i]) return;
                           lo_[out][i] = lo;
                           hi_[out][i] = hi;
                           unit_of_[out][i] = u;
@@ -164,6 +175,7 @@ class Driver {
       answer_.max_precision_used = 53;
       for (std::size_t out = 0; out < lo_.size(); ++out) {
         for (std::size_t i = 0; i < lo_[out].size(); ++i) {
+          if (!answer_.outputs[out].evaluated[i]) continue;
           if (decide_fast(out, i)) ++answer_.decided_first;
           // Undecided, or decided with a DD too coarse: on to MPFI.
           if (answer_.outputs[out].undetermined[i] || refine_[out][i])
@@ -187,6 +199,7 @@ class Driver {
           detail::mpfi_pass(case_, todo, bits, opt_.threads,
                             [&](std::size_t u, int out, moa::extent_t flat, mpfi_srcptr x) {
                               const auto i = static_cast<std::size_t>(flat);
+                              if (!answer_.outputs[out].evaluated[i]) return;
                               if (answer_.outputs[out].undetermined[i]) {
                                 if (!decide_mpfi(out, i, x, last)) still[u] = 1;
                               } else if (refine_[out][i]) {
@@ -315,9 +328,16 @@ class Driver {
 
 }  // namespace
 
+int bits_for_digits(int digits) {
+  return digits > 0 ? static_cast<int>(std::ceil(digits * 3.3219280948873623)) + 4 : 0;
+}
+
 Answer evaluate(const Case& c, const Options& options) {
   check_inputs(c);
-  return Driver(c, options).run();
+  if (!options.rows) return Driver(c, options).run();
+  Options sampled = options;
+  sampled.rows = normalised(*options.rows, c.problem);
+  return Driver(c, sampled).run();
 }
 
 }  // namespace moacert::oracle

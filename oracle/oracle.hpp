@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "oracle/selection.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::oracle {
@@ -29,6 +31,10 @@ struct Options {
   // decided with a coarser enclosure (where a sum cancels) are narrowed by
   // MPFI for their DD alone. 0: no such narrowing.
   int exact_ulp_bits = 10;
+  // The sampled oracle (docs/oracle.md#sampled): evaluate only the elements
+  // of these rows, each through a unit of its own row's cost. Without it,
+  // every element.
+  std::optional<Selection> rows;
 };
 
 // A double-double: hi + lo with |lo| <= ulp(hi)/2, about 106 bits; enough to
@@ -47,20 +53,28 @@ struct TensorAnswer {
                           // Options::exact_digits >= 32
   std::vector<std::uint8_t> undetermined;  // 1 where the cap was reached undecided
   std::vector<std::string> exact_decimal;  // with Options::exact_digits > 0: "d.ddd…e±XX"
+  // 1 where the element was evaluated (all, without Options::rows). An
+  // element not evaluated has rounded = exact = NaN, undetermined = 0 and no
+  // exact_decimal: nothing may judge it.
+  std::vector<std::uint8_t> evaluated;
 };
 
 struct Answer {
   std::vector<TensorAnswer> outputs;  // ops-table order
   std::int64_t decided_first = 0;  // elements decided by the first pass (doubles; none for block)
-  std::int64_t elements = 0;
-  int max_precision_used = 0;     // 53 when the first pass decided everything
-  std::int64_t undetermined = 0;  // elements left undetermined at the cap
+  std::int64_t elements = 0;       // elements evaluated (all, without Options::rows)
+  int max_precision_used = 0;      // 53 when the first pass decided everything
+  std::int64_t undetermined = 0;   // elements left undetermined at the cap
   // The largest relative width (hi - lo) / min(|lo|, |hi|) of the enclosure
   // an element's `exact` was taken from, over finite non-zero elements: the
   // relative accuracy of the DDs (docs/oracle.md). 0 when every such
   // enclosure was a point.
   double max_relative_width = 0;
 };
+
+// The bits of relative width an enclosure needs for `digits` significant
+// decimal digits (Options::exact_digits): ceil(3.33·digits) + 4; 0 for 0.
+int bits_for_digits(int digits);
 
 // Evaluates the case's DNF; throws std::invalid_argument on a case the op
 // does not define (or whose inputs do not match its problem). Safe to call

@@ -9,10 +9,17 @@
 
 #include "oracle/bounds.hpp"
 #include "properties/properties.hpp"
+#include "properties/sample.hpp"
 
 namespace moacert::properties {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // Everything one judged case yields.
 struct Judged {
@@ -25,19 +32,27 @@ struct Judged {
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
   bool hang = false;                              // the kernel timed out (an isolated plugin)
+  Sample sample;                                  // the rows judged (all, at a small shape)
+  double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
 };
 
 Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
-                  bool equivalence = false) {
+                  bool equivalence = false, double whole_work = kWholeOracleWork) {
   Judged j;
   j.c = std::move(c);
-  j.exact = oracle::evaluate(j.c);
+  auto phase = Clock::now();
+  j.sample = sample_rows(j.c, v.tiles, whole_work);
+  j.exact = oracle::evaluate(j.c, {.rows = j.sample.rows});
+  j.oracle_seconds = seconds_since(phase);
   const std::vector<std::vector<double>>* bounds = nullptr;
   const std::vector<std::vector<double>>* torch = nullptr;
+  phase = Clock::now();
   if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch) {
-    j.allowed = oracle::apriori_bounds(j.c);
+    j.allowed = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
     bounds = &j.allowed;
   }
+  j.bounds_seconds = seconds_since(phase);
+  phase = Clock::now();
   const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
   if (rule.kind == Rule::vs_torch) {
     if (!t)
@@ -68,13 +83,16 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
     j.verdict.why = v.name + " threw: " + e.what();
     return j;
   }
+  j.kernel_seconds = seconds_since(phase);
+  phase = Clock::now();
   j.verdict = judge(j.c, j.exact, j.outputs, rule, bounds, torch);
+  j.judge_seconds = seconds_since(phase);
   return j;
 }
 
 Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
-                  bool equivalence = false) {
-  return judge_case(make_case(spec), v, rule, threads, equivalence);
+                  bool equivalence = false, double whole_work = kWholeOracleWork) {
+  return judge_case(make_case(spec), v, rule, threads, equivalence, whole_work);
 }
 
 // The `count` elements nearest to failing (largest error / allowed).
@@ -86,6 +104,10 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
   for (std::size_t t = 0; t < j.outputs.size(); ++t) {
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {
+      if (!j.exact.outputs[t].evaluated[n]) {  // not in the sample
+        ++n;
+        continue;
+      }
       const oracle::DD& x = j.exact.outputs[t].exact[n];
       const double y = j.outputs[t].get(i);
       const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
@@ -122,12 +144,25 @@ void add_equivalence(Certificate& cert, const Judged& j) {
 
 struct Accumulator {
   std::vector<TensorSummary> tensors;
-  void add(const Verdict& v) {
+  void add(const Verdict& v, Op op, const Sample& sample) {
     if (tensors.empty())
       for (const TensorStats& s : v.tensors) tensors.push_back({s.name});
     for (std::size_t t = 0; t < v.tensors.size(); ++t) {
       const TensorStats& s = v.tensors[t];
       TensorSummary& a = tensors[t];
+      a.elements_total += s.elements_total;
+      if (sample.rows) {
+        ++a.cases_sampled;
+        const bool key = oracle::is_key_output(op, int(t));
+        for (const Sample::Stratum& st : sample.strata) {
+          const std::int64_t rows = key ? st.key_rows : st.query_rows;
+          auto it = std::find_if(a.sampled_rows.begin(), a.sampled_rows.end(),
+                                 [&](const auto& kept) { return kept.first == st.name; });
+          if (it == a.sampled_rows.end())
+            it = a.sampled_rows.insert(a.sampled_rows.end(), {st.name, 0});
+          it->second += rows;
+        }
+      }
       a.mean_ulp = (a.mean_ulp * double(a.elements) + s.mean_ulp * double(s.elements)) /
                    double(std::max<std::int64_t>(1, a.elements + s.elements));
       a.elements += s.elements;
@@ -151,7 +186,7 @@ struct Accumulator {
 }  // namespace
 
 Certificate certify(const CertifyOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   const kernels::Variant& v = *o.variant;
   Certificate cert;
   cert.op = v.op;
@@ -175,7 +210,11 @@ Certificate certify(const CertifyOptions& o) {
   // float atomics against the cost function's. `what` names the case.
   auto judge_counted = [&](Case c, const std::string& what) {
     if (v.take_counts) v.take_counts();  // drop what earlier calls left
-    Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence);
+    Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence, o.whole_oracle_work);
+    cert.bounds_seconds += j.bounds_seconds;
+    cert.oracle_seconds += j.oracle_seconds;
+    cert.kernel_seconds += j.kernel_seconds;
+    cert.judge_seconds += j.judge_seconds;
     if (!v.take_counts || !j.error.empty()) return j;
     const auto counts = v.take_counts();
     ++cert.counted_cases;
@@ -196,7 +235,10 @@ Certificate certify(const CertifyOptions& o) {
     return j;
   };
   auto judge_generated = [&](const CaseSpec& spec) {
-    return judge_counted(make_case(spec), describe(spec));
+    const auto t = Clock::now();
+    Case c = make_case(spec);
+    cert.generation_seconds += seconds_since(t);
+    return judge_counted(std::move(c), describe(spec));
   };
   std::optional<Judged> worst;  // for the schedule spread
   const bool from_files = !o.case_files.empty();
@@ -233,7 +275,7 @@ Certificate certify(const CertifyOptions& o) {
     t.index = -std::int32_t(k) - 1;
     const Judged j = judge_generated(curated[k]);
     ++cert.curated_run;
-    if (j.error.empty()) acc.add(j.verdict);
+    if (j.error.empty()) acc.add(j.verdict, v.op, j.sample);
     add_equivalence(cert, j);
     if (!j.verdict.holds) {
       fail(j, t, curated[k]);
@@ -260,7 +302,7 @@ Certificate certify(const CertifyOptions& o) {
     const Judged j = judge_counted(c, "case file " + path);
     ++cert.case_files_run;
     add_equivalence(cert, j);
-    if (j.error.empty()) acc.add(j.verdict);
+    if (j.error.empty()) acc.add(j.verdict, v.op, j.sample);
     if (!j.verdict.holds) {
       cert.holds = false;
       cert.failure = j.verdict.why;
@@ -293,7 +335,7 @@ Certificate certify(const CertifyOptions& o) {
       break;
     }
     if (j.verdict.holds) {
-      acc.add(j.verdict);
+      acc.add(j.verdict, v.op, j.sample);
       note_worst(j, t);
       if (o.progress) o.progress(int(curated.size()) + i + 1, total, "random");
       continue;
@@ -315,7 +357,8 @@ Certificate certify(const CertifyOptions& o) {
         auto next = shrinks.next();
         if (!next) break;
         --budget;
-        Judged candidate = judge_spec(next->value(), v, o.rule, o.threads);
+        Judged candidate =
+            judge_spec(next->value(), v, o.rule, o.threads, false, o.whole_oracle_work);
         if (candidate.verdict.holds) continue;
         t.path.push_back(k);
         s = *next;
@@ -325,7 +368,7 @@ Certificate certify(const CertifyOptions& o) {
         break;
       }
     }
-    acc.add(j.verdict);
+    acc.add(j.verdict, v.op, j.sample);
     fail(j, t, s.value());
   }
   // 3. The schedule spread of the worst case (a seedable schedule, no
@@ -353,6 +396,10 @@ Certificate certify(const CertifyOptions& o) {
       double spread = 0;
       std::size_t n = 0;
       for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
+        if (!worst->exact.outputs[t].evaluated[n]) {  // not in the sample
+          ++n;
+          continue;
+        }
         double lo = INFINITY, hi = -INFINITY;
         for (const auto& run : runs) {
           lo = std::min(lo, run[t].get(i));
@@ -368,7 +415,7 @@ Certificate certify(const CertifyOptions& o) {
   }
   acc.finish();
   cert.tensors = acc.tensors;
-  cert.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  cert.seconds = seconds_since(start);
   return cert;
 }
 

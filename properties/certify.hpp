@@ -13,6 +13,7 @@
 #include "kernels/registry.hpp"
 #include "properties/check.hpp"
 #include "properties/results.hpp"
+#include "properties/sample.hpp"
 #include "properties/token.hpp"
 
 namespace moacert::properties {
@@ -34,6 +35,9 @@ struct CertifyOptions {
   // --case): each is judged as a random case would be, but has no token;
   // the certificate names the file instead.
   std::vector<std::pair<std::string, Case>> case_files;
+  // Past this much oracle work a case is judged on a sample of rows
+  // (properties/sample.hpp); below it, whole.
+  double whole_oracle_work = kWholeOracleWork;
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
 };

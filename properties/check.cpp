@@ -64,8 +64,14 @@ std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
   for (std::size_t t = 0; t < outputs.size(); ++t) {
     std::vector<double> e;
     std::size_t n = 0;
-    for (const moa::Index& i : moa::iota(outputs[t].shape()))
-      e.push_back(oracle::abs_error(outputs[t].get(i), exact.outputs[t].exact[n++]));
+    // An element the sampled oracle did not evaluate has no error: 0, so
+    // that it sets no scale (vs_torch_allowed).
+    for (const moa::Index& i : moa::iota(outputs[t].shape())) {
+      e.push_back(exact.outputs[t].evaluated[n]
+                      ? oracle::abs_error(outputs[t].get(i), exact.outputs[t].exact[n])
+                      : 0.0);
+      ++n;
+    }
     out.push_back(std::move(e));
   }
   return out;
@@ -135,9 +141,14 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
     TensorStats s;
     s.name = std::string(names[t]);
     std::vector<double> ulps, computed;
+    std::vector<oracle::DD> judged_exact;
     double worst_margin = -1;
-    std::size_t n = 0;
+    std::size_t n = 0, judged = 0;
     for (const moa::Index& i : moa::iota(outputs[t].shape())) {
+      if (!ans.evaluated[n]) {  // not in the sample: not judged
+        ++n;
+        continue;
+      }
       const double y = outputs[t].get(i);
       const oracle::DD& x = ans.exact[n];
       const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
@@ -146,6 +157,7 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
       s.ulp_histogram(e.ulps);
       s.ratio_histogram(e.margin);
       computed.push_back(y);
+      judged_exact.push_back(x);
       if (e.margin > worst_margin) {
         worst_margin = e.margin;
         s.worst = std::int64_t(n);
@@ -163,8 +175,10 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
         v.why = os.str();
       }
       ++n;
+      ++judged;
     }
-    s.elements = std::int64_t(n);
+    s.elements = std::int64_t(judged);
+    s.elements_total = std::int64_t(n);
     s.max_ratio = std::max(worst_margin, 0.0);
     if (!ulps.empty()) {
       std::vector<double> sorted = ulps;
@@ -175,7 +189,7 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
       for (double x : sorted) sum += x;
       s.mean_ulp = sum / double(sorted.size());
     }
-    s.normwise_u = oracle::normwise_error(f, computed, ans.exact);
+    s.normwise_u = oracle::normwise_error(f, computed, judged_exact);
     v.tensors.push_back(std::move(s));
   }
   return v;
@@ -191,6 +205,10 @@ std::vector<Equivalence> equivalence(const Case& c, const oracle::Answer& exact,
     Equivalence e{std::string(names[t])};
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(kernel[t].shape())) {
+      if (!exact.outputs[t].evaluated[n]) {
+        ++n;
+        continue;
+      }
       const oracle::DD& x = exact.outputs[t].exact[n++];
       const double y = kernel[t].get(i), z = torch[t].get(i);
       double diff = 0;

@@ -19,13 +19,19 @@ namespace moacert::properties {
 // "apriori", "max-ulp=K", "vs-torch=R"; nullopt when malformed.
 std::optional<Rule> parse_rule(const std::string& s);
 
+// FNV-1a of the inputs' bytes: the SIMT emulator's schedule seed of a case
+// and the sampled rows' seed, so that `reproduce`, which rebuilds the same
+// inputs, replays the same schedule and judges the same rows.
+std::uint64_t schedule_seed_of(const std::vector<TensorRef>& inputs);
+
 // Runs `v` on `c` with `threads` threads into fresh row-major outputs. A
 // variant that does not accept strided tensors gets row-major copies.
 std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int threads = 0);
 
 struct TensorStats {
   std::string name;
-  std::int64_t elements = 0;
+  std::int64_t elements = 0;        // judged: those the oracle evaluated (oracle::Options::rows)
+  std::int64_t elements_total = 0;  // in the tensor
   double max_ulp = 0, mean_ulp = 0, p99_ulp = 0;
   // Every element's ulp error and error / allowed, for the run's exact
   // statistics (the certificate's quantiles are read from their sum).
@@ -62,7 +68,8 @@ struct ElementJudgement {
 ElementJudgement judge_element(double y, const oracle::DD& x, double allowed, const Rule& rule,
                                Format f);
 
-// Judges outputs against the oracle's answer. `bounds` are the a priori
+// Judges outputs against the oracle's answer, the elements it evaluated
+// only (TensorAnswer::evaluated). `bounds` are the a priori
 // bounds (rules apriori and vs-torch); `torch_errors` PyTorch's absolute
 // errors per element (rule vs-torch).
 Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyTensor>& outputs,

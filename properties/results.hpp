@@ -53,6 +53,14 @@ struct TensorSummary {
   double max_ratio = 0;  // error / allowed (bound, or K ulp, or R·torch + 1)
   double max_normwise_u = 0;
   std::int64_t undetermined = 0;
+  // The sampled oracle (docs/design.md, "Sampled certification"):
+  // `elements` were judged of elements_total; in cases_sampled cases a
+  // sample of rows was judged instead of every element, chosen as
+  // sampled_rows says (stratum, rows of this tensor it chose, over those
+  // cases; a row in several strata counts in each).
+  std::int64_t elements_total = 0;
+  int cases_sampled = 0;
+  std::vector<std::pair<std::string, std::int64_t>> sampled_rows;
 };
 
 // One element of a failing or worst case, for reports and `reproduce`.
@@ -99,6 +107,11 @@ struct Certificate {
   // rule; per output, the largest spread (max - min over the runs) in ulps.
   int spread_runs = 0;
   std::vector<std::pair<std::string, double>> spread_ulps;
+  // Where the judged cases' time went, in seconds: making the case, the
+  // a priori bounds, the oracle, the variant under test (PyTorch's runs
+  // included), judging. Shrinking and the schedule spread are outside.
+  double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
+         judge_seconds = 0;
 };
 constexpr int kSpreadRuns = 20;
 

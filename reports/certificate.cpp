@@ -64,7 +64,13 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                        {"error_to_allowed_histogram", histogram_json(t.ratio_histogram)},
                        {"max_error_to_allowed", number(t.max_ratio)},
                        {"max_normwise_error_u", number(t.max_normwise_u)},
-                       {"oracle_undetermined", t.undetermined}};
+                       {"oracle_undetermined", t.undetermined},
+                       {"elements_total", t.elements_total}};
+    if (t.cases_sampled > 0) {  // the sampled oracle: how the judged rows were chosen
+      nlohmann::json strata = nlohmann::json::object();
+      for (const auto& [stratum, rows] : t.sampled_rows) strata[stratum] = rows;
+      tensors[t.name]["sampled"] = {{"cases", t.cases_sampled}, {"rows_by_stratum", strata}};
+    }
   }
   j["tensors"] = tensors;
   j["worst_case"] = {{"token", c.worst_token}, {"error_to_allowed", number(c.worst_ratio)}};
@@ -109,6 +115,11 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
     j["schedule_spread"] = {{"runs", c.spread_runs}, {"case", c.worst_token}, {"max_ulp", spread}};
   }
   j["seconds"] = c.seconds;
+  j["seconds_by_phase"] = {{"generation", c.generation_seconds},
+                           {"bounds", c.bounds_seconds},
+                           {"oracle", c.oracle_seconds},
+                           {"kernel", c.kernel_seconds},
+                           {"judge", c.judge_seconds}};
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
   j["provenance"] = to_json(provenance);
   return j;
@@ -137,6 +148,25 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
       "\nQuantiles over every judged element, read from a histogram of {} bins per decade: each "
       "is at most {:.3g} times the exact quantile, never below it.\n",
       properties::kBinsPerDecade, std::pow(10.0, 1.0 / properties::kBinsPerDecade));
+  bool sampled = false;
+  for (const auto& t : c.tensors) sampled = sampled || t.cases_sampled > 0;
+  if (sampled) {
+    md << "\nJudged on a sample of rows where the whole oracle would be slow "
+          "(docs/design.md, \"Sampled certification\"):\n\n"
+       << "| output | judged | of | cases sampled | rows by stratum |\n"
+       << "| --- | ---: | ---: | ---: | --- |\n";
+    for (const auto& t : c.tensors) {
+      std::string strata;
+      for (const auto& [stratum, rows] : t.sampled_rows)
+        if (rows > 0) strata += (strata.empty() ? "" : ", ") + fmt::format("{} {}", stratum, rows);
+      md << fmt::format("| {} | {} | {} | {} | {} |\n", t.name, t.elements, t.elements_total,
+                        t.cases_sampled, strata.empty() ? "-" : strata);
+    }
+  }
+  md << fmt::format(
+      "\nTime: generation {:.2f} s, bounds {:.2f} s, oracle {:.2f} s, kernel {:.2f} s, judge "
+      "{:.2f} s.\n",
+      c.generation_seconds, c.bounds_seconds, c.oracle_seconds, c.kernel_seconds, c.judge_seconds);
   if (!c.worst_token.empty()) {  // case files (certify --case) have no token
     md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
        << fmt::format("{:.3g}", c.worst_ratio) << ").\n";

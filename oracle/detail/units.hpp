@@ -16,12 +16,21 @@
 //   attention.decode     one unit per (b, h)
 //   rmsnorm, mlp.swiglu  one unit per row t
 //   block                one unit per batch b (attention mixes the rows)
+//
+// With a Selection (the sampled oracle, oracle/selection.hpp) only the units
+// holding a selected row run, and the backward's are finer: a dQ row
+// (b, h, i) is the DNF backward on that one query row against the prefix
+// of keys it sees (as fwd_row: O(M·D)); the selected key rows of one
+// (b, kv head) are one unit, dnf::attention_bwd_key_rows, which goes once
+// over the group's query rows (a key row's dS needs every row's softmax
+// normaliser and D_i: O(G·N·M·D) for the group, then O(G·N·D) per key row).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "oracle/selection.hpp"
 #include "reference/case.hpp"
 #include "reference/dnf/attention.hpp"
 #include "reference/dnf/block.hpp"
@@ -35,24 +44,54 @@ using moa::Layout;
 using moa::Shape;
 using moa::View;
 
-enum class UnitKind : std::uint8_t { fwd_row, bwd_group, decode_head, row, batch };
+enum class UnitKind : std::uint8_t {
+  fwd_row,
+  bwd_group,
+  bwd_query_row,  // sampled: dq[b,h,i,:]
+  bwd_key_rows,   // sampled: dk, dv rows `keys` of (b, g)
+  decode_head,
+  row,
+  batch
+};
 
 struct Unit {
   UnitKind kind;
   extent_t a = 0, b = 0, c = 0;  // (b, h, i) for fwd_row; (b, g) for bwd_group; ...
+  std::vector<extent_t> keys;    // bwd_key_rows: the key rows j, ascending
 };
 
-inline std::vector<Unit> units_of(const Problem& p) {
+// The units that hold the selected rows (every unit without a selection).
+inline std::vector<Unit> units_of(const Problem& p, const Selection* rows = nullptr) {
   const Dims& d = p.dims;
   std::vector<Unit> units;
+  // Query row r = (b·H + h)·N + i, selected or all.
+  auto each_query_row = [&](auto&& f) {
+    if (!rows) {
+      for (extent_t r = 0; r < query_row_count(p); ++r) f(r);
+    } else {
+      for (extent_t r : rows->query_rows) f(r);
+    }
+  };
   auto fwd_rows = [&] {
-    for (extent_t b = 0; b < d.B; ++b)
-      for (extent_t h = 0; h < d.H; ++h)
-        for (extent_t i = 0; i < d.N; ++i) units.push_back({UnitKind::fwd_row, b, h, i});
+    each_query_row([&](extent_t r) {
+      units.push_back({UnitKind::fwd_row, r / (d.H * d.N), r / d.N % d.H, r % d.N});
+    });
   };
   auto bwd_groups = [&] {
-    for (extent_t b = 0; b < d.B; ++b)
-      for (extent_t g = 0; g < d.Hkv; ++g) units.push_back({UnitKind::bwd_group, b, g, 0});
+    if (!rows) {
+      for (extent_t b = 0; b < d.B; ++b)
+        for (extent_t g = 0; g < d.Hkv; ++g) units.push_back({UnitKind::bwd_group, b, g, 0});
+      return;
+    }
+    for (extent_t r : rows->query_rows)
+      units.push_back({UnitKind::bwd_query_row, r / (d.H * d.N), r / d.N % d.H, r % d.N});
+    for (extent_t r : rows->key_rows) {  // ascending: one unit per (b, g) met
+      const extent_t bg = r / d.M;
+      if (units.empty() || units.back().kind != UnitKind::bwd_key_rows ||
+          units.back().a * d.Hkv + units.back().b != bg)
+        units.push_back({UnitKind::bwd_key_rows, bg / d.Hkv, bg % d.Hkv, 0});
+      units.back().keys.push_back(r % d.M);
+    }
   };
   switch (p.op) {
     case Op::attention_fwd:
@@ -66,15 +105,19 @@ inline std::vector<Unit> units_of(const Problem& p) {
       bwd_groups();
       break;
     case Op::attention_decode:
-      for (extent_t b = 0; b < d.B; ++b)
-        for (extent_t h = 0; h < d.H; ++h) units.push_back({UnitKind::decode_head, b, h, 0});
+      each_query_row([&](extent_t r) {
+        units.push_back({UnitKind::decode_head, r / d.H, r % d.H, 0});
+      });
       break;
     case Op::rmsnorm:
     case Op::mlp_swiglu:
-      for (extent_t t = 0; t < d.T; ++t) units.push_back({UnitKind::row, t, 0, 0});
+      each_query_row([&](extent_t t) { units.push_back({UnitKind::row, t, 0, 0}); });
       break;
-    case Op::block:
-      for (extent_t b = 0; b < d.B; ++b) units.push_back({UnitKind::batch, b, 0, 0});
+    case Op::block:  // a batch holds rows b·N .. b·N + N - 1
+      each_query_row([&](extent_t r) {
+        if (units.empty() || units.back().a != r / d.N)
+          units.push_back({UnitKind::batch, r / d.N, 0, 0});
+      });
       break;
   }
   return units;
@@ -191,6 +234,51 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       for (const Index& x : moa::iota(ks)) {
         emit(first_output + 1, flat(kfull, {b, g, x[2], x[3]}), dk.view()(x));
         emit(first_output + 2, flat(kfull, {b, g, x[2], x[3]}), dv.view()(x));
+      }
+      return;
+    }
+    case UnitKind::bwd_query_row: {
+      // dq row (b, h, i): the DNF backward on that query row against the
+      // keys it sees (as fwd_row); the dk, dv it also computes are partial
+      // and dropped.
+      const extent_t b = u.a, h = u.b, i = u.c, g = h / (d.H / d.Hkv);
+      const bool fused = p.op == Op::attention_fwdbwd;
+      const int do_input = fused ? 3 : 5, dq_output = fused ? 2 : 0;
+      extent_t seen = d.M;
+      if (p.causal()) seen = std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M);
+      const Shape qs{1, 1, 1, d.D}, ks{1, 1, seen, d.D};
+      const auto q = slice(input(0), {b, h, i, 0}, qs);
+      const auto k = slice(input(1), {b, g, 0, 0}, ks);
+      const auto v = slice(input(2), {b, g, 0, 0}, ks);
+      const auto dout = slice(input(do_input), {b, h, i, 0}, qs);
+      Tensor dq(qs), dk(ks), dv(ks);
+      dnf::attention_bwd<T>(q, k, v, dout, in.scale, /*causal=*/false, dq.view(), dk.view(),
+                            dv.view());
+      const Shape qfull{d.B, d.H, d.N, d.D};
+      for (extent_t x = 0; x < d.D; ++x)
+        emit(dq_output, flat(qfull, {b, h, i, x}), dq.view()(0, 0, 0, x));
+      return;
+    }
+    case UnitKind::bwd_key_rows: {
+      const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
+      const bool fused = p.op == Op::attention_fwdbwd;
+      const int do_input = fused ? 3 : 5, dk_output = fused ? 3 : 1;
+      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
+      const auto q = slice(input(0), {b, g * group, 0, 0}, qs);
+      const auto k = slice(input(1), {b, g, 0, 0}, ks);
+      const auto v = slice(input(2), {b, g, 0, 0}, ks);
+      const auto dout = slice(input(do_input), {b, g * group, 0, 0}, qs);
+      const auto rows = static_cast<extent_t>(u.keys.size());
+      Tensor dk(Shape{rows, d.D}), dv(Shape{rows, d.D});
+      dnf::attention_bwd_key_rows<T>(q, k, v, dout, in.scale, p.causal(), u.keys, dk.view(),
+                                     dv.view());
+      const Shape kfull{d.B, d.Hkv, d.M, d.D};
+      for (extent_t t = 0; t < rows; ++t) {
+        for (extent_t x = 0; x < d.D; ++x) {
+          const auto at = flat(kfull, {b, g, u.keys[static_cast<std::size_t>(t)], x});
+          emit(dk_output, at, dk.view()(t, x));
+          emit(dk_output + 1, at, dv.view()(t, x));
+        }
       }
       return;
     }

@@ -113,6 +113,51 @@ void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double sca
   }
 }
 
+// One query row's share of the backward, the step shared by the whole
+// backward and by its key rows alone (the sampled oracle): the row's
+// softmax and D_i = dO_i · O_i, with O_i recomputed from P.
+template <class T>
+struct BackwardRow {
+  SoftmaxRow<T> softmax;
+  T delta;  // D_i
+};
+
+template <class T>
+BackwardRow<T> backward_row(const View<const T>& qi /*(D)*/, const View<const T>& doi /*(D)*/,
+                            const View<const T>& kh /*(M, D)*/, const View<const T>& vh /*(M, D)*/,
+                            const T& scale, bool causal, extent_t i, extent_t N, extent_t M) {
+  using Tr = ScalarTraits<T>;
+  BackwardRow<T> row{softmax_row(qi, kh, scale, causal, i, N, M, M), Tr::zero()};
+  if (row.softmax.empty) return row;  // P = 0: the row contributes nothing
+  // O_i, then D_i = dO_i · O_i
+  for (extent_t d = 0; d < qi.shape()[0]; ++d) {
+    T o_id = Tr::zero();
+    for (extent_t j = 0; j < M; ++j)
+      if (visible(causal, i, j, N, M)) o_id += row.softmax.p[j] * vh(j, d);
+    row.delta += doi(d) * o_id;
+  }
+  return row;
+}
+
+// dS_ij = P_ij (dP_ij - D_i), dP_ij = dO_i · V_j, for a key j row i sees.
+template <class T>
+T backward_ds(const BackwardRow<T>& row, const View<const T>& doi /*(D)*/,
+              const View<const T>& vh /*(M, D)*/, extent_t j) {
+  T dp = ScalarTraits<T>::zero();
+  for (extent_t d = 0; d < doi.shape()[0]; ++d) dp += doi(d) * vh(j, d);
+  return row.softmax.p[j] * (dp - row.delta);
+}
+
+// Row i's terms of key row j: dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i.
+template <class T>
+void accumulate_key_row(View<T> dk_j /*(D)*/, View<T> dv_j /*(D)*/, const T& scale, const T& ds,
+                        const T& p_ij, const View<const T>& qi, const View<const T>& doi) {
+  for (extent_t d = 0; d < qi.shape()[0]; ++d) {
+    dk_j(d) += scale * ds * qi(d);
+    dv_j(d) += p_ij * doi(d);
+  }
+}
+
 // attention.bwd: dq (B,H,N,D), dk, dv (B,Hkv,M,D), the exact derivative of
 // attention.fwd given dO. o and lse are recomputed, not read: the exact
 // answer depends on q, k, v and dO alone (docs/design.md).
@@ -131,30 +176,50 @@ void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const
       const View<const T> kh = k.sub({b, g}), vh = v.sub({b, g});  // (M, D)
       for (extent_t i = 0; i < s.N; ++i) {
         const View<const T> qi = q.sub({b, h, i}), doi = dout.sub({b, h, i});  // (D)
-        const SoftmaxRow<T> row = softmax_row(qi, kh, scale, causal, i, s.N, s.M, s.M);
+        const BackwardRow<T> row = backward_row(qi, doi, kh, vh, scale, causal, i, s.N, s.M);
         for (extent_t d = 0; d < s.D; ++d) dq(b, h, i, d) = Tr::zero();
-        if (row.empty) continue;  // P = 0: the row contributes nothing
-
-        // O_i, then D_i = dO_i · O_i
-        T delta = Tr::zero();
-        for (extent_t d = 0; d < s.D; ++d) {
-          T o_id = Tr::zero();
-          for (extent_t j = 0; j < s.M; ++j)
-            if (visible(causal, i, j, s.N, s.M)) o_id += row.p[j] * vh(j, d);
-          delta += doi(d) * o_id;
-        }
+        if (row.softmax.empty) continue;
         for (extent_t j = 0; j < s.M; ++j) {
           if (!visible(causal, i, j, s.N, s.M)) continue;
-          // dP_ij = dO_i · V_j, dS_ij = P_ij (dP_ij - D_i)
-          T dp = Tr::zero();
-          for (extent_t d = 0; d < s.D; ++d) dp += doi(d) * vh(j, d);
-          const T ds = row.p[j] * (dp - delta);
-          for (extent_t d = 0; d < s.D; ++d) {
-            dq(b, h, i, d) += scale * ds * kh(j, d);
-            dk(b, g, j, d) += scale * ds * qi(d);
-            dv(b, g, j, d) += row.p[j] * doi(d);
-          }
+          const T ds = backward_ds(row, doi, vh, j);
+          for (extent_t d = 0; d < s.D; ++d) dq(b, h, i, d) += scale * ds * kh(j, d);
+          accumulate_key_row(dk.sub({b, g, j}), dv.sub({b, g, j}), scale, ds, row.softmax.p[j], qi,
+                             doi);
         }
+      }
+    }
+  }
+}
+
+// The key rows `keys` of dk and dv alone, for one kv head: q, dout
+// (1,G,N,D) are the query heads that share k, v (1,1,M,D); dk_rows, dv_rows
+// (K, D) receive key row keys[t] in row t. Each is attention_bwd's own sum,
+// term by term in its order (row i of every query head in turn), so the
+// values are those attention_bwd computes. A key row depends on every
+// query row's softmax normaliser: the rows' statistics are computed once
+// for all the keys asked.
+template <class T>
+void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
+                            double scale_d, bool causal, const std::vector<extent_t>& keys,
+                            View<T> dk_rows, View<T> dv_rows) {
+  using Tr = ScalarTraits<T>;
+  const AttentionShape s = attention_shape(q, k);
+  const T scale = Tr::from_double(scale_d);
+  for (const moa::Index& idx : moa::iota(dk_rows.shape())) dk_rows(idx) = Tr::zero();
+  for (const moa::Index& idx : moa::iota(dv_rows.shape())) dv_rows(idx) = Tr::zero();
+  const View<const T> kh = k.sub({0, 0}), vh = v.sub({0, 0});  // (M, D)
+  for (extent_t h = 0; h < s.H; ++h) {
+    for (extent_t i = 0; i < s.N; ++i) {
+      const View<const T> qi = q.sub({0, h, i}), doi = dout.sub({0, h, i});  // (D)
+      const BackwardRow<T> row = backward_row(qi, doi, kh, vh, scale, causal, i, s.N, s.M);
+      if (row.softmax.empty) continue;
+      for (std::size_t t = 0; t < keys.size(); ++t) {
+        const extent_t j = keys[t];
+        if (!visible(causal, i, j, s.N, s.M)) continue;
+        const T ds = backward_ds(row, doi, vh, j);
+        const auto r = static_cast<extent_t>(t);
+        accumulate_key_row(dk_rows.sub({r}), dv_rows.sub({r}), scale, ds, row.softmax.p[j], qi,
+                           doi);
       }
     }
   }

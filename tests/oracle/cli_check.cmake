@@ -1,12 +1,20 @@
 # One `moacert oracle` run checked from CTest:
 #   cmake -DMOACERT=... -DOP=... -DINPUT=... -DOUTPUT=... -DEXPECT_RC=0|2
-#         [-DEXPECT_FILE=EXPECTED.txt -DNAME=case] -P cli_check.cmake
+#         [-DEXPECT_FILE=EXPECTED.txt -DNAME=case] [-DARGS=--digits|7]
+#         [-DDIGITS=7] [-DEVALUATED=3] [-DNOT_EVALUATED=0] -P cli_check.cmake
 # Exit 2 must come with exactly one line on stderr that contains the
-# expected text, and no output file; exit 0 with a JSON answer whose
-# tensors carry "exact" strings.
+# expected text (EXPECT_FILE's line for NAME, or EXPECT_TEXT), and no output
+# file; exit 0 with a JSON answer whose first tensor's first evaluated
+# element carries an "exact" string of DIGITS significant digits (40; 0: no
+# "exact" at all, and no MPFI pass), EVALUATED elements answered in all and
+# element NOT_EVALUATED of the first tensor null (oracle --rows).
+string(REPLACE "|" ";" ARGS "${ARGS}")  # "|" separates arguments: CTest splits at ";"
+if(NOT DEFINED DIGITS)
+  set(DIGITS 40)
+endif()
 file(REMOVE "${OUTPUT}")
 execute_process(
-  COMMAND "${MOACERT}" oracle "${OP}" --input "${INPUT}" --output "${OUTPUT}"
+  COMMAND "${MOACERT}" oracle "${OP}" --input "${INPUT}" --output "${OUTPUT}" ${ARGS}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL EXPECT_RC)
   message(FATAL_ERROR "exit ${rc}, expected ${EXPECT_RC}; stderr: ${err}")
@@ -32,6 +40,11 @@ if(EXPECT_RC EQUAL 2)
         string(REGEX REPLACE "^[^|]*\\|[^|]*\\|" "" want "${line}")
       endif()
     endforeach()
+  endif()
+  if(DEFINED EXPECT_TEXT)
+    set(want "${EXPECT_TEXT}")
+  endif()
+  if(DEFINED want)
     string(FIND "${err}" "${want}" found)
     if(found EQUAL -1)
       message(FATAL_ERROR "stderr does not name the field.\n want: ${want}\n got:  ${err}")
@@ -48,9 +61,43 @@ else()
     message(FATAL_ERROR "answer has no tensors")
   endif()
   string(JSON first MEMBER "${answer}" tensors 0)
-  string(JSON exact GET "${answer}" tensors ${first} exact 0)
-  string(LENGTH "${exact}" len)
-  if(len LESS 44)
-    message(FATAL_ERROR "exact string too short: ${exact}")
+  if(DEFINED NOT_EVALUATED)
+    string(JSON kind TYPE "${answer}" tensors ${first} data ${NOT_EVALUATED})
+    if(NOT kind STREQUAL "NULL")
+      message(FATAL_ERROR "${first}.data[${NOT_EVALUATED}] is ${kind}, expected null")
+    endif()
+  endif()
+  if(DEFINED EVALUATED)
+    string(JSON n GET "${answer}" oracle elements)
+    if(NOT n EQUAL EVALUATED)
+      message(FATAL_ERROR "${n} elements evaluated, expected ${EVALUATED}")
+    endif()
+  endif()
+  if(DIGITS EQUAL 0)
+    string(JSON exact ERROR_VARIABLE missing GET "${answer}" tensors ${first} exact)
+    if(NOT missing)
+      message(FATAL_ERROR "--digits 0 wrote exact strings: ${exact}")
+    endif()
+    string(JSON bits GET "${answer}" oracle max_precision_used)
+    if(NOT bits EQUAL 53)
+      message(FATAL_ERROR "--digits 0 ran MPFI (${bits} bits) on a case the first pass decides")
+    endif()
+  else()
+    # The first evaluated element's exact string: DIGITS significant digits.
+    string(JSON count LENGTH "${answer}" tensors ${first} exact)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON kind TYPE "${answer}" tensors ${first} exact ${i})
+      if(kind STREQUAL "STRING")
+        string(JSON exact GET "${answer}" tensors ${first} exact ${i})
+        break()
+      endif()
+    endforeach()
+    string(REGEX REPLACE "e.*$" "" mantissa "${exact}")
+    string(REGEX REPLACE "[^0-9]" "" mantissa "${mantissa}")
+    string(LENGTH "${mantissa}" len)
+    if(NOT len EQUAL DIGITS)
+      message(FATAL_ERROR "exact string ${exact} has ${len} digits, expected ${DIGITS}")
+    endif()
   endif()
 endif()

@@ -1,0 +1,62 @@
+// The rows certify judges where the whole oracle would be too slow
+// (docs/design.md, "Sampled certification"): a stratified sample of output
+// rows (oracle/selection.hpp), or every row where the whole oracle is cheap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracle/selection.hpp"
+#include "reference/case.hpp"
+
+namespace moacert::properties {
+
+// The tile and split sizes every sample straddles (with a variant's own).
+inline constexpr moa::extent_t kCommonTiles[] = {16, 32, 64, 128, 256, 512, 1024};
+
+// The multiply-adds of the whole oracle's first pass on a problem (its
+// cost in the DNF's loops): B·H·N·M·D times 2 for the forward (scores, P·V),
+// 4 for the backward, 6 for both, B·H·L·D·2 for decode, T·D for rmsnorm,
+// 3·T·Dm·F for mlp.swiglu.
+double oracle_work(const Problem& p);
+// Up to this much work (about a quarter of a second of the first pass on
+// one core) certify judges every element; past it, a sample.
+inline constexpr double kWholeOracleWork = 0x1p26;
+
+struct Sample {
+  // The rows to judge; nullopt: every element (the whole oracle is cheap).
+  std::optional<oracle::Selection> rows;
+  // How they were chosen: per stratum, the query rows and key rows it
+  // contributed (a row may be in several strata; rows counts it once).
+  struct Stratum {
+    std::string name;
+    std::int64_t query_rows = 0, key_rows = 0;
+  };
+  std::vector<Stratum> strata;
+};
+
+// The sample for a case: the whole case when oracle_work is at most
+// `whole_work`; else, in every (b, head) of query rows and every (b, kv
+// head) of key rows, the strata
+//   first/last          the first and last row
+//   tile edges          rows t-1 and t, and either side of the last multiple
+//                       of t (the partial last tile), for t in kCommonTiles
+//                       and the variant's `tiles`
+//   fewest/most keys    the rows that see the fewest and the most keys
+//                       (causal: the first rows, and the first that sees
+//                       one; decode: the shortest and longest lens[b]); for
+//                       key rows, the keys seen by the fewest query rows
+//   largest logits      the rows whose logits can be largest: the largest
+//                       ||q_i|| (S_ij <= scale ||q_i|| ||k_j||), ||k_j|| for
+//                       key rows, ||x_t|| for rmsnorm and mlp.swiglu
+//   random              kRandomRows rows drawn from a seed that is a hash
+//                       of the case's inputs, so `reproduce` judges the
+//                       same rows
+Sample sample_rows(const Case& c, const std::vector<moa::extent_t>& variant_tiles,
+                   double whole_work = kWholeOracleWork);
+inline constexpr int kRandomRows = 16;
+
+}  // namespace moacert::properties

@@ -1,0 +1,167 @@
+// The sampled oracle (docs/oracle.md#sampled): a selection of rows answers,
+// element for element and bit for bit, what the whole oracle answers, for
+// every op, both through the first pass (f32) and through MPFI (f64), and
+// marks every other element as not evaluated.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "oracle/bounds.hpp"
+#include "oracle/oracle.hpp"
+#include "oracle/selection.hpp"
+#include "tests/support/harness.hpp"
+
+namespace moacert::oracle {
+namespace {
+
+using moa::extent_t;
+
+bool same_bits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+// About a third of the rows of each kind, drawn from `seed`, the last row
+// always among them (it is where causal prefixes are longest).
+Selection some_rows(const Problem& p, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Selection s;
+  auto draw = [&](extent_t count, std::vector<extent_t>& rows) {
+    for (extent_t r = 0; r < count; ++r)
+      if (rng() % 3 == 0 || r == count - 1) rows.push_back(r);
+  };
+  draw(query_row_count(p), s.query_rows);
+  draw(key_row_count(p), s.key_rows);
+  return s;
+}
+
+// Shapes that give the backward a group of two query heads per kv head and
+// causal rows that see no key (N > M) or all keys (N < M).
+std::vector<Dims> shapes_for(Op op) {
+  std::vector<Dims> out{test::small_dims(op)};
+  if (op == Op::attention_fwd || op == Op::attention_bwd || op == Op::attention_fwdbwd) {
+    out.push_back({.B = 2, .H = 4, .Hkv = 2, .N = 5, .M = 3, .D = 4});
+    out.push_back({.B = 1, .H = 2, .Hkv = 2, .N = 3, .M = 6, .D = 2});
+  }
+  return out;
+}
+
+class SampledFormat : public ::testing::TestWithParam<Format> {};
+INSTANTIATE_TEST_SUITE_P(Oracle, SampledFormat, ::testing::Values(Format::f32, Format::f64),
+                         [](const auto& p) { return std::string(name(p.param)); });
+
+TEST_P(SampledFormat, SelectedRowsAreTheWholeOraclesAnswer) {
+  const Format f = GetParam();
+  std::uint64_t seed = 40;
+  for (const OpInfo& op : all_ops()) {
+    for (const Dims& dims : shapes_for(op.op)) {
+      for (const bool causal : {false, true}) {
+        ++seed;
+        SCOPED_TRACE(std::string(op.name) + (causal ? " causal" : "") + " seed " +
+                     std::to_string(seed));
+        const Case c = test::make_case(op.op, f, dims, seed, causal);
+        const Answer whole = evaluate(c);
+        const Selection rows = some_rows(c.problem, seed);
+        const Answer part = evaluate(c, {.rows = rows});
+        std::int64_t evaluated = 0;
+        for (std::size_t k = 0; k < whole.outputs.size(); ++k) {
+          const TensorAnswer &w = whole.outputs[k], &s = part.outputs[k];
+          const auto& chosen = is_key_output(op.op, int(k)) ? rows.key_rows : rows.query_rows;
+          const extent_t per_row = row_length(c.problem, int(k));
+          for (std::size_t i = 0; i < w.rounded.size(); ++i) {
+            const bool selected =
+                std::binary_search(chosen.begin(), chosen.end(), extent_t(i) / per_row);
+            ASSERT_EQ(s.evaluated[i], selected) << s.name << "[" << i << "]";
+            EXPECT_TRUE(w.evaluated[i]);
+            if (!selected) {
+              EXPECT_TRUE(std::isnan(s.rounded[i]) && std::isnan(s.exact[i].hi));
+              EXPECT_FALSE(s.undetermined[i]);
+              continue;
+            }
+            ++evaluated;
+            EXPECT_TRUE(
+                same_bits(s.rounded[i], w.rounded[i]) && same_bits(s.exact[i].hi, w.exact[i].hi) &&
+                same_bits(s.exact[i].lo, w.exact[i].lo) && s.undetermined[i] == w.undetermined[i])
+                << s.name << "[" << i << "]: sampled " << s.rounded[i] << " (" << s.exact[i].hi
+                << " + " << s.exact[i].lo << "), whole " << w.rounded[i] << " (" << w.exact[i].hi
+                << " + " << w.exact[i].lo << ")";
+          }
+        }
+        EXPECT_EQ(part.elements, evaluated);
+        EXPECT_GT(evaluated, 0);
+      }
+    }
+  }
+}
+
+// The backward's key rows alone, with no query row: dk and dv are the
+// whole oracle's, dq is not evaluated.
+TEST(SampledOracle, KeyRowsAlone) {
+  const Case c = test::make_case(Op::attention_bwd, Format::f32,
+                                 {.B = 1, .H = 4, .Hkv = 2, .N = 6, .M = 5, .D = 3}, 7, true);
+  const Answer whole = evaluate(c);
+  const Answer part = evaluate(c, {.rows = Selection{{}, {0, 4, 7}}});
+  for (std::size_t i = 0; i < part.outputs[0].evaluated.size(); ++i)
+    EXPECT_FALSE(part.outputs[0].evaluated[i]);
+  for (const int k : {1, 2}) {
+    for (const extent_t row : {0, 4, 7}) {
+      for (extent_t x = 0; x < 3; ++x) {
+        const auto i = static_cast<std::size_t>(row * 3 + x);
+        ASSERT_TRUE(part.outputs[k].evaluated[i]);
+        EXPECT_TRUE(same_bits(part.outputs[k].exact[i].hi, whole.outputs[k].exact[i].hi));
+      }
+    }
+  }
+}
+
+// The a priori bounds of the selected rows (apriori_bounds with rows) are
+// the whole bounds' on those rows, for every op (those that bound every row
+// anyway included).
+TEST(SampledOracle, BoundsOfSelectedRowsAreTheWholeBounds) {
+  std::uint64_t seed = 90;
+  for (const OpInfo& op : all_ops()) {
+    for (const bool causal : {false, true}) {
+      SCOPED_TRACE(std::string(op.name) + (causal ? " causal" : ""));
+      const Case c = test::make_case(op.op, Format::f32, test::small_dims(op.op), ++seed, causal);
+      const Selection rows = some_rows(c.problem, seed);
+      const auto whole = apriori_bounds(c), part = apriori_bounds(c, {}, &rows);
+      for (std::size_t k = 0; k < whole.size(); ++k) {
+        const auto& chosen = is_key_output(op.op, int(k)) ? rows.key_rows : rows.query_rows;
+        const extent_t per_row = row_length(c.problem, int(k));
+        for (std::size_t i = 0; i < whole[k].size(); ++i) {
+          if (std::binary_search(chosen.begin(), chosen.end(), extent_t(i) / per_row)) {
+            EXPECT_TRUE(same_bits(part[k][i], whole[k][i])) << k << "[" << i << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SampledOracle, RefusesRowsOutOfRange) {
+  const Case c =
+      test::make_case(Op::attention_fwd, Format::f32, test::small_dims(Op::attention_fwd), 3);
+  EXPECT_THROW(evaluate(c, {.rows = Selection{{6}, {}}}), std::invalid_argument);
+  EXPECT_THROW(evaluate(c, {.rows = Selection{{0}, {0}}}), std::invalid_argument);
+}
+
+TEST(SampledOracle, SelectionSyntax) {
+  Problem p;
+  p.op = Op::attention_bwd;
+  p.dims = {.B = 1, .H = 2, .Hkv = 1, .N = 8, .M = 9, .D = 2};
+  const Selection s = parse_selection("q=3,0..2,2;k=8,1", p);
+  EXPECT_EQ(s.query_rows, (std::vector<extent_t>{0, 1, 2, 3}));
+  EXPECT_EQ(s.key_rows, (std::vector<extent_t>{1, 8}));
+  EXPECT_EQ(str(s), "q=0..3;k=1,8");
+  EXPECT_EQ(parse_selection("15", p).query_rows, std::vector<extent_t>{15});
+  for (const char* bad : {"", "q=", "q=16", "k=9", "q=3..1", "q=0..99999999999", "x=1", "q=1;",
+                          "q=a", "q=-1", "q=1.5"}) {
+    EXPECT_THROW(parse_selection(bad, p), std::invalid_argument) << bad;
+  }
+  p.op = Op::attention_fwd;
+  EXPECT_THROW(parse_selection("k=0", p), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace moacert::oracle

@@ -1,0 +1,137 @@
+// Sampled certification (docs/design.md, "Sampled certification"): at a
+// shape where the whole oracle would be slow, certify judges a stratified
+// sample of rows, which catches a kernel wrong on one row just past a tile
+// boundary; the sample holds every stratum and is the same on every run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "properties/certify.hpp"
+#include "properties/sample.hpp"
+#include "tests/support/harness.hpp"
+
+namespace moacert::properties {
+namespace {
+
+using moa::extent_t;
+
+bool has(const std::vector<extent_t>& rows, extent_t r) {
+  return std::binary_search(rows.begin(), rows.end(), r);
+}
+
+// N = M = 300, D = 128, 4 heads: twice the whole-oracle threshold, so
+// certify samples (oracle_work = 2·4·300·300·128 = 2^26.5).
+Case large_case(Op op, bool causal, std::uint64_t seed) {
+  const Dims d{.B = 1, .H = 4, .Hkv = 2, .N = 300, .M = 300, .D = 128};
+  return test::make_case(op, Format::f32, d, seed, causal);
+}
+
+// cpu.flash, except that query row 128 of head 1 (the first row of the
+// second 128-row tile) comes out 2^-8 too large relative to its value:
+// wrong on one row of 1200.
+kernels::Variant wrong_after_a_tile_edge() {
+  const kernels::Variant* flash = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.flash");
+  kernels::Variant v = *flash;
+  v.name = "test.row_128_wrong";
+  v.run = [flash](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+                  const kernels::RunOptions& o) {
+    flash->run(p, in, out, o);
+    if (p.dims.N <= 128) return;
+    const TensorRef& t = out[0];  // o (B, H, N, D), f32
+    auto* data = static_cast<float*>(t.data);
+    for (extent_t d = 0; d < p.dims.D; ++d) data[t.layout({0, 1, 128, d})] *= 1 + 0x1p-8f;
+  };
+  return v;
+}
+
+TEST(SampledCertify, CatchesAKernelWrongOnOneRowAfterATileEdge) {
+  ASSERT_GT(oracle_work(large_case(Op::attention_fwd, false, 1).problem), kWholeOracleWork);
+  const kernels::Variant wrong = wrong_after_a_tile_edge();
+  CertifyOptions o;
+  o.variant = &wrong;
+  o.case_files = {{"N=300", large_case(Op::attention_fwd, /*causal=*/false, 5)}};
+  const Certificate cert = certify(o);
+  ASSERT_FALSE(cert.holds);
+  EXPECT_NE(cert.failure.find("o(0,1,128,"), std::string::npos) << cert.failure;
+  ASSERT_FALSE(cert.tensors.empty());
+  const TensorSummary& t = cert.tensors[0];  // o: judged on a sample
+  EXPECT_EQ(t.cases_sampled, 1);
+  EXPECT_LT(t.elements, t.elements_total / 4);
+  EXPECT_EQ(t.elements_total, 4 * 300 * 128);
+
+  // The kernel it wraps holds on the same case, judged the same way.
+  o.variant = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.flash");
+  const Certificate right = certify(o);
+  EXPECT_TRUE(right.holds) << right.failure;
+}
+
+TEST(SampledCertify, TheSampleHoldsEveryStratum) {
+  for (const bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    const Case c = large_case(Op::attention_bwd, causal, 9);
+    const Sample s = sample_rows(c, /*variant_tiles=*/{48});
+    ASSERT_TRUE(s.rows);
+    const auto& q = s.rows->query_rows;
+    const auto& k = s.rows->key_rows;
+    for (const Sample::Stratum& st : s.strata) {
+      EXPECT_GT(st.query_rows, 0) << st.name;
+      EXPECT_GT(st.key_rows, 0) << st.name;
+    }
+    EXPECT_EQ(s.strata.size(), 5u);
+    // In every head: first and last, either side of the first and the last
+    // edge of the common tiles (128: rows 127, 128, 255, 256) and of the
+    // variant's (48: 47, 48, 287, 288), along queries and keys alike.
+    for (extent_t head = 0; head < 4; ++head)
+      for (extent_t i : {0, 299, 15, 16, 127, 128, 255, 256, 47, 48, 287, 288})
+        EXPECT_TRUE(has(q, head * 300 + i)) << head << " " << i;
+    for (extent_t kv = 0; kv < 2; ++kv)
+      for (extent_t j : {0, 299, 127, 128, 255, 256, 47, 48})
+        EXPECT_TRUE(has(k, kv * 300 + j)) << kv << " " << j;
+    // The row whose logits can be largest: the largest ||q_i||.
+    extent_t largest = 0;
+    double best = -1;
+    for (extent_t r = 0; r < 1200; ++r) {
+      double n2 = 0;
+      for (extent_t d = 0; d < 128; ++d) {
+        const double x = c.inputs[0].get({0, r / 300, r % 300, d});
+        n2 += x * x;
+      }
+      if (n2 > best) best = n2, largest = r;
+    }
+    EXPECT_TRUE(has(q, largest));
+    // Far fewer rows than the tensor's, and the same rows on a second call
+    // (the random ones come from the case's own bytes).
+    EXPECT_LT(q.size(), 300u);
+    EXPECT_EQ(sample_rows(c, {48}).rows->query_rows, q);
+    EXPECT_EQ(sample_rows(c, {48}).rows->key_rows, k);
+  }
+}
+
+TEST(SampledCertify, FewestAndMostKeys) {
+  // Causal with N > M: the first rows see no key; the first that sees one
+  // (N - M) and the last row are sampled. Decode: the shortest and the
+  // longest cache.
+  Case c = test::make_case(Op::attention_fwd, Format::f32,
+                           {.B = 1, .H = 1, .Hkv = 1, .N = 900, .M = 600, .D = 128}, 3, true);
+  Sample s = sample_rows(c, {}, /*whole_work=*/0);
+  ASSERT_TRUE(s.rows);
+  for (extent_t i : {0, 300, 899}) EXPECT_TRUE(has(s.rows->query_rows, i)) << i;
+
+  c = test::make_case(Op::attention_decode, Format::f32,
+                      {.B = 8, .H = 2, .Hkv = 1, .N = 1, .M = 64, .D = 8}, 4);
+  for (extent_t b = 0; b < 8; ++b) c.inputs[3].set({b}, double(10 + b * 3));
+  c.inputs[3].set({5}, 2);
+  s = sample_rows(c, {}, 0);
+  EXPECT_TRUE(has(s.rows->query_rows, 5 * 2));      // lens 2: the fewest keys
+  EXPECT_TRUE(has(s.rows->query_rows, 7 * 2 + 1));  // lens 31: the most, last head
+}
+
+TEST(SampledCertify, SmallCasesAreJudgedWhole) {
+  const Case c =
+      test::make_case(Op::attention_fwd, Format::f32, test::small_dims(Op::attention_fwd), 2);
+  EXPECT_FALSE(sample_rows(c, {}).rows);
+}
+
+}  // namespace
+}  // namespace moacert::properties
