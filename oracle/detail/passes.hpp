@@ -9,6 +9,7 @@
 
 #include <mpfi.h>
 
+#include "oracle/oracle.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::oracle::detail {
@@ -19,6 +20,8 @@ struct Unit;
 // `unit` is the position in the span of units the pass was given.
 using FastSink =
     std::function<void(std::size_t unit, int output, moa::extent_t flat, double lo, double hi)>;
+using DDSink = std::function<void(std::size_t unit, int output, moa::extent_t flat, const DD& lo,
+                                  const DD& hi)>;
 using MpfiSink =
     std::function<void(std::size_t unit, int output, moa::extent_t flat, mpfi_srcptr x)>;
 
@@ -35,6 +38,10 @@ void fast_pass(const Case& c, std::span<const Unit> units, int threads, const Fa
 // share (bench/oracle_bench, tests/oracle/test_fast_pass.cpp).
 void fast_pass_reference(const Case& c, std::span<const Unit> units, int threads,
                          const FastSink& sink);
+
+// The first pass of f64 targets: the DNF over intervals of double-doubles
+// (detail/dd_interval.hpp), each end's value hi + lo. Not for block either.
+void dd_pass(const Case& c, std::span<const Unit> units, int threads, const DDSink& sink);
 
 // The DNF over MPFI intervals of (at least) `bits` bits of precision.
 // Returns the precision actually used (Boost counts precision in decimal
