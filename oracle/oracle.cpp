@@ -1,6 +1,6 @@
 // The oracle's driver (docs/oracle.md): the first pass over doubles with
-// directed rounding (over double-doubles for f64 targets), then the Ziv loop over MPFI precisions for the units
-// that still hold an undecided element.
+// directed rounding (over double-doubles for f64 targets), then the Ziv loop over MPFI precisions
+// for the units that still hold an undecided element.
 #include "oracle/oracle.hpp"
 
 #include <algorithm>
@@ -287,7 +287,8 @@ class Driver {
     set(out, i, rlo, dd_of(mid.v));
     const double m = std::min(std::fabs(rlo), std::fabs(rhi));
     if ((rlo > 0) == (rhi > 0) && m > 0) width_[out][i] = w / m;
-    if (opt_.exact_ulp_bits > 0 && w > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
+    if (opt_.exact_ulp_bits > 0 &&
+        w > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
       refine_[out][i] = 1;
     return true;
   }

@@ -82,7 +82,7 @@ struct DDInterval {
   bool is_point() const { return lo.hi == hi.hi && lo.lo == hi.lo; }
 
   static constexpr double kLimit = 0x1p1000;  // larger ends: no enclosure
-  static bool in_range(const DD& x) {  // false for NaN
+  static bool in_range(const DD& x) {         // false for NaN
     return std::fabs(x.hi) <= kLimit && std::isfinite(x.lo);
   }
 

@@ -207,10 +207,10 @@ inline bool exp_by_taylor(const FastInterval& a, FastInterval& out) {
   // reach · p), so the extremes of r·p are known products.
   FastInterval p(c.coef_down[ExpConstants::degree], c.coef_up[ExpConstants::degree]);
   for (int n = ExpConstants::degree - 1; n >= 0; --n) {
-    const double lo = r.lo >= 0 ? FastInterval::mul_down(p.lo, r.lo)
-                                : FastInterval::mul_down(p.hi, r.lo);
-    const double hi = r.hi >= 0 ? FastInterval::mul_up(p.hi, r.hi)
-                                : FastInterval::mul_up(p.lo, r.hi);
+    const double lo =
+        r.lo >= 0 ? FastInterval::mul_down(p.lo, r.lo) : FastInterval::mul_down(p.hi, r.lo);
+    const double hi =
+        r.hi >= 0 ? FastInterval::mul_up(p.hi, r.hi) : FastInterval::mul_up(p.lo, r.hi);
     p = FastInterval(-((-lo) - c.coef_down[n]), hi + c.coef_up[n]);
     if (!(p.lo > 0)) return false;
   }
@@ -268,7 +268,6 @@ struct Reductions<oracle::detail::FastInterval> {
     }
   }
 };
-
 
 template <>
 struct ScalarTraits<oracle::detail::FastInterval> {

@@ -14,8 +14,8 @@
 #include <cmath>
 #include <mutex>
 
-#include <boost/multiprecision/mpfr.hpp>
 #include <hwy/targets.h>
+#include <boost/multiprecision/mpfr.hpp>
 
 #include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
@@ -115,7 +115,8 @@ struct FastEnclosure {
   moa::extent_t flat;
   double lo, hi;
 };
-using FirstPass = void (*)(const Case&, std::span<const detail::Unit>, int, const detail::FastSink&);
+using FirstPass = void (*)(const Case&, std::span<const detail::Unit>, int,
+                           const detail::FastSink&);
 
 std::vector<FastEnclosure> first_pass(FirstPass pass, const Case& c, int threads) {
   std::mutex m;
@@ -148,8 +149,8 @@ std::vector<std::string> not_containing(const std::vector<FastEnclosure>& fast,
     if (!contains(lo, hi, v)) {
       char buf[200];
       std::snprintf(buf, sizeof buf, " [%a, %a] ", e.lo, e.hi);
-      failures.push_back("output " + std::to_string(e.out) + " element " +
-                         std::to_string(e.flat) + buf + "does not contain " + v.str(20));
+      failures.push_back("output " + std::to_string(e.out) + " element " + std::to_string(e.flat) +
+                         buf + "does not contain " + v.str(20));
     }
   }
   mpfr_clear(lo);
@@ -285,8 +286,8 @@ TEST(FastPass, DecidesWhatTheReferenceDecides) {
         }
       }
       EXPECT_GE(by_vectorised, by_reference)
-          << op.name << " " << name(f) << ": " << by_vectorised << " and " << by_reference
-          << " of " << elements << " decided";
+          << op.name << " " << name(f) << ": " << by_vectorised << " and " << by_reference << " of "
+          << elements << " decided";
     }
   }
 }
@@ -311,31 +312,30 @@ TEST(DDPass, EnclosesAndDecidesF64) {
       const auto exact = dnf_outputs(c);
       std::mutex m;
       std::vector<std::string> failures;
-      detail::dd_pass(c, detail::units_of(c.problem), 2,
-                      [&](std::size_t, int out, moa::extent_t flat, const DD& l, const DD& h) {
-                        std::lock_guard<std::mutex> lock(m);
-                        ++elements;
-                        ASSERT_FALSE(std::isnan(l.hi) || std::isnan(h.hi));
-                        // The ends' values, rounded outward at 300 bits.
-                        mpfr_set_d(lo, l.hi, MPFR_RNDN);
-                        mpfr_add_d(lo, lo, l.lo, MPFR_RNDD);
-                        mpfr_set_d(hi, h.hi, MPFR_RNDN);
-                        mpfr_add_d(hi, hi, h.lo, MPFR_RNDU);
-                        const Real& v = exact[static_cast<std::size_t>(out)]
-                                            .storage()[static_cast<std::size_t>(flat)];
-                        if (!contains(lo, hi, v)) {
-                          char buf[200];
-                          std::snprintf(buf, sizeof buf, " [%a + %a, %a + %a] ", l.hi, l.lo, h.hi,
-                                        h.lo);
-                          failures.push_back("output " + std::to_string(out) + " element " +
-                                             std::to_string(flat) + buf + "does not contain " +
-                                             v.str(20));
-                        }
-                        // Both ends round to one double (the double sum of
-                        // an end is its value correctly rounded).
-                        decided += std::bit_cast<std::uint64_t>(l.hi + l.lo) ==
-                                   std::bit_cast<std::uint64_t>(h.hi + h.lo);
-                      });
+      detail::dd_pass(
+          c, detail::units_of(c.problem), 2,
+          [&](std::size_t, int out, moa::extent_t flat, const DD& l, const DD& h) {
+            std::lock_guard<std::mutex> lock(m);
+            ++elements;
+            ASSERT_FALSE(std::isnan(l.hi) || std::isnan(h.hi));
+            // The ends' values, rounded outward at 300 bits.
+            mpfr_set_d(lo, l.hi, MPFR_RNDN);
+            mpfr_add_d(lo, lo, l.lo, MPFR_RNDD);
+            mpfr_set_d(hi, h.hi, MPFR_RNDN);
+            mpfr_add_d(hi, hi, h.lo, MPFR_RNDU);
+            const Real& v =
+                exact[static_cast<std::size_t>(out)].storage()[static_cast<std::size_t>(flat)];
+            if (!contains(lo, hi, v)) {
+              char buf[200];
+              std::snprintf(buf, sizeof buf, " [%a + %a, %a + %a] ", l.hi, l.lo, h.hi, h.lo);
+              failures.push_back("output " + std::to_string(out) + " element " +
+                                 std::to_string(flat) + buf + "does not contain " + v.str(20));
+            }
+            // Both ends round to one double (the double sum of
+            // an end is its value correctly rounded).
+            decided += std::bit_cast<std::uint64_t>(l.hi + l.lo) ==
+                       std::bit_cast<std::uint64_t>(h.hi + h.lo);
+          });
       EXPECT_TRUE(failures.empty()) << op.name << " seed " << seed << ": " << failures.size()
                                     << " enclosures wrong, first: " << failures.front();
     }
