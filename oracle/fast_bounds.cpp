@@ -66,6 +66,58 @@ double log_up(double x) {
   return bound(mpfr_log, x, MPFR_RNDU);
 }
 
+namespace {
+
+// Every constant rounded in the direction that keeps exp_by_taylor's
+// enclosure sound, from MPFR at 256 bits (themselves rounded the same way).
+ExpConstants compute_exp_constants() {
+  NearestRounding nearest;
+  using C = ExpConstants;
+  C c{};
+  mpfr_t ln2, t, f;
+  mpfr_inits2(256, ln2, t, f, static_cast<mpfr_ptr>(nullptr));
+  mpfr_const_log2(ln2, MPFR_RNDN);
+  // ln2_hi: 32 bits, so k · ln2_hi is exact for |k| < 2^21.
+  mpfr_set_prec(t, 32);
+  mpfr_set(t, ln2, MPFR_RNDN);
+  c.ln2_hi = mpfr_get_d(t, MPFR_RNDN);  // exact: 32 bits
+  mpfr_set_prec(t, 256);
+  mpfr_const_log2(t, MPFR_RNDD);
+  mpfr_sub_d(t, t, c.ln2_hi, MPFR_RNDD);
+  c.ln2_lo_down = mpfr_get_d(t, MPFR_RNDD);
+  mpfr_const_log2(t, MPFR_RNDU);
+  mpfr_sub_d(t, t, c.ln2_hi, MPFR_RNDU);
+  c.ln2_lo_up = mpfr_get_d(t, MPFR_RNDU);
+  mpfr_ui_div(t, 1, ln2, MPFR_RNDN);
+  c.inv_ln2 = mpfr_get_d(t, MPFR_RNDN);
+  // 1/n!, rounded down and up.
+  mpfr_set_ui(f, 1, MPFR_RNDN);  // n!, exact at 256 bits for n <= 57
+  for (int n = 0; n <= C::degree; ++n) {
+    if (n > 0) mpfr_mul_ui(f, f, static_cast<unsigned long>(n), MPFR_RNDN);
+    mpfr_ui_div(t, 1, f, MPFR_RNDD);
+    c.coef_down[n] = mpfr_get_d(t, MPFR_RNDD);
+    mpfr_ui_div(t, 1, f, MPFR_RNDU);
+    c.coef_up[n] = mpfr_get_d(t, MPFR_RNDU);
+  }
+  // remainder >= reach^(degree+1) / (degree+1)! · e^reach, every step up.
+  mpfr_mul_ui(f, f, C::degree + 1, MPFR_RNDN);  // (degree+1)!, exact
+  mpfr_set_d(t, C::reach, MPFR_RNDN);           // exact: a double
+  mpfr_pow_ui(ln2, t, C::degree + 1, MPFR_RNDU);
+  mpfr_div(ln2, ln2, f, MPFR_RNDU);
+  mpfr_exp(t, t, MPFR_RNDU);
+  mpfr_mul(ln2, ln2, t, MPFR_RNDU);
+  c.remainder = mpfr_get_d(ln2, MPFR_RNDU);
+  mpfr_clears(ln2, t, f, static_cast<mpfr_ptr>(nullptr));
+  return c;
+}
+
+}  // namespace
+
+const ExpConstants& exp_constants() {
+  static const ExpConstants c = compute_exp_constants();
+  return c;
+}
+
 int thread_count(int requested) {
   return requested > 0 ? requested : omp_get_max_threads();
 }

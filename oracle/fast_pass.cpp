@@ -1,7 +1,9 @@
 // The first pass (docs/oracle.md#first-pass): the DNF instantiated with
-// FastInterval, intervals of doubles with directed rounding. This file is
-// compiled with -frounding-math -ffp-contract=off so that the compiler
-// neither folds nor contracts operations whose rounding matters.
+// FastInterval, intervals of doubles with directed rounding, its reductions
+// vectorised (fast_reductions.cpp); and the reference pass, the same DNF
+// with scalar loops and MPFR's exp. This file is compiled with
+// -frounding-math -ffp-contract=off so that the compiler neither folds nor
+// contracts operations whose rounding matters.
 #include <cfenv>
 #include <stdexcept>
 
@@ -15,19 +17,38 @@ namespace {
 
 // The pass relies on the compiler keeping each operation's rounding; a
 // build that folded -((-x)·y) into x·y would lose the lower bounds. Check
-// it once per pass on values the compiler cannot see.
+// it once per pass on values the compiler cannot see, scalar and vector
+// operations both (a dot product of inexact products: 3 · 0.1).
 void check_directed_rounding() {
-  volatile double one = 1, three = 3;
+  volatile double one = 1, three = 3, tenth = 0.1;
   const FastInterval third = FastInterval(one) / FastInterval(three);
   const FastInterval sum = FastInterval(one) + FastInterval(1e-30 * three);
-  if (!(third.lo < third.hi) || !(sum.lo < sum.hi)) {
+  constexpr int n = 16;  // a few vectors of any target
+  FastInterval threes[n], tenths[n], dot;
+  for (int k = 0; k < n; ++k) {
+    threes[k] = FastInterval(three);
+    tenths[k] = FastInterval(tenth);
+  }
+  interval_dots(threes, tenths, n, 1, n, &dot);
+  if (!(third.lo < third.hi) || !(sum.lo < sum.hi) || !(dot.lo < dot.hi)) {
     throw std::logic_error("oracle: directed rounding is not in effect in the fast pass");
   }
 }
 
-}  // namespace
+// Sets the calling thread's FirstPassKind while alive.
+class PassKind {
+ public:
+  explicit PassKind(FirstPassKind k) : saved_(first_pass_kind()) { first_pass_kind() = k; }
+  ~PassKind() { first_pass_kind() = saved_; }
+  PassKind(const PassKind&) = delete;
+  PassKind& operator=(const PassKind&) = delete;
 
-void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink) {
+ private:
+  FirstPassKind saved_;
+};
+
+void run_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink,
+              FirstPassKind kind) {
   for (const Unit& u : units) {
     if (u.kind == UnitKind::batch) {
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
@@ -40,6 +61,7 @@ void fast_pass(const Case& c, std::span<const Unit> units, int threads, const Fa
 #pragma omp parallel num_threads(thread_count(threads))
   {
     UpwardRounding upward;
+    PassKind pass_kind(kind);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t u = 0; u < n; ++u) {
       try {
@@ -58,6 +80,22 @@ void fast_pass(const Case& c, std::span<const Unit> units, int threads, const Fa
     }
   }
   if (failed) throw std::logic_error(error);
+}
+
+}  // namespace
+
+FirstPassKind& first_pass_kind() {
+  thread_local FirstPassKind kind = FirstPassKind::vectorised;
+  return kind;
+}
+
+void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink) {
+  run_pass(c, units, threads, sink, FirstPassKind::vectorised);
+}
+
+void fast_pass_reference(const Case& c, std::span<const Unit> units, int threads,
+                         const FastSink& sink) {
+  run_pass(c, units, threads, sink, FirstPassKind::reference);
 }
 
 }  // namespace moacert::oracle::detail

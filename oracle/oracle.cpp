@@ -1,6 +1,6 @@
 // The oracle's driver (docs/oracle.md): the first pass over doubles with
-// directed rounding, then the Ziv loop over MPFI precisions for the units
-// that still hold an undecided element.
+// directed rounding (over double-doubles for f64 targets), then the Ziv loop over MPFI precisions
+// for the units that still hold an undecided element.
 #include "oracle/oracle.hpp"
 
 #include <algorithm>
@@ -159,24 +159,43 @@ class Driver {
 
     // First pass: store the enclosures (the sink runs under round-upward),
     // then decide under round-to-nearest. Block has none (passes.hpp).
+    // Double ends cannot decide a rounding to double: f64 targets take the
+    // double-double pass, whose ends are stored beside (dd_lo_, dd_hi_).
+    const bool dd = fmt_ == Format::f64;
     if (case_.problem.op == Op::block) {
       pending_.assign(units.size(), 1);
     } else {
-      detail::fast_pass(case_, units, opt_.threads,
-                        [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
-                          const auto i = static_cast<std::size_t>(flat);
-                          // A unit may compute elements of rows not selected
-                          // (block's batch): not evaluated, not kept.
-                          if (!answer_.outputs[out].evaluated[i]) return;
-                          lo_[out][i] = lo;
-                          hi_[out][i] = hi;
-                          unit_of_[out][i] = u;
-                        });
-      answer_.max_precision_used = 53;
+      // A unit may compute elements of rows not selected (the sampled
+      // oracle; block's batch): not evaluated, not kept.
+      if (dd) {
+        for (const auto& l : lo_) {
+          dd_lo_.emplace_back(l.size());
+          dd_hi_.emplace_back(l.size());
+        }
+        detail::dd_pass(
+            case_, units, opt_.threads,
+            [this](std::size_t u, int out, moa::extent_t flat, const DD& lo, const DD& hi) {
+              const auto i = static_cast<std::size_t>(flat);
+              if (!answer_.outputs[out].evaluated[i]) return;
+              dd_lo_[out][i] = lo;
+              dd_hi_[out][i] = hi;
+              unit_of_[out][i] = u;
+            });
+      } else {
+        detail::fast_pass(case_, units, opt_.threads,
+                          [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
+                            const auto i = static_cast<std::size_t>(flat);
+                            if (!answer_.outputs[out].evaluated[i]) return;
+                            lo_[out][i] = lo;
+                            hi_[out][i] = hi;
+                            unit_of_[out][i] = u;
+                          });
+      }
+      answer_.max_precision_used = dd ? 106 : 53;
       for (std::size_t out = 0; out < lo_.size(); ++out) {
         for (std::size_t i = 0; i < lo_[out].size(); ++i) {
           if (!answer_.outputs[out].evaluated[i]) continue;
-          if (decide_fast(out, i)) ++answer_.decided_first;
+          if (dd ? decide_dd(out, i) : decide_fast(out, i)) ++answer_.decided_first;
           // Undecided, or decided with a DD too coarse: on to MPFI.
           if (answer_.outputs[out].undetermined[i] || refine_[out][i])
             pending_[unit_of_[out][i]] = 1;
@@ -252,6 +271,42 @@ class Driver {
     return true;
   }
 
+  // A decision from the double-double pass's enclosure [lo, hi] (f64): an
+  // end's value hi + lo rounds to double as the double sum hi + lo does
+  // (IEEE addition is correctly rounded); a point with no tail is exact.
+  bool decide_dd(std::size_t out, std::size_t i) {
+    const DD lo = dd_lo_[out][i], hi = dd_hi_[out][i];
+    if (std::isnan(lo.hi) || std::isnan(hi.hi)) return false;
+    if (lo.hi == hi.hi && lo.lo == 0 && hi.lo == 0) {  // exact, infinities included
+      const double x = lo.hi == 0 ? 0.0 : lo.hi;       // an exact zero is +0
+      set(out, i, round_to_format(x, fmt_), DD{x, 0});
+      if (opt_.exact_digits > 0)
+        answer_.outputs[out].exact_decimal[i] = decimal_of(x, opt_.exact_digits);
+      return true;
+    }
+    if (!std::isfinite(lo.hi) || !std::isfinite(hi.hi) || need_bits_ > 0) return false;
+    const double rlo = round_to_format(lo.hi + lo.lo, fmt_),
+                 rhi = round_to_format(hi.hi + hi.lo, fmt_);
+    if (!same_bits(rlo, rhi)) return false;
+    // The midpoint as a DD, and the width, through MPFR (exact enough at 256 bits).
+    Mpfr mid(256), width(256);
+    mpfr_set_d(mid.v, lo.hi, MPFR_RNDN);
+    mpfr_add_d(mid.v, mid.v, lo.lo, MPFR_RNDN);
+    mpfr_set_d(width.v, hi.hi, MPFR_RNDN);
+    mpfr_add_d(width.v, width.v, hi.lo, MPFR_RNDN);
+    mpfr_sub(width.v, width.v, mid.v, MPFR_RNDU);  // hi - lo
+    const double w = mpfr_get_d(width.v, MPFR_RNDU);
+    mpfr_div_2ui(width.v, width.v, 1, MPFR_RNDN);
+    mpfr_add(mid.v, mid.v, width.v, MPFR_RNDN);  // lo + (hi - lo) / 2
+    set(out, i, rlo, dd_of(mid.v));
+    const double m = std::min(std::fabs(rlo), std::fabs(rhi));
+    if ((rlo > 0) == (rhi > 0) && m > 0) width_[out][i] = w / m;
+    if (opt_.exact_ulp_bits > 0 &&
+        w > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
+      refine_[out][i] = 1;
+    return true;
+  }
+
   // A decision from an MPFI enclosure; at the cap (`last`) an undecided
   // element gets its midpoint and stays flagged undetermined.
   bool decide_mpfi(std::size_t out, std::size_t i, mpfi_srcptr x, bool last) {
@@ -320,6 +375,7 @@ class Driver {
   int need_bits_ = 0;
   Answer answer_;
   std::vector<std::vector<double>> lo_, hi_;
+  std::vector<std::vector<DD>> dd_lo_, dd_hi_;  // the f64 first pass's ends
   std::vector<std::vector<std::size_t>> unit_of_;
   std::vector<std::vector<std::uint8_t>> refine_;  // decided, but the DD needs MPFI
   std::vector<std::vector<double>> width_;         // relative width behind each DD

@@ -9,6 +9,7 @@
 
 #include <mpfi.h>
 
+#include "oracle/oracle.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::oracle::detail {
@@ -19,15 +20,28 @@ struct Unit;
 // `unit` is the position in the span of units the pass was given.
 using FastSink =
     std::function<void(std::size_t unit, int output, moa::extent_t flat, double lo, double hi)>;
+using DDSink = std::function<void(std::size_t unit, int output, moa::extent_t flat, const DD& lo,
+                                  const DD& hi)>;
 using MpfiSink =
     std::function<void(std::size_t unit, int output, moa::extent_t flat, mpfi_srcptr x)>;
 
-// The first pass: the DNF over intervals of doubles with directed rounding.
+// The first pass: the DNF over intervals of doubles with directed rounding,
+// its O(M·D) reductions vectorised (Highway, the target chosen at run time).
 // The sink runs under round-upward: it should store, not compute.
 // Not for block (UnitKind::batch): its DNF computes its attention scale
 // 1/sqrt(D) in double inside the template, which under round-upward would
 // be a different double from the definition's; block goes straight to MPFI.
 void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink);
+
+// The first pass as first written: scalar loops, every exp bound from MPFR.
+// Not used by evaluate(); the yardstick of fast_pass's speed and decided
+// share (bench/oracle_bench, tests/oracle/test_fast_pass.cpp).
+void fast_pass_reference(const Case& c, std::span<const Unit> units, int threads,
+                         const FastSink& sink);
+
+// The first pass of f64 targets: the DNF over intervals of double-doubles
+// (detail/dd_interval.hpp), each end's value hi + lo. Not for block either.
+void dd_pass(const Case& c, std::span<const Unit> units, int threads, const DDSink& sink);
 
 // The DNF over MPFI intervals of (at least) `bits` bits of precision.
 // Returns the precision actually used (Boost counts precision in decimal

@@ -16,8 +16,10 @@
 // formulas; they are not meant to be fast (that is the ONF's business).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
+#include "reference/dnf/reductions.hpp"
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
 
@@ -33,6 +35,14 @@ struct AttentionShape {
 // Whether query row i sees key j.
 inline bool visible(bool causal, extent_t i, extent_t j, extent_t N, extent_t M) {
   return !causal || j <= i + (M - N);
+}
+
+// How many keys row i sees: the visible keys are a prefix (bottom-right
+// aligned), cut at `len` (decode's lens[b]; M otherwise).
+inline extent_t visible_keys(bool causal, extent_t i, extent_t N, extent_t M, extent_t len) {
+  if (!causal) return len;
+  const extent_t last = i + (M - N);  // the last visible key, -1 or less: none
+  return last < 0 ? 0 : std::min(last + 1, len);
 }
 
 template <class T>
@@ -58,28 +68,23 @@ SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T
   using Tr = ScalarTraits<T>;
   using std::exp;
   using std::log;
-  const extent_t D = q_row.shape()[0];
   SoftmaxRow<T> row{std::vector<T>(static_cast<std::size_t>(M), Tr::zero()), Tr::neg_inf(), true};
 
+  const extent_t seen = visible_keys(causal, i, N, M, len);
+  if (seen == 0) return row;  // no visible key: P = 0, LSE = -inf
+  row.empty = false;
+
   // scores: S_ij = scale · Σ_d Q_id K_jd
-  std::vector<T> s(static_cast<std::size_t>(M), Tr::zero());
-  for (extent_t j = 0; j < len; ++j) {
-    if (!visible(causal, i, j, N, M)) continue;
-    T dot = Tr::zero();
-    for (extent_t d = 0; d < D; ++d) dot += q_row(d) * k(j, d);
-    s[j] = scale * dot;
-    row.empty = false;
-  }
-  if (row.empty) return row;  // no visible key: P = 0, LSE = -inf
+  std::vector<T> s(static_cast<std::size_t>(seen), Tr::zero());  // (seen)
+  Reductions<T>::dots(q_row, k, seen, s.data());
+  for (extent_t j = 0; j < seen; ++j) s[j] = scale * s[j];
 
   // row_max, then the shifted exponentials and their sum
   T m = Tr::neg_inf();
-  for (extent_t j = 0; j < len; ++j)
-    if (visible(causal, i, j, N, M)) m = Tr::max(m, s[j]);
+  for (extent_t j = 0; j < seen; ++j) m = Tr::max(m, s[j]);
   const T shift = Tr::shift(m);
   T l = Tr::zero();
-  for (extent_t j = 0; j < len; ++j) {
-    if (!visible(causal, i, j, N, M)) continue;
+  for (extent_t j = 0; j < seen; ++j) {
     row.p[j] = exp(s[j] - shift);
     l += row.p[j];
   }
@@ -101,12 +106,11 @@ void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double sca
       for (extent_t i = 0; i < s.N; ++i) {
         const SoftmaxRow<T> row =
             softmax_row(q.sub({b, h, i}), kh, scale, causal, i, s.N, s.M, s.M);
-        for (extent_t d = 0; d < s.D; ++d) {
-          T acc = ScalarTraits<T>::zero();
-          for (extent_t j = 0; j < s.M; ++j)
-            if (visible(causal, i, j, s.N, s.M)) acc += row.p[j] * vh(j, d);  // masked: never read
-          o(b, h, i, d) = acc;
-        }
+        // O_i = Σ_j P_ij V_j over the visible keys (masked P: never read)
+        std::vector<T> o_i(static_cast<std::size_t>(s.D));  // (D)
+        Reductions<T>::weighted_sum(row.p.data(), vh, visible_keys(causal, i, s.N, s.M, s.M),
+                                    o_i.data());
+        for (extent_t d = 0; d < s.D; ++d) o(b, h, i, d) = o_i[d];
         lse(b, h, i) = row.lse;
       }
     }
@@ -129,13 +133,13 @@ BackwardRow<T> backward_row(const View<const T>& qi /*(D)*/, const View<const T>
   using Tr = ScalarTraits<T>;
   BackwardRow<T> row{softmax_row(qi, kh, scale, causal, i, N, M, M), Tr::zero()};
   if (row.softmax.empty) return row;  // P = 0: the row contributes nothing
-  // O_i, then D_i = dO_i · O_i
-  for (extent_t d = 0; d < qi.shape()[0]; ++d) {
-    T o_id = Tr::zero();
-    for (extent_t j = 0; j < M; ++j)
-      if (visible(causal, i, j, N, M)) o_id += row.softmax.p[j] * vh(j, d);
-    row.delta += doi(d) * o_id;
-  }
+  // O_i = Σ_j P_ij V_j over the visible keys, then D_i = dO_i · O_i
+  const extent_t D = qi.shape()[0];
+  std::vector<T> o_i(static_cast<std::size_t>(D));  // (D)
+  Reductions<T>::weighted_sum(row.softmax.p.data(), vh, visible_keys(causal, i, N, M, M),
+                              o_i.data());
+  Reductions<T>::dots(doi, View<const T>(o_i.data(), moa::Layout::row_major({1, D})), 1,
+                      &row.delta);
   return row;
 }
 
@@ -250,11 +254,9 @@ void attention_decode(View<const T> q, View<const T> k, View<const T> v,
       const View<const T> kh = k.sub({b, h / group}), vh = v.sub({b, h / group});  // (L, D)
       const SoftmaxRow<T> row =
           softmax_row(q.sub({b, h, 0}), kh, scale, /*causal=*/false, 0, 1, s.M, len);
-      for (extent_t d = 0; d < s.D; ++d) {
-        T acc = ScalarTraits<T>::zero();
-        for (extent_t j = 0; j < len; ++j) acc += row.p[j] * vh(j, d);
-        o(b, h, 0, d) = acc;
-      }
+      std::vector<T> o_b(static_cast<std::size_t>(s.D));  // (D)
+      Reductions<T>::weighted_sum(row.p.data(), vh, len, o_b.data());
+      for (extent_t d = 0; d < s.D; ++d) o(b, h, 0, d) = o_b[d];
       lse(b, h, 0) = row.lse;
     }
   }

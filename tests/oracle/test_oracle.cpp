@@ -322,14 +322,15 @@ TEST(Oracle, NonFiniteInputs) {
   EXPECT_TRUE(std::isnan(a.outputs[1].rounded[1]));
 }
 
-// f64 targets are decided by the MPFI pass; a tight cap leaves elements
-// undetermined (and says so) instead of guessing.
+// 40 exact digits need MPFI past 128 bits (the first passes never give
+// them); a tight cap leaves f64 elements undetermined (and says so) instead
+// of guessing.
 TEST(Oracle, PrecisionCap) {
   const Case c = make_case(Op::attention_fwd, Format::f64, small_dims(Op::attention_fwd), 8);
-  const Answer full = evaluate(c);
+  const Answer full = evaluate(c, {.exact_digits = 40});
   EXPECT_EQ(full.undetermined, 0);
   EXPECT_GE(full.max_precision_used, 128);
-  const Answer capped = evaluate(c, {.max_precision = 53});
+  const Answer capped = evaluate(c, {.max_precision = 53, .exact_digits = 40});
   EXPECT_GT(capped.undetermined, 0);
   for (const TensorAnswer& t : capped.outputs)
     for (std::size_t i = 0; i < t.rounded.size(); ++i)

@@ -1,0 +1,53 @@
+// The two reductions the attention DNF spends its time in (O(M·D) per
+// row), named so that an enclosure type can evaluate them its own way:
+//   dots:          out_j = Σ_d a_d · x_jd   (the scores, dP)
+//   weighted_sum:  out_d = Σ_j w_j · x_jd   (O = P · V)
+// The primary template is the definition read as loops, in the order of
+// the formulas (d ascending, j ascending, each sum from zero). The oracle's
+// first pass specialises it for FastInterval to run vectorised
+// (oracle/fast_reductions.cpp); an interval specialisation may sum in
+// another order because every order encloses the same exact sum.
+#pragma once
+
+#include "reference/dnf/scalar.hpp"
+#include "reference/moa/moa.hpp"
+
+namespace moacert::dnf {
+
+// The loops of the definition, for any T (and a specialisation's fallback
+// on layouts it does not handle).
+// @pre a (D), x (>= rows, D), out has room for `rows`
+template <class T>
+void plain_dots(const moa::View<const T>& a, const moa::View<const T>& x, moa::extent_t rows,
+                T* out) {
+  const moa::extent_t D = a.shape()[0];
+  for (moa::extent_t j = 0; j < rows; ++j) {
+    T dot = ScalarTraits<T>::zero();
+    for (moa::extent_t d = 0; d < D; ++d) dot += a(d) * x(j, d);
+    out[j] = dot;
+  }
+}
+
+// @pre w has `rows` elements, x (>= rows, D), out has room for D
+template <class T>
+void plain_weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {
+  const moa::extent_t D = x.shape()[1];
+  for (moa::extent_t d = 0; d < D; ++d) {
+    T acc = ScalarTraits<T>::zero();
+    for (moa::extent_t j = 0; j < rows; ++j) acc += w[j] * x(j, d);
+    out[d] = acc;
+  }
+}
+
+template <class T>
+struct Reductions {
+  static void dots(const moa::View<const T>& a, const moa::View<const T>& x, moa::extent_t rows,
+                   T* out) {
+    plain_dots(a, x, rows, out);
+  }
+  static void weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {
+    plain_weighted_sum(w, x, rows, out);
+  }
+};
+
+}  // namespace moacert::dnf
