@@ -18,12 +18,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "kernels/cuda/cost.hpp"
 #include "kernels/cuda/launch_log.hpp"
 #include "kernels/cuda/traffic_law.hpp"
 #include "oracle/bounds.hpp"
+#include "properties/certify.hpp"
 #include "properties/properties.hpp"
 
 namespace moacert {
@@ -188,6 +190,38 @@ TEST(SimtAttention, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
           });
       EXPECT_TRUE(ok) << o.onf;
     }
+  }
+}
+
+// certify on the emulator: every judged call checked against the traffic
+// law, and the per-tensor traffic in the counts, summing to the totals
+// (decode: the law with the case's own lens; fused_v3: three launches, dK
+// by atomics into its accumulator).
+TEST(SimtAttention, ACertificateCarriesTheTrafficPerTensorAndTheLaw) {
+  for (const OnfOf& o :
+       {OnfOf{Op::attention_decode, "decode"}, OnfOf{Op::attention_fwdbwd, "fused_v3"}}) {
+    properties::CertifyOptions opt;
+    opt.variant = &simt_variant(o.op, o.onf);
+    opt.cases = 5;
+    opt.seed = 3;
+    opt.equivalence = false;
+    const properties::Certificate cert = properties::certify(opt);
+    SCOPED_TRACE(o.onf);
+    EXPECT_TRUE(cert.holds) << cert.failure;
+    EXPECT_GT(cert.counted_cases, 5);
+    EXPECT_TRUE(cert.traffic_checked);
+    EXPECT_EQ(cert.traffic_mismatches, 0) << cert.traffic_mismatch;
+    std::map<std::string, double> per_tensor;  // figure -> sum over the tensors
+    double loads = 0, float_atomics = 0;
+    for (const auto& [what, n] : cert.counts) {
+      if (what == "global loads") loads = n;
+      if (what == "float atomics") float_atomics = n;
+      for (const char* figure : {"global loads of ", "atomics into "})
+        if (what.rfind(figure, 0) == 0) per_tensor[figure] += n;
+    }
+    EXPECT_GT(loads, 0);
+    EXPECT_EQ(per_tensor["global loads of "], loads);
+    EXPECT_EQ(per_tensor["atomics into "], float_atomics);
   }
 }
 
