@@ -67,25 +67,6 @@ Counters& Counters::operator+=(const Counters& o) {
   return *this;
 }
 
-namespace {
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
-      out += b;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-}  // namespace
-
 std::string Counters::json() const {
   static const char* const kinds[] = {"add", "max", "min", "exch", "cas"};
   std::string out;
@@ -114,17 +95,7 @@ std::string Counters::json() const {
           std::string("atomic_") + kinds[k] + (s == global ? "_global" : "_shared");
       field(name.c_str(), atomics[s][k]);
     }
-  out += ",\"buffers\":[";
-  for (std::size_t i = 0; i < buffers.size(); ++i) {
-    const BufferCounters& b = buffers[i];
-    out += (i ? ",{\"name\":" : "{\"name\":") + json_string(b.name) +
-           ",\"loads\":" + std::to_string(b.loads) +
-           ",\"load_bytes\":" + std::to_string(b.load_bytes) +
-           ",\"stores\":" + std::to_string(b.stores) +
-           ",\"store_bytes\":" + std::to_string(b.store_bytes) +
-           ",\"atomics\":" + std::to_string(b.atomics) + "}";
-  }
-  return "{" + out + "]}";
+  return "{" + out + "}";
 }
 
 namespace detail {
@@ -589,8 +560,8 @@ void count(bool shared, Access kind, std::size_t bytes) {
 
 // The per-buffer counters of the current launch that `a` hits: a
 // registered buffer's (zeroed on its first access in the launch), else the
-// module data's. Atomic function calls are counted by atomic_access, apart
-// from their access (which std::atomic's shares).
+// module data's. Atomic function calls are counted by atomic_access: their
+// access, like a std::atomic one, is neither a load nor a store.
 BufferCounters& buffer_counts(Buffer* b) {
   Launch& L = *g_launch;
   if (!b) return L.module_data;
@@ -939,7 +910,11 @@ void gather_buffer_counts(Launch& L) {
 void record_report(Launch& L) {
   gather_buffer_counts(L);
   g_last_counters = L.counters;
+  // The report carries the totals only (Counters::json), so its sum keeps
+  // no per-buffer list, which would grow with every unnamed cudaMalloc.
+  std::vector<BufferCounters> buffers = std::move(L.counters.buffers);
   g_report_counters += L.counters;
+  L.counters.buffers = std::move(buffers);
   ++g_report_launches;
   if (L.failed && g_report_hazard.empty()) {
     g_report_hazard_kind = L.hazard_kind;
@@ -1247,6 +1222,25 @@ extern "C" void moacert_simt_unregister_buffer(const void* ptr) {
 extern "C" void moacert_simt_set_schedule_seed(std::uint64_t seed) {
   set_schedule_seed(seed);
 }
+
+namespace {
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
+      out += b;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+}  // namespace
 
 extern "C" std::size_t moacert_simt_take_report(char* buf, std::size_t len) {
   std::lock_guard lock(detail::g_mutex);

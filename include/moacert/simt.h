@@ -158,6 +158,8 @@ struct Counters {
   // and to the atomics[global] of every kind. operator+= merges them by name.
   std::vector<BufferCounters> buffers;
   Counters& operator+=(const Counters& o);
+  // The totals, without `buffers`: moacert_simt_take_report's object, which
+  // the plugin worker's reply carries in a fixed 2 KiB (kernels/plugin).
   std::string json() const;
 };
 
