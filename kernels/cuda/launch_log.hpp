@@ -18,6 +18,14 @@ struct TensorRecord {
   std::uint64_t loads = 0, load_bytes = 0;
   std::uint64_t stores = 0, store_bytes = 0;
   std::uint64_t atomics = 0;  // atomic function calls into it
+  TensorRecord& operator+=(const TensorRecord& o) {
+    loads += o.loads;
+    load_bytes += o.load_bytes;
+    stores += o.stores;
+    store_bytes += o.store_bytes;
+    atomics += o.atomics;
+    return *this;
+  }
 };
 
 struct LaunchRecord {

@@ -22,7 +22,6 @@
 
 namespace moacert::kernels {
 void register_simt_kernels(Registry& r) {
-  // The counts a certificate carries: the launches' sums since the last take.
   // The counts a certificate carries: the launches' sums since the last
   // take, then each tensor's share of the global traffic (nonzero figures
   // only, in the order the tensors were first met).
@@ -34,12 +33,10 @@ void register_simt_kernels(Registry& r) {
       for (const simt::TensorRecord& t : l.tensors) {
         auto same = std::find_if(tensors.begin(), tensors.end(),
                                  [&](const simt::TensorRecord& k) { return k.tensor == t.tensor; });
-        if (same == tensors.end()) same = tensors.insert(tensors.end(), {t.tensor});
-        same->loads += t.loads;
-        same->load_bytes += t.load_bytes;
-        same->stores += t.stores;
-        same->store_bytes += t.store_bytes;
-        same->atomics += t.atomics;
+        if (same == tensors.end())
+          tensors.push_back(t);
+        else
+          *same += t;
       }
       ++launches;
       atomics += double(l.atomic_add_global);
