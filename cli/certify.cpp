@@ -259,6 +259,13 @@ int run_certify(const CertifyArgs& a) {
     fmt::print("{} {} {}: {} ({}, worst error/allowed {:.3g})\n", a.op, v->name, name(f),
                cert.holds ? "holds" : "FAILS", ran, cert.worst_ratio);
     if (!simt_counters.empty()) fmt::print("simt counters (all calls): {}\n", simt_counters);
+    // Recorded beside the verdict, not part of it (docs/design.md, certify).
+    if (cert.traffic_checked)
+      fmt::print("global traffic per launch and tensor vs the cost function: {}\n",
+                 cert.traffic_mismatches == 0
+                     ? std::string("equal in every case")
+                     : fmt::format("{} cases differ; first: {}", cert.traffic_mismatches,
+                                   cert.traffic_mismatch));
     if (!cert.holds) {
       fmt::print("{}\n", cert.failure);
       if (case_files.empty())

@@ -90,6 +90,11 @@ struct Variant {
   // kernels/cuda/): the counts of the calls since the last take, by name
   // ("float atomics", "global loads", ...). Null where nothing is counted.
   std::function<std::vector<std::pair<std::string, double>>()> take_counts;
+  // Backends that check each call's counts against the variant's cost
+  // function (kernels/cuda/'s global traffic per launch and tensor,
+  // docs/cuda.md): the first difference since the last take, in words, or
+  // "" when every call since agreed. Null where nothing is checked.
+  std::function<std::string()> take_count_mismatch;
   // Backends whose schedule is seeded (RunOptions::schedule_seed, derived
   // from the case): a variation added to that seed for the next calls, 0
   // for the case's own schedule (what `reproduce` replays). For measuring

@@ -206,16 +206,24 @@ Certificate certify(const CertifyOptions& o) {
   cert.ran_on = v.where.empty() ? "CPU" : v.where;
   // PyTorch against itself says nothing: no equivalence report for torch.
   const bool equivalence = o.equivalence && v.name != "torch";
-  // A counting backend: the counts of each judged case's own run, and its
-  // float atomics against the cost function's. `what` names the case.
+  // A counting backend: the counts of each judged case's own run, its
+  // float atomics against the cost function's, and the backend's own check
+  // of its counts (the traffic law). `what` names the case.
   auto judge_counted = [&](Case c, const std::string& what) {
     if (v.take_counts) v.take_counts();  // drop what earlier calls left
+    if (v.take_count_mismatch) v.take_count_mismatch();
     Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence, o.whole_oracle_work);
     cert.bounds_seconds += j.bounds_seconds;
     cert.oracle_seconds += j.oracle_seconds;
     cert.kernel_seconds += j.kernel_seconds;
     cert.judge_seconds += j.judge_seconds;
     if (!v.take_counts || !j.error.empty()) return j;
+    if (v.take_count_mismatch) {
+      const std::string mismatch = v.take_count_mismatch();
+      if (!mismatch.empty() && cert.traffic_mismatches++ == 0)
+        cert.traffic_mismatch = what + ": " + mismatch;
+      cert.traffic_checked = true;
+    }
     const auto counts = v.take_counts();
     ++cert.counted_cases;
     double atomics = 0;

@@ -102,6 +102,13 @@ struct Certificate {
   double cost_atomics = 0;
   int atomics_mismatches = 0;
   std::string atomics_mismatch;  // the first, in words
+  // A backend that checks its counts against the cost function's model
+  // (kernels/cuda/'s global traffic per launch and tensor): the judged
+  // cases where some launch's traffic differed, and the first difference.
+  // Recorded, not judged: `holds` is about the numbers (docs/design.md).
+  bool traffic_checked = false;
+  int traffic_mismatches = 0;
+  std::string traffic_mismatch;
   // A variant with a seedable schedule that claims no determinism: the
   // worst case rerun under kSpreadRuns schedules, each judged under the
   // rule; per output, the largest spread (max - min over the runs) in ulps.

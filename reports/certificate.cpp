@@ -108,6 +108,11 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                    {"cost_function_float_atomics", c.cost_atomics},
                    {"float_atomics_match_cost_function", c.atomics_mismatches == 0}};
     if (c.atomics_mismatches > 0) j["counts"]["first_mismatch"] = c.atomics_mismatch;
+    if (c.traffic_checked) {
+      j["counts"]["traffic_mismatches"] = c.traffic_mismatches;
+      j["counts"]["traffic_matches_cost_function"] = c.traffic_mismatches == 0;
+      if (c.traffic_mismatches > 0) j["counts"]["first_traffic_mismatch"] = c.traffic_mismatch;
+    }
   }
   if (c.spread_runs > 0) {
     nlohmann::json spread = nlohmann::json::object();
@@ -202,6 +207,12 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
         c.atomics_mismatches == 0
             ? std::string("equal, case by case")
             : std::to_string(c.atomics_mismatches) + " cases differ; first: " + c.atomics_mismatch);
+    if (c.traffic_checked)
+      md << "The global traffic of every launch and tensor against the cost function's model: "
+         << (c.traffic_mismatches == 0 ? std::string("equal, case by case")
+                                       : std::to_string(c.traffic_mismatches) +
+                                             " cases differ; first: " + c.traffic_mismatch)
+         << ".\n";
   }
   if (c.spread_runs > 0) {
     md << "\n## Schedule spread\n\nThe worst case under " << c.spread_runs

@@ -32,6 +32,15 @@ namespace ctx = boost::context;
 
 namespace moacert::simt {
 
+BufferCounters& BufferCounters::operator+=(const BufferCounters& o) {
+  loads += o.loads;
+  load_bytes += o.load_bytes;
+  stores += o.stores;
+  store_bytes += o.store_bytes;
+  atomics += o.atomics;
+  return *this;
+}
+
 Counters& Counters::operator+=(const Counters& o) {
   blocks += o.blocks;
   threads += o.threads;
@@ -47,6 +56,14 @@ Counters& Counters::operator+=(const Counters& o) {
   shared_store_bytes += o.shared_store_bytes;
   for (int s = 0; s < n_spaces; ++s)
     for (int k = 0; k < n_atomic_kinds; ++k) atomics[s][k] += o.atomics[s][k];
+  for (const BufferCounters& b : o.buffers) {
+    auto same = std::find_if(buffers.begin(), buffers.end(),
+                             [&](const BufferCounters& kept) { return kept.name == b.name; });
+    if (same == buffers.end())
+      buffers.push_back(b);
+    else
+      *same += b;
+  }
   return *this;
 }
 
@@ -223,7 +240,9 @@ struct ByteShadow {
 
 struct Buffer {
   std::uintptr_t lo, hi;
-  std::string name;
+  std::uint64_t serial;            // registration order, the order of Counters::buffers
+  BufferCounters counts;           // its name, and its traffic in launch `counted_in`
+  std::uint32_t counted_in = 0;    // 0: not touched by the current launch
   std::vector<ByteShadow> shadow;  // sized on the first checked access
 };
 
@@ -279,6 +298,8 @@ struct Launch {
   std::uint64_t barrier_where = 0;
   int barrier_result = 0;
   Counters counters;
+  std::vector<std::size_t> touched;  // the g_buffers the launch accessed
+  BufferCounters module_data{kModuleData};
   bool failed = false;
   std::string hazard_kind, hazard_message;
   std::exception_ptr kernel_exception;
@@ -298,7 +319,7 @@ Counters g_last_counters, g_report_counters;
 std::uint64_t g_report_launches = 0;
 std::string g_report_hazard_kind, g_report_hazard;
 char g_fault_message[1024];
-std::uint64_t g_malloc_count = 0;
+std::uint64_t g_malloc_count = 0, g_buffer_serial = 0;
 
 std::string xyz(uint3 v) {
   char buf[48];
@@ -426,7 +447,7 @@ void keep_spare(std::vector<ByteShadow>&& shadow) {
 }
 
 std::string buffer_offset(const Buffer& b, std::uintptr_t a) {
-  return "'" + b.name + "'+" + std::to_string(a - b.lo);
+  return "'" + b.counts.name + "'+" + std::to_string(a - b.lo);
 }
 std::string shared_offset(std::uintptr_t a) {
   const Launch& L = *g_launch;
@@ -451,9 +472,9 @@ std::string out_of_bounds_text(std::uintptr_t a) {
   const std::uint64_t past = below ? a - below->hi : UINT64_MAX;
   const std::uint64_t before = above ? above->lo - a : UINT64_MAX;
   if (past <= before && below)
-    return std::to_string(past) + " bytes past the end of '" + below->name + "' (" +
+    return std::to_string(past) + " bytes past the end of '" + below->counts.name + "' (" +
            std::to_string(below->hi - below->lo) + " bytes)";
-  return std::to_string(before) + " bytes before '" + above->name + "'";
+  return std::to_string(before) + " bytes before '" + above->counts.name + "'";
 }
 
 // ---- the race check ------------------------------------------------------
@@ -534,6 +555,31 @@ void count(bool shared, Access kind, std::size_t bytes) {
   } else if (kind == Access::write) {
     (shared ? c.shared_stores : c.global_stores) += 1;
     (shared ? c.shared_store_bytes : c.global_store_bytes) += bytes;
+  }
+}
+
+// The per-buffer counters of the current launch that `a` hits: a
+// registered buffer's (zeroed on its first access in the launch), else the
+// module data's. Atomic function calls are counted by atomic_access: their
+// access, like a std::atomic one, is neither a load nor a store.
+BufferCounters& buffer_counts(Buffer* b) {
+  Launch& L = *g_launch;
+  if (!b) return L.module_data;
+  if (b->counted_in != L.launch_gen) {
+    b->counted_in = L.launch_gen;
+    const std::string name = std::move(b->counts.name);
+    b->counts = BufferCounters{name};
+    L.touched.push_back(std::size_t(b - g_buffers.data()));
+  }
+  return b->counts;
+}
+void count_in(BufferCounters& c, Access kind, std::size_t bytes) {
+  if (kind == Access::read) {
+    ++c.loads;
+    c.load_bytes += bytes;
+  } else if (kind == Access::write) {
+    ++c.stores;
+    c.store_bytes += bytes;
   }
 }
 
@@ -850,9 +896,25 @@ void install_overflow_handler() {
   sigaction(SIGSEGV, &sa, &g_previous_segv);
 }
 
-void record_report(const Launch& L) {
+// The launch's per-buffer counters into its Counters, in registration order.
+void gather_buffer_counts(Launch& L) {
+  std::vector<const Buffer*> touched;
+  for (std::size_t i : L.touched) touched.push_back(&g_buffers[i]);
+  std::sort(touched.begin(), touched.end(),
+            [](const Buffer* x, const Buffer* y) { return x->serial < y->serial; });
+  for (const Buffer* b : touched) L.counters.buffers.push_back(b->counts);
+  const BufferCounters& m = L.module_data;
+  if (m.loads || m.stores || m.atomics) L.counters.buffers.push_back(m);
+}
+
+void record_report(Launch& L) {
+  gather_buffer_counts(L);
   g_last_counters = L.counters;
+  // The report carries the totals only (Counters::json), so its sum keeps
+  // no per-buffer list, which would grow with every unnamed cudaMalloc.
+  std::vector<BufferCounters> buffers = std::move(L.counters.buffers);
   g_report_counters += L.counters;
+  L.counters.buffers = std::move(buffers);
   ++g_report_launches;
   if (L.failed && g_report_hazard.empty()) {
     g_report_hazard_kind = L.hazard_kind;
@@ -1043,6 +1105,10 @@ void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   const bool shared = a >= L.shared_lo && a < L.shared_hi;
   ++L.counters.atomics[shared ? Counters::shared : Counters::global][kind];
+  if (!shared) {
+    Buffer* b = find_buffer(a);
+    ++buffer_counts(b && a + bytes <= b->hi ? b : nullptr).atomics;
+  }
   on_access(address, bytes, Access::atomic, reinterpret_cast<const void*>(intern(site)));
   yield();
 }
@@ -1061,10 +1127,14 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
     check(&g_shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);
   } else if (Buffer* b = find_buffer(a); b && a + bytes <= b->hi) {
     count(false, kind, bytes);
+    count_in(buffer_counts(b), kind, bytes);
     if (b->shadow.size() < b->hi - b->lo) b->shadow = shadow_for(b->hi - b->lo);
     check(&b->shadow[a - b->lo], bytes, L.launch_gen, false, a, bytes, kind, where);
   } else if (const Segment* seg = b ? nullptr : find_segment(a)) {
-    if (seg->writable) count(false, kind, bytes);
+    if (seg->writable) {
+      count(false, kind, bytes);
+      count_in(buffer_counts(nullptr), kind, bytes);
+    }
   } else {
     hazard(
         "out of bounds",
@@ -1119,8 +1189,20 @@ extern "C" void moacert_simt_register_buffer(const void* ptr, std::size_t bytes,
   }
   it = std::lower_bound(bufs.begin(), bufs.end(), lo,
                         [](const detail::Buffer& b, std::uintptr_t x) { return b.lo < x; });
-  bufs.insert(it, detail::Buffer{lo, lo + bytes, name ? name : "buffer", {}});
+  bufs.insert(it, detail::Buffer{lo,
+                                 lo + bytes,
+                                 ++detail::g_buffer_serial,
+                                 BufferCounters{name ? name : "buffer"},
+                                 0,
+                                 {}});
   detail::g_buffer_hint = 0;
+}
+
+extern "C" void moacert_simt_name_buffer(const void* ptr, const char* name) {
+  std::lock_guard lock(detail::g_mutex);
+  const auto lo = reinterpret_cast<std::uintptr_t>(ptr);
+  for (detail::Buffer& b : detail::g_buffers)
+    if (b.lo == lo) b.counts.name = name ? name : "buffer";
 }
 
 extern "C" void moacert_simt_unregister_buffer(const void* ptr) {

@@ -20,6 +20,10 @@
 #define moacert_launch(kernel, grid, block, shared_bytes, ...) \
   kernel<<<(grid), (block), (shared_bytes)>>>(__VA_ARGS__)
 
+// A buffer's name is the emulator's (its per-buffer counters); the device
+// keeps none, so that a launcher names its allocations unconditionally.
+inline void moacert_simt_name_buffer(const void*, const char*) {}
+
 #else  // the host emulator
 
 #include <bit>
@@ -32,6 +36,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // ---- the C entry points (stable ABI: moacert's plugin worker looks them up
 // with dlsym in a plugin that was built against this header).
@@ -40,6 +45,10 @@ extern "C" {
 // its own; moacert's worker registers every tensor of a plugin call.
 void moacert_simt_register_buffer(const void* ptr, std::size_t bytes, const char* name);
 void moacert_simt_unregister_buffer(const void* ptr);
+// Renames the registered buffer that starts at ptr (cudaMalloc's are
+// "cudaMalloc#N"): its traffic is counted under this name
+// (Counters::buffers). Does nothing for an address no buffer starts at.
+void moacert_simt_name_buffer(const void* ptr, const char* name);
 // The seed of block order and fiber interleaving of the following launches.
 void moacert_simt_set_schedule_seed(std::uint64_t seed);
 // Counters and the first hazard since the last call, as one JSON object;
@@ -118,6 +127,19 @@ const char* cudaGetErrorString(cudaError_t error);
 
 namespace moacert::simt {
 
+// One buffer's share of a launch's global traffic: the loads, stores and
+// atomic function calls of the launch that hit it (docs/simt.md#counters).
+struct BufferCounters {
+  std::string name;  // as registered (or moacert_simt_name_buffer), or kModuleData
+  std::uint64_t loads = 0, load_bytes = 0;
+  std::uint64_t stores = 0, store_bytes = 0;
+  std::uint64_t atomics = 0;  // atomic function calls, any kind
+  BufferCounters& operator+=(const BufferCounters& o);
+};
+// The name of the global traffic that hits no registered buffer: writable
+// module data (`__device__` variables).
+inline constexpr const char* kModuleData = "(module data)";
+
 // Per-launch counts of source-level operations (docs/simt.md#counters).
 struct Counters {
   enum Atomic { add, max, min, exch, cas, n_atomic_kinds };
@@ -130,7 +152,14 @@ struct Counters {
   std::uint64_t shared_loads = 0, shared_load_bytes = 0;
   std::uint64_t shared_stores = 0, shared_store_bytes = 0;
   std::uint64_t atomics[n_spaces][n_atomic_kinds] = {};
+  // The global loads, stores and atomics above by the buffer they hit: the
+  // buffers a launch touched, in the order they were registered, then
+  // kModuleData if touched. They sum to global_loads ... global_store_bytes
+  // and to the atomics[global] of every kind. operator+= merges them by name.
+  std::vector<BufferCounters> buffers;
   Counters& operator+=(const Counters& o);
+  // The totals, without `buffers`: moacert_simt_take_report's object, which
+  // the plugin worker's reply carries in a fixed 2 KiB (kernels/plugin).
   std::string json() const;
 };
 

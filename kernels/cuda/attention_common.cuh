@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_compat.cuh"
 // after the CUDA language: its host-side structs name no CUDA type
 #include "kernels/cuda/attention_args.hpp"
+#include "kernels/cuda/scratch.hpp"
 #include "kernels/cuda/tiles.hpp"
 
 // The dynamic shared memory of every kernel here, declared once at file
@@ -306,13 +307,16 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 // ---- host side: scratch and the one compile-time dispatch --------------------
 
 // A zeroed device buffer of f32 (the atomics' accumulators, the f32 LSE and
-// D_i rows), freed on scope exit.
+// D_i rows), freed on scope exit; `name` is the scratch tensor's in the
+// cost functions' per-tensor model (kernels/cuda/cost.cpp), under which
+// the emulator counts its traffic.
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(long long count) {
+  DeviceBuffer(long long count, const char* name) {
     const size_t bytes = static_cast<size_t>(count > 0 ? count : 1) * sizeof(float);
     error_ = cudaMalloc(reinterpret_cast<void**>(&data_), bytes);
     if (error_ == cudaSuccess) error_ = cudaMemset(data_, 0, bytes);
+    if (error_ == cudaSuccess) moacert_simt_name_buffer(data_, name);
   }
   ~DeviceBuffer() {
     if (data_) cudaFree(data_);

@@ -14,28 +14,30 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 // ---- one block per (query tile, head) -----------------------------------------
 
 // The shared memory of a query-tile block, carved from the dynamic
-// allocation.
-struct QueryTile {
-  float* q;      // (kBlockM, D)
-  float* dout;   // (kBlockM, D)
-  float* k;      // (kBlockN, D)
-  float* v;      // (kBlockN, D)
-  float* acc;    // (kBlockM, D): O, then dQ / scale
-  float* s;      // (kBlockM, kBlockN): S, then P
-  float* ds;     // (kBlockM, kBlockN)
-  float* m;      // (kBlockM) running max
-  float* l;      // (kBlockM) running sum
-  float* alpha;  // (kBlockM) rescale factor
-  float* lse;    // (kBlockM)
-  float* drow;   // (kBlockM) D_i
+// allocation. The carve is the one definition of its layout: with P =
+// float* it places the tiles, with P = size_t (from 0) it gives their
+// offsets in floats, and `end` is the size the launch asks for.
+template <class P>
+struct QueryTileOf {
+  P q;      // (kBlockM, D)
+  P dout;   // (kBlockM, D)
+  P k;      // (kBlockN, D)
+  P v;      // (kBlockN, D)
+  P acc;    // (kBlockM, D): O, then dQ / scale
+  P s;      // (kBlockM, kBlockN): S, then P
+  P ds;     // (kBlockM, kBlockN)
+  P m;      // (kBlockM) running max
+  P l;      // (kBlockM) running sum
+  P alpha;  // (kBlockM) rescale factor
+  P lse;    // (kBlockM)
+  P drow;   // (kBlockM) D_i
+  P end;    // one past the last
 };
+using QueryTile = QueryTileOf<float*>;
 
-__host__ __device__ inline size_t query_tile_bytes(int D) {
-  return sizeof(float) * ((3 * kBlockM + 2 * kBlockN) * D + 2 * kBlockM * kBlockN + 5 * kBlockM);
-}
-
-__device__ inline QueryTile carve_query_tile(float* smem, int D) {
-  QueryTile t;
+template <class P>
+__host__ __device__ inline QueryTileOf<P> carve_query_tile(P smem, int D) {
+  QueryTileOf<P> t;
   t.q = smem;
   t.dout = t.q + kBlockM * D;
   t.k = t.dout + kBlockM * D;
@@ -48,7 +50,12 @@ __device__ inline QueryTile carve_query_tile(float* smem, int D) {
   t.alpha = t.l + kBlockM;
   t.lse = t.alpha + kBlockM;
   t.drow = t.lse + kBlockM;
+  t.end = t.drow + kBlockM;
   return t;
+}
+
+__host__ __device__ inline size_t query_tile_bytes(int D) {
+  return sizeof(float) * carve_query_tile(size_t{0}, D).end;
 }
 
 // Where a query tile's block is: (query tile, head, batch) = blockIdx.
@@ -157,23 +164,25 @@ __device__ inline void backward_pass(const QueryTile& t, const QueryPos& p, cons
 
 // ---- one block per (key tile, kv head) -------------------------------------------
 
-struct KeyTile {
-  float* k;     // (kBlockN, D)
-  float* v;     // (kBlockN, D)
-  float* q;     // (kBlockM, D)
-  float* dout;  // (kBlockM, D)
-  float* p;     // (kBlockM, kBlockN)
-  float* ds;    // (kBlockM, kBlockN)
-  float* lse;   // (kBlockM)
-  float* drow;  // (kBlockM)
+// The shared memory of a key-tile block, carved as a query tile's is
+// (P = float* or size_t).
+template <class P>
+struct KeyTileOf {
+  P k;     // (kBlockN, D)
+  P v;     // (kBlockN, D)
+  P q;     // (kBlockM, D)
+  P dout;  // (kBlockM, D)
+  P p;     // (kBlockM, kBlockN)
+  P ds;    // (kBlockM, kBlockN)
+  P lse;   // (kBlockM)
+  P drow;  // (kBlockM)
+  P end;   // one past the last
 };
+using KeyTile = KeyTileOf<float*>;
 
-__host__ __device__ inline size_t key_tile_bytes(int D) {
-  return sizeof(float) * ((2 * kBlockN + 2 * kBlockM) * D + 2 * kBlockM * kBlockN + 2 * kBlockM);
-}
-
-__device__ inline KeyTile carve_key_tile(float* smem, int D) {
-  KeyTile t;
+template <class P>
+__host__ __device__ inline KeyTileOf<P> carve_key_tile(P smem, int D) {
+  KeyTileOf<P> t;
   t.k = smem;
   t.v = t.k + kBlockN * D;
   t.q = t.v + kBlockN * D;
@@ -182,7 +191,12 @@ __device__ inline KeyTile carve_key_tile(float* smem, int D) {
   t.ds = t.p + kBlockM * kBlockN;
   t.lse = t.ds + kBlockM * kBlockN;
   t.drow = t.lse + kBlockM;
+  t.end = t.drow + kBlockM;
   return t;
+}
+
+__host__ __device__ inline size_t key_tile_bytes(int D) {
+  return sizeof(float) * carve_key_tile(size_t{0}, D).end;
 }
 
 // Rows of a (B, H, N) vector: a strided tensor of storage T (attention.bwd's

@@ -13,6 +13,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,12 +31,16 @@ inline void check_cuda(cudaError_t e, const std::string& variant, const char* wh
     throw KernelFault(variant + ": " + what + ": " + cudaGetErrorString(e), /*hang=*/false);
 }
 
-// One tensor's storage (its layout's cosize) in device memory.
+// One tensor's storage (its layout's cosize) in device memory, named as
+// the op names it ("q", "dk"): the emulator counts its traffic under that
+// name (the cost functions' per-tensor model, kernels/cuda/cost.hpp).
 class DeviceTensor {
  public:
-  DeviceTensor(const TensorRef& t, const std::string& variant, bool copy_in) : host_(t) {
+  DeviceTensor(const TensorRef& t, std::string_view name, const std::string& variant, bool copy_in)
+      : host_(t) {
     bytes_ = static_cast<std::size_t>(t.layout.cosize()) * dtype_bytes(t.dtype);
     check_cuda(cudaMalloc(&data_, bytes_ ? bytes_ : 1), variant, "cudaMalloc");
+    moacert_simt_name_buffer(data_, std::string(name).c_str());
     if (copy_in && bytes_)
       check_cuda(cudaMemcpy(data_, t.data, bytes_, cudaMemcpyHostToDevice), variant,
                  "cudaMemcpy to the device");
@@ -105,10 +110,12 @@ template <class Launch>
 void run_on_device(const std::string& variant, const Problem& p, std::span<const TensorRef> inputs,
                    std::span<const TensorRef> outputs, Launch launch) {
   std::vector<std::unique_ptr<DeviceTensor>> in, out;
-  for (const TensorRef& t : inputs) in.push_back(std::make_unique<DeviceTensor>(t, variant, true));
+  const OpInfo& op = info(p.op);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    in.push_back(std::make_unique<DeviceTensor>(inputs[i], op.inputs[i], variant, true));
   // Outputs too, so that a padded layout's gaps come back as they were.
-  for (const TensorRef& t : outputs)
-    out.push_back(std::make_unique<DeviceTensor>(t, variant, true));
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    out.push_back(std::make_unique<DeviceTensor>(outputs[i], op.outputs[i], variant, true));
 #if defined(__CUDACC__)
   check_cuda(static_cast<cudaError_t>(launch(p, in, out)), variant, "launch");
 #else
@@ -163,8 +170,13 @@ inline int swiglu(const Problem& p, const Tensors& in, const Tensors& out) {
 // the same cost functions, `where` in each summary.
 struct BackendHooks {
   std::function<void(const RunOptions&)> before_run;  // e.g. seed the emulator's schedule
+  // After a call that ran to the end: e.g. check its counts against the
+  // ONF's cost function.
+  std::function<void(const std::string& onf, const Problem&, std::span<const TensorRef> in)>
+      after_run;
   std::function<std::string()> simt_counters;
   std::function<std::vector<std::pair<std::string, double>>()> take_counts;
+  std::function<std::string()> take_count_mismatch;
   std::function<void(std::uint64_t)> set_schedule_seed;
 };
 
@@ -210,13 +222,14 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .summary = e.summary,
         .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
         .run =
-            [name, launch, before = hooks.before_run](
+            [onf, name, launch, before = hooks.before_run, after = hooks.after_run](
                 const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
                 const RunOptions& opt) {
               check_tensors(p, in, out);
               check_supported(name, p);
               if (before) before(opt);
               run_on_device(name, p, in, out, launch);
+              if (after) after(onf, p, in);
             },
         .tiles =
             [&] {
@@ -230,6 +243,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .simt_counters = hooks.simt_counters,
         .where = where,
         .take_counts = hooks.take_counts,
+        .take_count_mismatch = hooks.take_count_mismatch,
         .set_schedule_seed = hooks.set_schedule_seed,
     };
     r.add(std::move(v));

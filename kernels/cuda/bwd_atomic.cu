@@ -32,8 +32,8 @@ __global__ void dq_dk_kernel(BwdArgs args, const float* d_rows, float* dk_acc) {
 
 int launch_bwd_atomic(const BwdArgs& args) {
   const AttnDims& a = args.a;
-  DeviceBuffer d_rows(static_cast<long long>(a.B) * a.H * a.N);
-  DeviceBuffer dk_acc(static_cast<long long>(a.B) * a.Hkv * a.M * a.D);
+  DeviceBuffer d_rows(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kDRows);
+  DeviceBuffer dk_acc(static_cast<long long>(a.B) * a.Hkv * a.M * a.D, cuda_scratch::kDkAcc);
   if (int e = first_error(d_rows.error(), dk_acc.error())) return e;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);

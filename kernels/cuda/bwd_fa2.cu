@@ -11,8 +11,8 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 
 int launch_bwd_fa2(const BwdArgs& args) {
   const AttnDims& a = args.a;
-  DeviceBuffer d_rows(static_cast<long long>(a.B) * a.H * a.N);
-  DeviceBuffer dq_acc(static_cast<long long>(a.B) * a.H * a.N * a.D);
+  DeviceBuffer d_rows(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kDRows);
+  DeviceBuffer dq_acc(static_cast<long long>(a.B) * a.H * a.N * a.D, cuda_scratch::kDqAcc);
   if (int e = first_error(d_rows.error(), dq_acc.error())) return e;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);

@@ -1,5 +1,7 @@
 #include "kernels/cuda/cost.hpp"
 
+#include "kernels/cuda/scratch.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -44,17 +46,30 @@ Walk walk(const Problem& p) {
   return w;
 }
 
+namespace scratch = cuda_scratch;
+
+// One launch's model as it is written: each figure once, against the
+// tensor it touches.
 struct Counter {
   LaunchCost c;
   double storage, f32 = 4;
-  void load(double elements, double bytes_each) {
-    c.load_elements += elements;
-    c.load_bytes += elements * bytes_each;
+  TensorTraffic& of(const char* tensor) {
+    for (TensorTraffic& t : c.tensors)
+      if (t.tensor == tensor) return t;
+    c.tensors.push_back({tensor});
+    return c.tensors.back();
   }
-  void store(double elements, double bytes_each) {
-    c.store_elements += elements;
-    c.store_bytes += elements * bytes_each;
+  void load(const char* tensor, double elements, double bytes_each) {
+    TensorTraffic& t = of(tensor);
+    t.load_elements += elements;
+    t.load_bytes += elements * bytes_each;
   }
+  void store(const char* tensor, double elements, double bytes_each) {
+    TensorTraffic& t = of(tensor);
+    t.store_elements += elements;
+    t.store_bytes += elements * bytes_each;
+  }
+  void atomic(const char* tensor, double n) { of(tensor).atomics += n; }
 };
 
 // The query-tile kernels (one block per (query tile, head)).
@@ -72,20 +87,23 @@ LaunchCost query_kernel(const char* name, const QueryKernel& k, const Problem& p
   const double heads = double(d.B) * d.H, D = double(d.D);
   for (std::size_t i = 0; i < w.kv_of_q.size(); ++i) {
     const double rows = rows_in(int(i), d.N, kBlockM), kv = w.kv_of_q[i];
-    if (k.q) n.load(heads * rows * D, n.storage);
-    if (k.dout) n.load(heads * rows * D, n.storage);
-    if (k.lse_in) n.load(heads * rows, n.storage);
-    if (k.d_in) n.load(heads * rows, n.f32);
+    if (k.q) n.load("q", heads * rows * D, n.storage);
+    if (k.dout) n.load("do", heads * rows * D, n.storage);
+    if (k.lse_in) n.load("lse", heads * rows, n.storage);
+    if (k.d_in) n.load(scratch::kDRows, heads * rows, n.f32);
+    // the forward and the backward each walk the visible key tiles
+    const int passes = int(k.forward) + int(k.backward);
+    n.load("k", passes * heads * kv * D, n.storage);
+    n.load("v", passes * heads * kv * D, n.storage);
     if (k.forward) {
-      n.load(2 * heads * kv * D, n.storage);                // K, V
-      n.store(heads * rows * D + heads * rows, n.storage);  // O, LSE
+      n.store("o", heads * rows * D, n.storage);
+      n.store("lse", heads * rows, n.storage);
     }
-    if (k.store_lse_f32) n.store(heads * rows, n.f32);
-    if (k.store_d_f32) n.store(heads * rows, n.f32);
-    if (k.backward) n.load(2 * heads * kv * D, n.storage);  // K, V again
-    if (k.store_dq) n.store(heads * rows * D, n.storage);
-    if (k.atomic_dk) n.c.atomics += heads * kv * D;
-    if (k.atomic_dv) n.c.atomics += heads * kv * D;
+    if (k.store_lse_f32) n.store(scratch::kLseRows, heads * rows, n.f32);
+    if (k.store_d_f32) n.store(scratch::kDRows, heads * rows, n.f32);
+    if (k.store_dq) n.store("dq", heads * rows * D, n.storage);
+    if (k.atomic_dk) n.atomic(scratch::kDkAcc, heads * kv * D);
+    if (k.atomic_dv) n.atomic(scratch::kDvAcc, heads * kv * D);
   }
   if (k.forward) n.c.flops += heads * w.pairs * (4 * D + 5);
   if (k.backward)
@@ -93,23 +111,33 @@ LaunchCost query_kernel(const char* name, const QueryKernel& k, const Problem& p
   return n.c;
 }
 
-// dv_kernel / dkdv_kernel (one block per (key tile, kv head)); lse rows of
-// `lse_bytes` each.
-LaunchCost key_kernel(const char* name, bool dk, bool atomic_dq, double lse_bytes, const Problem& p,
-                      const Walk& w) {
+// dv_kernel / dkdv_kernel (one block per (key tile, kv head)); the LSE rows
+// from `lse` (the op's, of storage, or a fused kernel's f32 scratch).
+struct KeyKernel {
+  bool dk = false;         // dK and dV (dkdv_kernel), else dV alone (dv_kernel)
+  bool atomic_dq = false;  // dQ's partials by atomics (FlashAttention-2's form)
+  const char* lse = "lse";
+  bool lse_f32 = false;
+};
+
+LaunchCost key_kernel(const char* name, const KeyKernel& k, const Problem& p, const Walk& w) {
   const Dims& d = p.dims;
   Counter n{{name}, double(info(p.format).bytes)};
   const double kv_heads = double(d.B) * d.Hkv, group = double(d.H / d.Hkv), D = double(d.D);
+  const double lse_bytes = k.lse_f32 ? n.f32 : n.storage;
   for (std::size_t j = 0; j < w.qv_of_k.size(); ++j) {
     const double keys = rows_in(int(j), d.M, kBlockN), qv = w.qv_of_k[j] * group;
-    n.load(kv_heads * keys * D * (dk ? 2 : 1), n.storage);   // K (and V)
-    n.load(2 * kv_heads * qv * D, n.storage);                // Q, dO per visible query tile
-    n.load(kv_heads * qv, lse_bytes);                        // LSE rows
-    if (dk) n.load(kv_heads * qv, n.f32);                    // D_i rows
-    n.store(kv_heads * keys * D * (dk ? 2 : 1), n.storage);  // dV (and dK)
-    if (atomic_dq) n.c.atomics += kv_heads * qv * D;
+    n.load("k", kv_heads * keys * D, n.storage);
+    if (k.dk) n.load("v", kv_heads * keys * D, n.storage);
+    n.load("q", kv_heads * qv * D, n.storage);  // per visible query tile
+    n.load("do", kv_heads * qv * D, n.storage);
+    n.load(k.lse, kv_heads * qv, lse_bytes);
+    if (k.dk) n.load(scratch::kDRows, kv_heads * qv, n.f32);
+    if (k.dk) n.store("dk", kv_heads * keys * D, n.storage);
+    n.store("dv", kv_heads * keys * D, n.storage);
+    if (k.atomic_dq) n.atomic(scratch::kDqAcc, kv_heads * qv * D);
   }
-  n.c.flops = double(d.B) * d.H * w.pairs * ((dk ? 8 : 4) * D + (atomic_dq ? 2 * D : 0) + 2);
+  n.c.flops = double(d.B) * d.H * w.pairs * ((k.dk ? 8 : 4) * D + (k.atomic_dq ? 2 * D : 0) + 2);
   return n.c;
 }
 
@@ -117,18 +145,20 @@ LaunchCost row_dot(const Problem& p) {
   const Dims& d = p.dims;
   Counter n{{"row_dot_kernel"}, double(info(p.format).bytes)};
   const double rows = double(d.B) * d.H * d.N;
-  n.load(2 * rows * d.D, n.storage);
-  n.store(rows, n.f32);
+  n.load("do", rows * d.D, n.storage);
+  n.load("o", rows * d.D, n.storage);
+  n.store(scratch::kDRows, rows, n.f32);
   n.c.flops = 2 * rows * d.D;
   return n.c;
 }
 
-LaunchCost convert(const Problem& p, double heads, double rows) {
+// scale_to_storage: the f32 accumulator `acc` rounded into `out`.
+LaunchCost convert(const Problem& p, const char* acc, const char* out, double heads, double rows) {
   const Dims& d = p.dims;
   Counter n{{"scale_to_storage"}, double(info(p.format).bytes)};
   const double total = double(d.B) * heads * rows * d.D;
-  n.load(total, n.f32);
-  n.store(total, n.storage);
+  n.load(acc, total, n.f32);
+  n.store(out, total, n.storage);
   n.c.flops = total;
   return n.c;
 }
@@ -137,8 +167,9 @@ LaunchCost rmsnorm(const Problem& p) {
   const Dims& d = p.dims;
   Counter n{{"rmsnorm_kernel"}, double(info(p.format).bytes)};
   const double elements = double(d.T) * d.D;
-  n.load(3 * elements, n.storage);  // x twice (sum of squares, output), w once per row
-  n.store(elements, n.storage);
+  n.load("x", 2 * elements, n.storage);  // twice: the sum of squares, the output
+  n.load("w", elements, n.storage);      // once per row
+  n.store("y", elements, n.storage);
   n.c.flops = 4 * elements;
   return n.c;
 }
@@ -149,19 +180,41 @@ std::vector<LaunchCost> swiglu(const Problem& p) {
   const double tiles_t = ceil_div(d.T, kGemmTile), tiles_f = ceil_div(d.F, kGemmTile),
                tiles_dm = ceil_div(d.Dm, kGemmTile);
   Counter gate{{"gate_up_kernel"}, storage};
-  gate.load(double(d.T) * d.Dm * tiles_f, storage);      // x, once per F tile
-  gate.load(2 * double(d.Dm) * d.F * tiles_t, storage);  // W1, W3, once per T tile
-  gate.store(double(d.T) * d.F, gate.f32);               // h
+  gate.load("x", double(d.T) * d.Dm * tiles_f, storage);   // once per F tile
+  gate.load("w1", double(d.Dm) * d.F * tiles_t, storage);  // once per T tile
+  gate.load("w3", double(d.Dm) * d.F * tiles_t, storage);
+  gate.store(scratch::kHidden, double(d.T) * d.F, gate.f32);
   gate.c.flops = 4.0 * d.T * d.Dm * d.F + 5.0 * d.T * d.F;
   Counter down{{"down_kernel"}, storage};
-  down.load(double(d.T) * d.F * tiles_dm, down.f32);  // h, once per Dm tile
-  down.load(double(d.F) * d.Dm * tiles_t, storage);   // W2, once per T tile
-  down.store(double(d.T) * d.Dm, storage);
+  down.load(scratch::kHidden, double(d.T) * d.F * tiles_dm, down.f32);  // once per Dm tile
+  down.load("w2", double(d.F) * d.Dm * tiles_t, storage);               // once per T tile
+  down.store("y", double(d.T) * d.Dm, storage);
   down.c.flops = 2.0 * d.T * d.F * d.Dm;
   return {gate.c, down.c};
 }
 
 }  // namespace
+
+TensorTraffic& TensorTraffic::operator+=(const TensorTraffic& o) {
+  load_elements += o.load_elements;
+  load_bytes += o.load_bytes;
+  store_elements += o.store_elements;
+  store_bytes += o.store_bytes;
+  atomics += o.atomics;
+  return *this;
+}
+
+TensorTraffic LaunchCost::total() const {
+  TensorTraffic sum;
+  for (const TensorTraffic& t : tensors) sum += t;
+  return sum;
+}
+
+TensorTraffic LaunchCost::of(std::string_view tensor) const {
+  for (const TensorTraffic& t : tensors)
+    if (t.tensor == tensor) return t;
+  return {std::string(tensor)};
+}
 
 std::vector<LaunchCost> decode_launches(const Problem& p, const std::vector<std::int64_t>& lens) {
   const Dims& d = p.dims;
@@ -174,16 +227,25 @@ std::vector<LaunchCost> decode_launches(const Problem& p, const std::vector<std:
       const double keys =
           double(std::clamp<std::int64_t>(len - std::int64_t(s) * kSplitKeys, 0, kSplitKeys));
       const double heads = double(d.H);
-      split.load(heads * kSplitKeys, 8);                              // lens[b], by every thread
-      if (keys > 0) split.load(heads * (D + 2 * keys * D), storage);  // q, K, V
-      split.store(heads * (2 + D), split.f32);                        // m, l, acc
+      split.load("lens", heads * kSplitKeys, 8);  // lens[b], by every thread
+      if (keys > 0) {
+        split.load("q", heads * D, storage);
+        split.load("k", heads * keys * D, storage);
+        split.load("v", heads * keys * D, storage);
+      }
+      split.store(scratch::kMPart, heads, split.f32);
+      split.store(scratch::kLPart, heads, split.f32);
+      split.store(scratch::kAccPart, heads * D, split.f32);
       split.c.flops += heads * keys * (4 * D + 3);
     }
   }
   Counter merge{{"decode_merge_kernel"}, storage};
   const double heads = double(d.B) * d.H;
-  merge.load(heads * splits * (2 + D), merge.f32);
-  merge.store(heads * (D + 1), storage);
+  merge.load(scratch::kMPart, heads * splits, merge.f32);
+  merge.load(scratch::kLPart, heads * splits, merge.f32);
+  merge.load(scratch::kAccPart, heads * splits * D, merge.f32);
+  merge.store("o", heads * D, storage);
+  merge.store("lse", heads, storage);
   merge.c.flops = heads * splits * (2 * D + 3);
   return {split.c, merge.c};
 }
@@ -191,7 +253,6 @@ std::vector<LaunchCost> decode_launches(const Problem& p, const std::vector<std:
 std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
   const Walk w = walk(p);
   const Dims& d = p.dims;
-  const double storage = info(p.format).bytes, f32 = 4;
   const double kv_heads = double(d.Hkv), heads = double(d.H);
   if (onf == "decode") return decode_launches(p, {});
   if (onf == "rmsnorm") return {rmsnorm(p)};
@@ -208,7 +269,8 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
                           .atomic_dk = true,
                           .atomic_dv = true},
                          p, w),
-            convert(p, kv_heads, double(d.M)), convert(p, kv_heads, double(d.M))};
+            convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M)),
+            convert(p, scratch::kDvAcc, "dv", kv_heads, double(d.M))};
   }
   if (onf == "fused_v3") {
     return {query_kernel("fused_v3_kernel",
@@ -219,22 +281,23 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
                           .store_dq = true,
                           .atomic_dk = true},
                          p, w),
-            key_kernel("dv_kernel", /*dk=*/false, /*atomic_dq=*/false, f32, p, w),
-            convert(p, kv_heads, double(d.M))};
+            key_kernel("dv_kernel", {.lse = scratch::kLseRows, .lse_f32 = true}, p, w),
+            convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
   }
   if (onf == "fused_det") {
-    return {query_kernel("fused_det_kernel",
-                         {.dout = true,
-                          .forward = true,
-                          .backward = true,
-                          .store_lse_f32 = true,
-                          .store_d_f32 = true,
-                          .store_dq = true},
-                         p, w),
-            key_kernel("dkdv_kernel", /*dk=*/true, /*atomic_dq=*/false, f32, p, w)};
+    return {
+        query_kernel("fused_det_kernel",
+                     {.dout = true,
+                      .forward = true,
+                      .backward = true,
+                      .store_lse_f32 = true,
+                      .store_d_f32 = true,
+                      .store_dq = true},
+                     p, w),
+        key_kernel("dkdv_kernel", {.dk = true, .lse = scratch::kLseRows, .lse_f32 = true}, p, w)};
   }
   if (onf == "bwd_atomic") {
-    return {row_dot(p), key_kernel("dv_kernel", /*dk=*/false, /*atomic_dq=*/false, storage, p, w),
+    return {row_dot(p), key_kernel("dv_kernel", {}, p, w),
             query_kernel("dq_dk_kernel",
                          {.dout = true,
                           .lse_in = true,
@@ -243,13 +306,27 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
                           .store_dq = true,
                           .atomic_dk = true},
                          p, w),
-            convert(p, kv_heads, double(d.M))};
+            convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
   }
   if (onf == "bwd_fa2") {
-    return {row_dot(p), key_kernel("dkdv_kernel", /*dk=*/true, /*atomic_dq=*/true, storage, p, w),
-            convert(p, heads, double(d.N))};
+    return {row_dot(p), key_kernel("dkdv_kernel", {.dk = true, .atomic_dq = true}, p, w),
+            convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
   }
   throw std::invalid_argument("cuda_cost: no ONF named " + std::string(onf));
+}
+
+TrafficBounds traffic_bounds(std::string_view onf, const Problem& p,
+                             const std::vector<std::int64_t>* lens) {
+  if (onf != "decode") {
+    std::vector<LaunchCost> exact = launches(onf, p);
+    return {exact, exact};
+  }
+  if (lens) {
+    std::vector<LaunchCost> exact = decode_launches(p, *lens);
+    return {exact, exact};
+  }
+  return {decode_launches(p, std::vector<std::int64_t>(std::size_t(p.dims.B), 1)),
+          decode_launches(p, {})};
 }
 
 double scratch_bytes(std::string_view onf, const Problem& p) {
@@ -268,10 +345,11 @@ double scratch_bytes(std::string_view onf, const Problem& p) {
 Cost total(std::string_view onf, const Problem& p) {
   Cost c;
   for (const LaunchCost& l : launches(onf, p)) {
+    const TensorTraffic t = l.total();
     c.flops += l.flops;
-    c.bytes_read += l.load_bytes;
-    c.bytes_written += l.store_bytes;
-    c.atomics += l.atomics;
+    c.bytes_read += t.load_bytes;
+    c.bytes_written += t.store_bytes;
+    c.atomics += t.atomics;
   }
   c.peak_extra_bytes = scratch_bytes(onf, p);
   return c;

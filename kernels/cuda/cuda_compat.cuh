@@ -5,18 +5,9 @@
 // links both builds of the same sources.
 #pragma once
 
-#if defined(__CUDACC__)
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-#ifndef moacert_launch
-// The launch: the one concession of user code to the emulator
-// (docs/simt.md); under nvcc, the triple-chevron launch.
-#define moacert_launch(kernel, grid, block, shared_bytes, ...) \
-  kernel<<<(grid), (block), (shared_bytes)>>>(__VA_ARGS__)
-#endif
-#else
-#include "moacert/simt.h"
-#endif
+// nvcc's runtime and bf16 headers and the launch as `<<<...>>>`, or the
+// host emulator (moacert/simt.h's two branches).
+#include "include/moacert/simt.h"
 
 #include <cmath>
 

@@ -119,7 +119,8 @@ int launch_decode(const DecodeArgs& args) {
   const AttnDims& a = args.a;
   const int splits = ceil_div(a.M, kSplitKeys);
   const long long parts = static_cast<long long>(a.B) * a.H * splits;
-  DeviceBuffer m_part(parts), l_part(parts), acc_part(parts * a.D);
+  DeviceBuffer m_part(parts, cuda_scratch::kMPart), l_part(parts, cuda_scratch::kLPart),
+      acc_part(parts * a.D, cuda_scratch::kAccPart);
   if (int e = first_error(first_error(m_part.error(), l_part.error()), acc_part.error())) return e;
   const dim3 split_grid(splits, a.H, a.B), merge_grid(a.H, a.B);
   const size_t merge_shared = sizeof(float) * (3 * splits + 2);

@@ -29,7 +29,7 @@ __global__ void fused_det_kernel(FwdBwdArgs args, float* lse_rows, float* d_rows
 int launch_fused_det(const FwdBwdArgs& args) {
   const AttnDims& a = args.a;
   const long long rows = static_cast<long long>(a.B) * a.H * a.N;
-  DeviceBuffer lse_rows(rows), d_rows(rows);
+  DeviceBuffer lse_rows(rows, cuda_scratch::kLseRows), d_rows(rows, cuda_scratch::kDRows);
   if (int e = first_error(lse_rows.error(), d_rows.error())) return e;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);

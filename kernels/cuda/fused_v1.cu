@@ -29,7 +29,7 @@ __global__ void fused_v1_kernel(FwdBwdArgs args, float* dk_acc, float* dv_acc) {
 int launch_fused_v1(const FwdBwdArgs& args) {
   const AttnDims& a = args.a;
   const long long kv = static_cast<long long>(a.B) * a.Hkv * a.M * a.D;
-  DeviceBuffer dk_acc(kv), dv_acc(kv);
+  DeviceBuffer dk_acc(kv, cuda_scratch::kDkAcc), dv_acc(kv, cuda_scratch::kDvAcc);
   if (int e = first_error(dk_acc.error(), dv_acc.error())) return e;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);

@@ -27,8 +27,8 @@ __global__ void fused_v3_kernel(FwdBwdArgs args, float* dk_acc, float* lse_rows)
 
 int launch_fused_v3(const FwdBwdArgs& args) {
   const AttnDims& a = args.a;
-  DeviceBuffer dk_acc(static_cast<long long>(a.B) * a.Hkv * a.M * a.D);
-  DeviceBuffer lse_rows(static_cast<long long>(a.B) * a.H * a.N);
+  DeviceBuffer dk_acc(static_cast<long long>(a.B) * a.Hkv * a.M * a.D, cuda_scratch::kDkAcc);
+  DeviceBuffer lse_rows(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kLseRows);
   if (int e = first_error(dk_acc.error(), lse_rows.error())) return e;
   return dispatch(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);

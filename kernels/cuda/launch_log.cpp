@@ -36,6 +36,8 @@ void note_launch(const char* kernel) {
   for (int s = 0; s < C::n_spaces; ++s)
     for (int k = 0; k < C::n_atomic_kinds; ++k) r.atomics_other += c.atomics[s][k];
   r.atomics_other -= r.atomic_add_global;
+  for (const ::moacert::simt::BufferCounters& b : c.buffers)
+    r.tensors.push_back({b.name, b.loads, b.load_bytes, b.stores, b.store_bytes, b.atomics});
   const std::lock_guard<std::mutex> lock(log_mutex);
   ++launches;
   totals.blocks += r.blocks;
@@ -61,6 +63,17 @@ std::vector<LaunchRecord> take_launch_log() {
   std::vector<LaunchRecord> out;
   out.swap(log);
   return out;
+}
+
+std::size_t launch_log_size() {
+  const std::lock_guard<std::mutex> lock(log_mutex);
+  return log.size();
+}
+
+std::vector<LaunchRecord> launch_log_from(std::size_t first) {
+  const std::lock_guard<std::mutex> lock(log_mutex);
+  if (first >= log.size()) return {};
+  return {log.begin() + std::ptrdiff_t(first), log.end()};
 }
 
 void set_schedule_seed(std::uint64_t seed) {

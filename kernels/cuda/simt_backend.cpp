@@ -9,18 +9,35 @@
 // after the CUDA language
 #include "kernels/cuda/backend_glue.hpp"
 #include "kernels/cuda/launch_log.hpp"
+#include "kernels/cuda/traffic_law.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <span>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace moacert::kernels {
 void register_simt_kernels(Registry& r) {
-  // The counts a certificate carries: the launches' sums since the last take.
+  // The counts a certificate carries: the launches' sums since the last
+  // take, then each tensor's share of the global traffic (nonzero figures
+  // only, in the order the tensors were first met).
   auto take_counts = [] {
     double atomics = 0, other = 0, loads = 0, load_bytes = 0, stores = 0, store_bytes = 0;
     double launches = 0, barriers = 0;
+    std::vector<simt::TensorRecord> tensors;
     for (const simt::LaunchRecord& l : simt::take_launch_log()) {
+      for (const simt::TensorRecord& t : l.tensors) {
+        auto same = std::find_if(tensors.begin(), tensors.end(),
+                                 [&](const simt::TensorRecord& k) { return k.tensor == t.tensor; });
+        if (same == tensors.end())
+          tensors.push_back(t);
+        else
+          *same += t;
+      }
       ++launches;
       atomics += double(l.atomic_add_global);
       other += double(l.atomics_other);
@@ -30,7 +47,7 @@ void register_simt_kernels(Registry& r) {
       store_bytes += double(l.global_store_bytes);
       barriers += double(l.barriers);
     }
-    return std::vector<std::pair<std::string, double>>{{"launches", launches},
+    std::vector<std::pair<std::string, double>> counts{{"launches", launches},
                                                        {"float atomics", atomics},
                                                        {"other atomics", other},
                                                        {"global loads", loads},
@@ -38,12 +55,45 @@ void register_simt_kernels(Registry& r) {
                                                        {"global stores", stores},
                                                        {"global store bytes", store_bytes},
                                                        {"barriers", barriers}};
+    for (const simt::TensorRecord& t : tensors) {
+      const std::pair<const char*, std::uint64_t> figures[] = {
+          {"global loads of ", t.loads},
+          {"global load bytes of ", t.load_bytes},
+          {"global stores of ", t.stores},
+          {"global store bytes of ", t.store_bytes},
+          {"atomics into ", t.atomics}};
+      for (const auto& [what, n] : figures)
+        if (n) counts.emplace_back(what + t.tensor, double(n));
+    }
+    return counts;
   };
+  // Every call that ran to the end is checked against the traffic law
+  // (kernels/cuda/traffic_law.hpp): its own launches, from the log's length
+  // when it started; decode's lens read from its input, so that its model
+  // is exact. The first difference is kept for take_count_mismatch.
+  static std::size_t call_start = 0;
+  static std::string first_mismatch;
+  auto after_run = [](const std::string& onf, const Problem& p, std::span<const TensorRef> in) {
+    std::vector<std::int64_t> lens;
+    if (p.op == Op::attention_decode) {
+      const auto view = in[3].view<const std::int64_t>();
+      for (moa::extent_t b = 0; b < p.dims.B; ++b) lens.push_back(view(b));
+    }
+    const auto mismatches = cuda_cost::traffic_mismatches(
+        onf, p, p.op == Op::attention_decode ? &lens : nullptr, simt::launch_log_from(call_start));
+    if (!mismatches.empty() && first_mismatch.empty())
+      first_mismatch =
+          "simt." + onf + ": " + mismatches.front() +
+          (mismatches.size() > 1 ? " (and " + std::to_string(mismatches.size() - 1) + " more)"
+                                 : std::string());
+  };
+  auto take_count_mismatch = [] { return std::exchange(first_mismatch, std::string()); };
   // The schedule: the case's seed (RunOptions::schedule_seed, so that
   // `reproduce` replays it) plus a variation the spread measurements set.
   static std::atomic<std::uint64_t> variation{0};
   auto before_run = [](const RunOptions& opt) {
     simt::set_schedule_seed(opt.schedule_seed + variation.load());
+    call_start = simt::launch_log_size();
   };
   auto simt_counters = [] {
     const simt::LaunchRecord t = simt::launch_totals();
@@ -57,9 +107,9 @@ void register_simt_kernels(Registry& r) {
          << ", \"atomics_other\": " << t.atomics_other << "}";
     return json.str();
   };
-  simt::register_onfs(
-      r, "simt", "host emulator",
-      {before_run, simt_counters, take_counts, [](std::uint64_t v) { variation.store(v); }});
+  simt::register_onfs(r, "simt", "host emulator",
+                      {before_run, after_run, simt_counters, take_counts, take_count_mismatch,
+                       [](std::uint64_t v) { variation.store(v); }});
 }
 
 }  // namespace moacert::kernels

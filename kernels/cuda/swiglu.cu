@@ -94,7 +94,7 @@ __global__ void down_kernel(SwiGluArgs args, const float* h) {
 }  // namespace
 
 int launch_swiglu(const SwiGluArgs& args) {
-  DeviceBuffer h(static_cast<long long>(args.T) * args.F);
+  DeviceBuffer h(static_cast<long long>(args.T) * args.F, cuda_scratch::kHidden);
   if (h.error() != cudaSuccess) return static_cast<int>(h.error());
   const dim3 gate_grid(ceil_div(args.F, kTile), ceil_div(args.T, kTile));
   const dim3 down_grid(ceil_div(args.Dm, kTile), ceil_div(args.T, kTile));

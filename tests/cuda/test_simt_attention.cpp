@@ -1,7 +1,8 @@
 // The GPU-specific laws of kernels/cuda/'s attention ONFs, on the host
 // emulator (variants simt.*), small shapes:
-// - every launch's atomics and global loads and stores (elements and bytes)
-//   equal the cost function's model for that problem (kernels/cuda/cost.hpp);
+// - every launch's atomics and global loads and stores (elements and bytes),
+//   tensor by tensor, equal the cost function's model for that problem
+//   (kernels/cuda/cost.hpp, the law of kernels/cuda/traffic_law.hpp);
 // - fused_v1 executes exactly twice the float atomics of bwd_atomic on the
 //   same problem, fused_v3 exactly as many, fused_det none (the MoA papers'
 //   2.0000x, as a test);
@@ -17,11 +18,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "kernels/cuda/cost.hpp"
 #include "kernels/cuda/launch_log.hpp"
+#include "kernels/cuda/traffic_law.hpp"
 #include "oracle/bounds.hpp"
+#include "properties/certify.hpp"
 #include "properties/properties.hpp"
 
 namespace moacert {
@@ -81,6 +85,11 @@ Case bwd_of(const Case& fused) {
 
 std::string describe(const Problem& p) {
   const Dims& d = p.dims;
+  if (p.op == Op::rmsnorm)
+    return std::string(name(p.format)) + " T=" + std::to_string(d.T) + " D=" + std::to_string(d.D);
+  if (p.op == Op::mlp_swiglu)
+    return std::string(name(p.format)) + " T=" + std::to_string(d.T) +
+           " Dm=" + std::to_string(d.Dm) + " F=" + std::to_string(d.F);
   return std::string(name(p.format)) + " B=" + std::to_string(d.B) + " H=" + std::to_string(d.H) +
          " Hkv=" + std::to_string(d.Hkv) + " N=" + std::to_string(d.N) +
          " M=" + std::to_string(d.M) + " D=" + std::to_string(d.D) + (p.causal() ? " causal" : "");
@@ -129,36 +138,31 @@ TEST(SimtAttention, FusedV1HasTwiceTheAtomicsOfBwdAtomicAndFusedV3AsMany) {
   }
 }
 
-// The cost function's launches against the emulator's, one by one.
-void expect_counts_match(const std::string& onf, const Case& c) {
+// The traffic law (kernels/cuda/traffic_law.hpp) on one case: every
+// launch, every tensor, counted = modelled; decode's count exact for the
+// case's lens and within its bounds without them. The variant's own check
+// of the same call (what a certificate records) must agree.
+void expect_traffic_law(const std::string& onf, const Case& c) {
+  const kernels::Variant& v = simt_variant(c.problem.op, onf);
+  v.take_count_mismatch();
   const auto counted = counted_run(onf, c);
-  std::vector<std::int64_t> lens;  // decode's traffic depends on them
-  if (c.problem.op == Op::attention_decode)
+  const bool decode = c.problem.op == Op::attention_decode;
+  std::vector<std::int64_t> lens;
+  if (decode)
     for (const moa::Index& i : moa::iota(c.inputs[3].shape()))
       lens.push_back(std::int64_t(c.inputs[3].get(i)));
-  const auto model =
-      onf == "decode" ? cost::decode_launches(c.problem, lens) : cost::launches(onf, c.problem);
-  RC_ASSERT(counted.size() == model.size());
-  for (std::size_t k = 0; k < model.size(); ++k) {
-    const LaunchRecord& got = counted[k];
-    const cost::LaunchCost& want = model[k];
-    const std::string where = "simt." + onf + " launch " + std::to_string(k) + " " + got.kernel;
-    RC_ASSERT(got.kernel.find(want.kernel) != std::string::npos);
-    if (double(got.atomic_add_global) != want.atomics || got.atomics_other != 0 ||
-        double(got.global_loads) != want.load_elements ||
-        double(got.global_load_bytes) != want.load_bytes ||
-        double(got.global_stores) != want.store_elements ||
-        double(got.global_store_bytes) != want.store_bytes) {
-      RC_FAIL(where + ": counted atomics " + std::to_string(got.atomic_add_global) + "+" +
-              std::to_string(got.atomics_other) + ", loads " + std::to_string(got.global_loads) +
-              " (" + std::to_string(got.global_load_bytes) + " B), stores " +
-              std::to_string(got.global_stores) + " (" + std::to_string(got.global_store_bytes) +
-              " B); the cost function says atomics " + std::to_string(want.atomics) + ", loads " +
-              std::to_string(want.load_elements) + " (" + std::to_string(want.load_bytes) +
-              " B), stores " + std::to_string(want.store_elements) + " (" +
-              std::to_string(want.store_bytes) + " B)");
-    }
-  }
+  const std::string where = "simt." + onf + " on " + describe(c.problem);
+  auto assert_holds = [&](const std::vector<std::string>& mismatches, const std::string& model) {
+    std::string all;
+    for (const std::string& m : mismatches) all += "\n  " + m;
+    if (!mismatches.empty()) RC_FAIL(where + " (" + model + "):" + all);
+  };
+  assert_holds(cost::traffic_mismatches(onf, c.problem, decode ? &lens : nullptr, counted),
+               decode ? "exact for its lens" : "exact");
+  if (decode)
+    assert_holds(cost::traffic_mismatches(onf, c.problem, nullptr, counted), "bounds without lens");
+  const std::string own = v.take_count_mismatch();
+  if (!own.empty()) RC_FAIL(where + ": the variant's own check: " + own);
 }
 
 struct OnfOf {
@@ -176,16 +180,48 @@ rc::Gen<CaseSpec> gen(Op op, Format f) {
   return properties::gen_case_spec(op, f, {tile}, /*strided=*/true);
 }
 
-TEST(SimtAttention, EveryLaunchCountsWhatTheCostFunctionSays) {
+TEST(SimtAttention, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
   for (Format f : {Format::f32, Format::bf16}) {
     for (const OnfOf& o : kOnfs) {
       const bool ok = rc::check(
-          std::string("simt.") + o.onf + " " + std::string(name(f)) + ": counters = cost", [&] {
+          std::string("simt.") + o.onf + " " + std::string(name(f)) + ": traffic = cost", [&] {
             const Case c = properties::make_case(*gen(o.op, f));
-            expect_counts_match(o.onf, c);
+            expect_traffic_law(o.onf, c);
           });
       EXPECT_TRUE(ok) << o.onf;
     }
+  }
+}
+
+// certify on the emulator: every judged call checked against the traffic
+// law, and the per-tensor traffic in the counts, summing to the totals
+// (decode: the law with the case's own lens; fused_v3: three launches, dK
+// by atomics into its accumulator).
+TEST(SimtAttention, ACertificateCarriesTheTrafficPerTensorAndTheLaw) {
+  for (const OnfOf& o :
+       {OnfOf{Op::attention_decode, "decode"}, OnfOf{Op::attention_fwdbwd, "fused_v3"}}) {
+    properties::CertifyOptions opt;
+    opt.variant = &simt_variant(o.op, o.onf);
+    opt.cases = 5;
+    opt.seed = 3;
+    opt.equivalence = false;
+    const properties::Certificate cert = properties::certify(opt);
+    SCOPED_TRACE(o.onf);
+    EXPECT_TRUE(cert.holds) << cert.failure;
+    EXPECT_GT(cert.counted_cases, 5);
+    EXPECT_TRUE(cert.traffic_checked);
+    EXPECT_EQ(cert.traffic_mismatches, 0) << cert.traffic_mismatch;
+    std::map<std::string, double> per_tensor;  // figure -> sum over the tensors
+    double loads = 0, float_atomics = 0;
+    for (const auto& [what, n] : cert.counts) {
+      if (what == "global loads") loads = n;
+      if (what == "float atomics") float_atomics = n;
+      for (const char* figure : {"global loads of ", "atomics into "})
+        if (what.rfind(figure, 0) == 0) per_tensor[figure] += n;
+    }
+    EXPECT_GT(loads, 0);
+    EXPECT_EQ(per_tensor["global loads of "], loads);
+    EXPECT_EQ(per_tensor["atomics into "], float_atomics);
   }
 }
 

@@ -70,8 +70,12 @@ __global__ void softmax_rows(const float* x, float* y, int rows, int len) {
 
 constexpr int kBins = 16;
 
+// Global memory in no registered buffer: counted as module data.
+__device__ unsigned histogram_launches;
+
 __global__ void histogram(const int* values, int n, unsigned* bins) {
   __shared__ unsigned local[kBins];
+  if (blockIdx.x == 0 && threadIdx.x == 0) histogram_launches += 1;
   if (threadIdx.x < kBins) local[threadIdx.x] = 0;
   __syncthreads();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -213,6 +217,9 @@ std::vector<float> run_gemm(const std::vector<float>& a, const std::vector<float
   const float* da = b.add(device_copy(a));
   const float* db = b.add(device_copy(bm));
   float* dc = b.zeros<float>(std::size_t(n) * n);
+  moacert_simt_name_buffer(da, "a");  // their traffic, per buffer, under these names
+  moacert_simt_name_buffer(db, "b");
+  moacert_simt_name_buffer(dc, "c");
   moacert_launch(gemm_tiled, dim3(n / kTile, n / kTile), dim3(kTile, kTile), 0, da, db, dc, n);
   return host_copy(dc, std::size_t(n) * n);
 }
@@ -231,6 +238,8 @@ std::vector<unsigned> run_histogram(const std::vector<int>& values) {
   Buffers b;
   const int* dv = b.add(device_copy(values));
   unsigned* bins = b.zeros<unsigned>(kBins);
+  moacert_simt_name_buffer(dv, "values");
+  moacert_simt_name_buffer(bins, "bins");
   moacert_launch(histogram, 3, 64, 0, dv, int(values.size()), bins);
   return host_copy(bins, kBins);
 }

@@ -4,10 +4,12 @@
 #define MOACERT_SIMT_UNINSTRUMENTED 1  // this driver is host code
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <regex>
+#include <string>
 
 #include "moacert/simt.h"
 #include "tests/simt/kernels.hpp"
@@ -29,6 +31,35 @@ std::vector<std::uint32_t> bits(const std::vector<float>& v) {
 }
 
 constexpr std::uint64_t kSeeds[] = {0, 1, 2, 977, 0xdeadbeef};
+
+// The per-buffer counters of a launch under `name` (zero if untouched).
+moacert::simt::BufferCounters traffic_of(const moacert::simt::Counters& c,
+                                         const std::string& name) {
+  for (const auto& b : c.buffers)
+    if (b.name == name) return b;
+  return {name};
+}
+
+// The law of the per-buffer counters: each buffer at most once, and their
+// sum is the launch's global totals (module data included).
+void expect_buffers_sum_to_totals(const moacert::simt::Counters& c) {
+  using C = moacert::simt::Counters;
+  moacert::simt::BufferCounters sum;
+  for (const auto& b : c.buffers) {
+    sum += b;
+    EXPECT_EQ(std::count_if(c.buffers.begin(), c.buffers.end(),
+                            [&](const auto& o) { return o.name == b.name; }),
+              1)
+        << b.name;
+  }
+  std::uint64_t atomics = 0;
+  for (int k = 0; k < C::n_atomic_kinds; ++k) atomics += c.atomics[C::global][k];
+  EXPECT_EQ(sum.loads, c.global_loads);
+  EXPECT_EQ(sum.load_bytes, c.global_load_bytes);
+  EXPECT_EQ(sum.stores, c.global_stores);
+  EXPECT_EQ(sum.store_bytes, c.global_store_bytes);
+  EXPECT_EQ(sum.atomics, atomics);
+}
 
 // ---- correct kernels: clean, the same bits under every schedule seed, and
 // equal to a plain host loop that adds in the kernel's order.
@@ -70,6 +101,14 @@ TEST(SimtCorrect, TiledGemmMatchesHostLoop) {
     EXPECT_EQ(bits(simt_test::run_gemm(a, b, n)), bits(expected)) << "seed " << seed;
   }
   const moacert::simt::Counters c = moacert::simt::last_launch_counters();
+  expect_buffers_sum_to_totals(c);
+  // a and b each give one element per tile per k-step, c takes every output once
+  EXPECT_EQ(traffic_of(c, "a").loads, std::uint64_t(n) * n * (n / 16));
+  EXPECT_EQ(traffic_of(c, "b").loads, std::uint64_t(n) * n * (n / 16));
+  EXPECT_EQ(traffic_of(c, "b").load_bytes, sizeof(float) * n * n * (n / 16));
+  EXPECT_EQ(traffic_of(c, "a").stores + traffic_of(c, "b").stores, 0u);
+  EXPECT_EQ(traffic_of(c, "c").stores, std::uint64_t(n) * n);
+  EXPECT_EQ(traffic_of(c, "c").loads, 0u);
   EXPECT_EQ(c.global_loads, 2u * n * n * (n / 16));  // one element of each tile per k-step
   EXPECT_EQ(c.global_stores, std::uint64_t(n) * n);
   EXPECT_EQ(c.shared_loads, 2u * n * n * n);
@@ -126,6 +165,15 @@ TEST(SimtCorrect, AtomicHistogramCountsEveryValue) {
   using C = moacert::simt::Counters;
   EXPECT_EQ(c.atomics[C::shared][C::add], 1000u);
   EXPECT_EQ(c.atomics[C::global][C::add], 3u * 16u);
+  expect_buffers_sum_to_totals(c);
+  EXPECT_EQ(traffic_of(c, "values").loads, 1000u);
+  EXPECT_EQ(traffic_of(c, "values").atomics, 0u);
+  EXPECT_EQ(traffic_of(c, "bins").atomics, 3u * 16u);  // shared atomics belong to no buffer
+  // the launch counter: a `__device__` variable, one load and one store
+  const auto module = traffic_of(c, moacert::simt::kModuleData);
+  EXPECT_EQ(module.loads, 1u);
+  EXPECT_EQ(module.stores, 1u);
+  EXPECT_EQ(module.store_bytes, sizeof(unsigned));
 }
 
 // Interleaving at every third access as well as at synchronisation points:
