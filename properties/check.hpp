@@ -32,7 +32,7 @@ struct TensorStats {
   std::string name;
   std::int64_t elements = 0;        // judged: those the oracle evaluated (oracle::Options::rows)
   std::int64_t elements_total = 0;  // in the tensor
-  double max_ulp = 0, mean_ulp = 0, p99_ulp = 0;
+  double max_ulp = 0, mean_ulp = 0;  // of this case (the run's quantiles: the histograms)
   // Every element's ulp error and error / allowed, for the run's exact
   // statistics (the certificate's quantiles are read from their sum).
   ErrorHistogram ulp_histogram = make_error_histogram();
