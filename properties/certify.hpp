@@ -34,9 +34,16 @@ struct CertifyOptions {
   // --case): each is judged as a random case would be, but has no token;
   // the certificate names the file instead.
   std::vector<std::pair<std::string, Case>> case_files;
+  // certify --shape: every generated case lies in these ranges (curated
+  // ones are clamped into them); the tokens carry them.
+  ShapeConstraints shape;
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
 };
+
+// The token every case of `options` extends (its index, size and shrink
+// path aside): its generator settings are those certify draws from.
+Token base_token(const CertifyOptions& options);
 
 // The certificate (properties/results.hpp) of one variant.
 Certificate certify(const CertifyOptions& options);
