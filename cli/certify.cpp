@@ -18,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/numbers.hpp"
 #include "files/atomic_write.hpp"
+#include "cli/shape.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
@@ -103,6 +104,7 @@ struct CertifyArgs {
   std::string max_memory;               // bytes, "4G"; empty: half the RAM
   std::vector<std::string> case_files;  // --case: judge these instead of generated cases
   std::string junit;                    // --junit FILE: JUnit XML for CI dashboards
+  std::string shape;                    // --shape N=4096,M=1..8192: constraints on the extents
 };
 
 std::uint64_t max_memory_of(const std::string& text) {
@@ -129,17 +131,17 @@ kernels::Variant load_plugin(const std::string& spec, const std::string& variant
 // Every case certify will run fits the memory budget: the curated specs
 // and each random case's spec (shrinks only get smaller), generated
 // without their data.
-void check_certify_budget(const kernels::Variant& v, Format f, int cases, std::uint64_t seed,
-                          std::uint64_t max_bytes) {
-  std::vector<moa::extent_t> tiles = v.tiles;
-  std::sort(tiles.begin(), tiles.end());
-  const auto curated = properties::curated_specs(v.op, f, tiles);
+void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max_bytes) {
+  const kernels::Variant& v = *o.variant;
+  const properties::GenSettings settings = properties::base_token(o).settings();
+  const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
     check_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k),
                  {.variant = &v});
-  const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, f, tiles);
-  for (int i = 0; i < cases; ++i) {
-    const auto s = gen(rc::Random({seed, std::uint64_t(i), 0, 0}), properties::size_for(i, cases));
+  const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, o.format, settings);
+  for (int i = 0; i < o.cases; ++i) {
+    const auto s =
+        gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), properties::size_for(i, o.cases));
     check_budget(s.value().problem, max_bytes, "random case " + std::to_string(i), {.variant = &v});
   }
 }
@@ -199,11 +201,24 @@ int run_certify(const CertifyArgs& a) {
     case_files.emplace_back(path, std::move(c));
   }
   if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
+  if (!a.shape.empty() && !case_files.empty())
+    throw UsageError("give --shape or --case, not both (a case file fixes its shape)");
+  const properties::ShapeConstraints shape = parse_shape_constraints(*op, a.shape, "certify");
   const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
   if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
   const std::uint64_t seed =
       !a.seed.empty() ? parse_seed(a.seed)
                       : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  auto options_for = [&](const kernels::Variant* v, Format f) {
+    properties::CertifyOptions o;
+    o.variant = v;
+    o.format = f;
+    o.cases = a.cases;
+    o.seed = seed;
+    o.rule = *rule;
+    o.shape = shape;
+    return o;
+  };
   // Every refusal before the output folder is created: a refused run
   // leaves nothing behind.
   for (const kernels::Variant* v : variants) {
@@ -219,7 +234,7 @@ int run_certify(const CertifyArgs& a) {
                                                     : ": the LibTorch adaptor is absent from "
                                                       "this build"));
     }
-    if (case_files.empty()) check_certify_budget(*v, f, a.cases, seed, max_memory);
+    if (case_files.empty()) check_certify_budget(options_for(v, f), max_memory);
     for (const auto& [path, c] : case_files)
       check_budget(c.problem, max_memory, "--case " + path, {.variant = v});
   }
@@ -237,12 +252,7 @@ int run_certify(const CertifyArgs& a) {
   for (const kernels::Variant* v : variants) {
     const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
     Progress progress(a.op + " " + v->name + " " + std::string(name(f)));
-    properties::CertifyOptions o;
-    o.variant = v;
-    o.format = f;
-    o.cases = a.cases;
-    o.seed = seed;
-    o.rule = *rule;
+    properties::CertifyOptions o = options_for(v, f);
     o.case_files = case_files;
     o.progress = [&progress](int done, int total, const char* phase) {
       progress(done, total, phase);
@@ -365,6 +375,8 @@ void add_certify(CLI::App& app, int& status) {
   cmd->add_option("--timeout", a->timeout, "seconds a plugin call may take (default 60)");
   cmd->add_option("--max-memory", a->max_memory,
                   "refuse cases needing more, e.g. 4G (default: half the RAM)");
+  cmd->add_option("--shape", a->shape,
+                  "fix extents (N=4096,D=128) or bound them (N=1..8192); the others stay random");
   cmd->add_option("--case", a->case_files,
                   "judge these case files (docs/case-files.md) instead of generated cases");
   cmd->add_option("--junit", a->junit,

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (u->op != t->op || u->format != t->format || u->variant != t->variant ||
       u->rule.kind != t->rule.kind || std::memcmp(&u->rule.k, &t->rule.k, sizeof u->rule.k) != 0 ||
       u->seed != t->seed || u->index != t->index || u->size != t->size || u->path != t->path ||
-      u->tiles != t->tiles)
+      u->tiles != t->tiles || u->version != t->version || !(u->shape == t->shape))
     std::abort();
   return 0;
 }

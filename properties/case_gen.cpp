@@ -90,26 +90,85 @@ bool is_attention(Op op) {
          op == Op::attention_decode;
 }
 
-// An extent: mostly small and growing with RapidCheck's size, now and then 1,
-// and now and then one of t-1, t, t+1 for a tile t of the kernels under test.
-rc::Gen<extent_t> gen_extent(extent_t max_small, const std::vector<extent_t>& tiles) {
+// An extent in `r`: mostly small (from r.lo, growing with RapidCheck's
+// size), now and then r.lo, and now and then one of t-1, t, t+1 for a tile
+// t of the kernels under test. Over every extent (r free) these are
+// generation 1's draws.
+rc::Gen<extent_t> gen_extent(extent_t max_small, const std::vector<extent_t>& tiles,
+                             ExtentRange r = {}) {
+  if (r.fixed()) return rc::gen::just(r.lo);
   std::vector<extent_t> straddle;
   for (extent_t t : tiles)
     for (extent_t e : {t - 1, t, t + 1})
-      if (e >= 1) straddle.push_back(e);
+      if (e >= 1 && r.contains(e)) straddle.push_back(e);
   return rc::gen::withSize([=](int size) {
     const extent_t cap = std::clamp<extent_t>(1 + size * max_small / 100, 1, max_small);
-    const rc::Gen<extent_t> small = rc::gen::inRange<extent_t>(1, cap + 1);
+    const extent_t top = r.lo + std::min(cap - 1, r.hi - r.lo);
+    const rc::Gen<extent_t> small = rc::gen::inRange<extent_t>(r.lo, top + 1);
     if (straddle.empty() || size < 30) {
-      return rc::gen::weightedOneOf<extent_t>({{8, small}, {1, rc::gen::just<extent_t>(1)}});
+      return rc::gen::weightedOneOf<extent_t>({{8, small}, {1, rc::gen::just(r.lo)}});
     }
     return rc::gen::weightedOneOf<extent_t>(
-        {{8, small}, {1, rc::gen::just<extent_t>(1)}, {1, rc::gen::elementOf(straddle)}});
+        {{8, small}, {1, rc::gen::just(r.lo)}, {1, rc::gen::elementOf(straddle)}});
   });
 }
 
-// Head counts: MHA (H = Hkv), GQA (H a multiple of Hkv > 1) or MQA (Hkv = 1).
-void draw_heads(Dims& d) {
+// `g`'s values, each shrinking towards r.lo as an integer does, not only
+// within `g`: a deployment-scale counterexample shrinks to the smallest
+// extent that still fails, below the large ones too.
+rc::Gen<extent_t> shrinking_to(ExtentRange r, rc::Gen<extent_t> g) {
+  return [r, g](const rc::Random& random, int size) {
+    return rc::shrinkable::shrinkRecur(g(random, size).value(), [r](extent_t x) {
+      return rc::shrink::towards<extent_t>(x, r.lo);
+    });
+  };
+}
+
+// A deployment-scale extent in `r`, past `floor` and at most `limit`: t-1,
+// t or t+1 for a tile t in [floor, limit) (the tiles given and the powers
+// of two there), or any. Where `r` holds none, an extent of `r` as
+// gen_extent draws it.
+rc::Gen<extent_t> gen_large(extent_t floor, extent_t limit, std::vector<extent_t> tiles,
+                            ExtentRange r) {
+  if (r.fixed()) return rc::gen::just(r.lo);
+  for (extent_t t = 1; t < limit; t *= 2) tiles.push_back(t);
+  std::sort(tiles.begin(), tiles.end());
+  tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+  std::vector<extent_t> straddle;
+  for (extent_t t : tiles)
+    if (t >= floor && t < limit)
+      for (extent_t e : {t - 1, t, t + 1})
+        if (r.contains(e)) straddle.push_back(e);
+  const extent_t lo = std::max(r.lo, floor + 1), hi = std::min(r.hi, limit);
+  if (straddle.empty() && lo > hi) return gen_extent(40, tiles, r);
+  if (straddle.empty()) return shrinking_to(r, rc::gen::inRange<extent_t>(lo, hi + 1));
+  if (lo > hi) return shrinking_to(r, rc::gen::elementOf(straddle));
+  return shrinking_to(
+      r, rc::gen::weightedOneOf<extent_t>(
+             {{1, rc::gen::elementOf(straddle)}, {1, rc::gen::inRange<extent_t>(lo, hi + 1)}}));
+}
+
+// The draw of a dimension: `free_draw` where --shape leaves it free (the
+// draws of generation 1), else an extent of its range.
+extent_t draw_dim(const ShapeConstraints& shape, extent_t Dims::*field,
+                  const rc::Gen<extent_t>& free_draw, extent_t max_small,
+                  const std::vector<extent_t>& tiles) {
+  const ExtentRange r = shape.range(field);
+  return r == ExtentRange{} ? *free_draw : *gen_extent(max_small, tiles, r);
+}
+
+// Head counts: MHA (H = Hkv), GQA (H a multiple of Hkv > 1) or MQA (Hkv = 1);
+// under --shape, an Hkv of its range with a multiple in H's range, and one
+// of the first such multiples.
+void draw_heads(Dims& d, const ShapeConstraints& shape) {
+  if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) {
+    const std::vector<extent_t> groups = shape.head_groups(8);
+    if (groups.empty()) throw std::logic_error("draw_heads: constraints not checked");
+    d.Hkv = *rc::gen::elementOf(groups);
+    const ExtentRange k = shape.head_multiples(d.Hkv);
+    d.H = d.Hkv * *rc::gen::inRange<extent_t>(k.lo, k.lo + std::min<extent_t>(3, k.hi - k.lo) + 1);
+    return;
+  }
   const int kind = *rc::gen::inRange(0, 3);
   if (kind == 0) {
     d.Hkv = d.H = *rc::gen::inRange<extent_t>(1, 4);
@@ -143,8 +202,156 @@ moa::LayoutKind draw_kind(Op op, int input, bool strided) {
 
 }  // namespace
 
+namespace {
+
+// The dimensions of a case at the small scale of generation 1: every extent
+// below about 40 (f32) but the straddles of `tiles`.
+void draw_small_dims(Op op, Dims& d, extent_t big, const ShapeConstraints& shape,
+                     const std::vector<extent_t>& tiles) {
+  auto range = [&](extent_t Dims::*field) { return shape.range(field); };
+  switch (op) {
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+    case Op::attention_decode:
+      d.B = draw_dim(shape, &Dims::B, rc::gen::inRange<extent_t>(1, 3), 2, {});
+      draw_heads(d, shape);
+      d.N = op == Op::attention_decode ? 1 : *gen_extent(big, tiles, range(&Dims::N));
+      d.M = *gen_extent(big, tiles, range(&Dims::M));
+      d.D = draw_dim(
+          shape, &Dims::D,
+          rc::gen::weightedOneOf<extent_t>({{6, gen_extent(big / 2, tiles)},
+                                            {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}}),
+          big / 2, tiles);
+      break;
+    case Op::rmsnorm:
+      d.T = *gen_extent(8, {}, range(&Dims::T));
+      d.D = draw_dim(
+          shape, &Dims::D,
+          rc::gen::weightedOneOf<extent_t>({{6, gen_extent(4 * big, tiles)},
+                                            {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}}),
+          4 * big, tiles);
+      break;
+    case Op::mlp_swiglu:
+      d.T = *gen_extent(big / 2, tiles, range(&Dims::T));
+      d.Dm = *gen_extent(big, tiles, range(&Dims::Dm));
+      d.F = *gen_extent(big, tiles, range(&Dims::F));
+      break;
+    case Op::block:
+      d.B = draw_dim(shape, &Dims::B, rc::gen::inRange<extent_t>(1, 3), 2, {});
+      draw_heads(d, shape);
+      d.N = *gen_extent(8, {}, range(&Dims::N));
+      d.M = d.N;
+      d.D = *gen_extent(8, {}, range(&Dims::D));
+      d.Dm = *gen_extent(16, {}, range(&Dims::Dm));
+      d.F = *gen_extent(16, {}, range(&Dims::F));
+      break;
+  }
+}
+
+// The dimensions of a deployment-scale case: past kLargeExtent (decode's
+// cache length past kLargeDecodeLength) along one or two of the axes a
+// kernel tiles, where its tails are, and small along the others (B = 1,
+// one or two heads), so that the full oracle and the emulated simt.*
+// variants afford it (docs/performance.md#deployment-scale-cases).
+void draw_large_dims(Op op, Dims& d, const ShapeConstraints& shape,
+                     const std::vector<extent_t>& small_tiles,
+                     const std::vector<extent_t>& large_tiles) {
+  auto range = [&](extent_t Dims::*field) { return shape.range(field); };
+  auto large = [&](extent_t Dims::*field, extent_t limit) {
+    return *gen_large(kLargeExtent, limit, large_tiles, range(field));
+  };
+  auto small = [&](extent_t Dims::*field, extent_t max_small) {
+    return *gen_extent(max_small, small_tiles, range(field));
+  };
+  auto one_or_two_heads = [&] {
+    if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) return draw_heads(d, shape);
+    d.Hkv = 1;
+    d.H = *rc::gen::inRange<extent_t>(1, 3);
+  };
+  // D: a head width of deployed models, or a straddle of a small tile.
+  auto head_width = [&] {
+    return draw_dim(shape, &Dims::D,
+                    rc::gen::weightedOneOf<extent_t>({{2, gen_extent(40, small_tiles)},
+                                                      {1, rc::gen::element<extent_t>(64, 128)}}),
+                    40, small_tiles);
+  };
+  switch (op) {
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd: {
+      d.B = range(&Dims::B).lo;
+      one_or_two_heads();
+      // Long queries, long keys, or both (then shorter).
+      const int which = *rc::gen::inRange(0, 3);
+      d.N = which == 1 ? small(&Dims::N, 40) : large(&Dims::N, which == 2 ? 513 : 1025);
+      d.M = which == 0 ? small(&Dims::M, 40) : large(&Dims::M, which == 2 ? 513 : 1025);
+      d.D = head_width();
+      break;
+    }
+    case Op::attention_decode:
+      d.B = draw_dim(shape, &Dims::B, rc::gen::inRange<extent_t>(1, 3), 2, {});
+      one_or_two_heads();
+      d.N = 1;
+      d.M =
+          *gen_large(kLargeDecodeLength, 2 * kLargeDecodeLength + 1, large_tiles, range(&Dims::M));
+      d.D = head_width();
+      break;
+    case Op::rmsnorm:
+      d.T = small(&Dims::T, 8);
+      d.D = large(&Dims::D, 4097);
+      break;
+    case Op::mlp_swiglu: {
+      // One long axis of the three GEMMs, the others short.
+      const int which = *rc::gen::inRange(0, 3);
+      d.T = which == 0 ? large(&Dims::T, 1025) : small(&Dims::T, 4);
+      d.Dm = which == 1 ? large(&Dims::Dm, 1025) : small(&Dims::Dm, 16);
+      d.F = which == 2 ? large(&Dims::F, 1025) : small(&Dims::F, 16);
+      break;
+    }
+    case Op::block: {
+      d.B = range(&Dims::B).lo;
+      one_or_two_heads();
+      const int which = *rc::gen::inRange(0, 3);
+      d.N = which == 0 ? large(&Dims::N, 513) : small(&Dims::N, 8);
+      d.M = d.N;
+      d.D = small(&Dims::D, 8);
+      d.Dm = which == 1 ? large(&Dims::Dm, 1025) : small(&Dims::Dm, 16);
+      d.F = which == 2 ? large(&Dims::F, 1025) : small(&Dims::F, 16);
+      break;
+    }
+  }
+}
+
+// The tiles straddled from generation 2: the declared ones with the common
+// ones up to `up_to`, each once.
+std::vector<extent_t> with_common_tiles(std::vector<extent_t> tiles, extent_t up_to) {
+  for (extent_t t : kCommonTiles)
+    if (t <= up_to) tiles.push_back(t);
+  std::sort(tiles.begin(), tiles.end());
+  tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+  return tiles;
+}
+
+}  // namespace
+
+int large_one_in(Op op) {
+  return op == Op::attention_bwd || op == Op::attention_fwdbwd ? 10 : 6;
+}
+
+bool is_large(const Problem& p) {
+  if (p.op == Op::attention_decode) return p.dims.M > kLargeDecodeLength;
+  const auto axes = dims_of(p.op);
+  return std::any_of(axes.begin(), axes.end(),
+                     [&](std::string_view a) { return extent_of(p.dims, a) > kLargeExtent; });
+}
+
 rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<extent_t>& tiles,
                                 bool strided) {
+  return gen_case_spec(op, format, GenSettings{tiles, {}, /*generation=*/1, strided});
+}
+
+rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
   return rc::gen::exec([=] {
     CaseSpec s;
     Problem& p = s.problem;
@@ -153,39 +360,28 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<extent_t
     p.format = format;
     // f64 oracles run in MPFI from the start: keep the f64 problems smaller.
     const extent_t big = format == Format::f64 ? 24 : 40;
+    if (g.generation < 2) {
+      draw_small_dims(op, d, big, g.shape, g.tiles);
+    } else if (*rc::gen::weightedElement<bool>(
+                   {{std::size_t(large_one_in(op) - 1), false}, {1, true}})) {
+      draw_large_dims(op, d, g.shape, with_common_tiles(g.tiles, 128),
+                      with_common_tiles(g.tiles, kCommonTiles.back()));
+    } else {
+      draw_small_dims(op, d, big, g.shape, with_common_tiles(g.tiles, 128));
+    }
     switch (op) {
       case Op::attention_fwd:
       case Op::attention_bwd:
       case Op::attention_fwdbwd:
-      case Op::attention_decode:
-        d.B = *rc::gen::inRange<extent_t>(1, 3);
-        draw_heads(d);
-        d.N = op == Op::attention_decode ? 1 : *gen_extent(big, tiles);
-        d.M = *gen_extent(big, tiles);
-        d.D = *rc::gen::weightedOneOf<extent_t>(
-            {{6, gen_extent(big / 2, tiles)}, {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}});
-        if (op != Op::attention_decode) p.params.causal = *rc::gen::arbitrary<bool>();
+        p.params.causal = *rc::gen::arbitrary<bool>();
         break;
       case Op::rmsnorm:
-        d.T = *gen_extent(8, {});
-        d.D = *rc::gen::weightedOneOf<extent_t>(
-            {{6, gen_extent(4 * big, tiles)}, {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}});
         p.params.eps = *rc::gen::element(1e-6, 1e-5, 0.25);
         break;
-      case Op::mlp_swiglu:
-        d.T = *gen_extent(big / 2, tiles);
-        d.Dm = *gen_extent(big, tiles);
-        d.F = *gen_extent(big, tiles);
-        break;
       case Op::block:
-        d.B = *rc::gen::inRange<extent_t>(1, 3);
-        draw_heads(d);
-        d.N = *gen_extent(8, {});
-        d.M = d.N;
-        d.D = *gen_extent(8, {});
-        d.Dm = *gen_extent(16, {});
-        d.F = *gen_extent(16, {});
         p.params.eps = *rc::gen::element(1e-6, 1e-5);
+        break;
+      default:
         break;
     }
     std::vector<std::pair<int, Values>> families = {{4, Values::uniform}, {2, Values::normal}};
@@ -203,16 +399,25 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<extent_t
       }
     }
     if (op == Op::attention_decode) {
+      // From generation 2, lens also straddle the tiles and splits below L.
+      std::vector<std::int64_t> straddle;
+      if (g.generation >= 2)
+        for (extent_t t : with_common_tiles(g.tiles, kCommonTiles.back()))
+          for (extent_t e : {t - 1, t, t + 1})
+            if (e >= 1 && e <= d.M) straddle.push_back(e);
       for (extent_t b = 0; b < d.B; ++b) {
-        s.lens.push_back(*rc::gen::weightedOneOf<std::int64_t>(
-            {{2, rc::gen::inRange<std::int64_t>(1, d.M + 1)},
-             {1, rc::gen::just<std::int64_t>(1)},
-             {1, rc::gen::just<std::int64_t>(std::int64_t{d.M})}}));
+        const auto any = rc::gen::inRange<std::int64_t>(1, d.M + 1);
+        const auto one = rc::gen::just<std::int64_t>(1), all = rc::gen::just(std::int64_t{d.M});
+        s.lens.push_back(
+            straddle.empty()
+                ? *rc::gen::weightedOneOf<std::int64_t>({{2, any}, {1, one}, {1, all}})
+                : *rc::gen::weightedOneOf<std::int64_t>(
+                      {{2, any}, {1, one}, {1, all}, {1, rc::gen::elementOf(straddle)}}));
       }
     }
     const auto shapes = input_shapes(p);
     for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
-      s.kinds.push_back(draw_kind(op, k, strided));
+      s.kinds.push_back(draw_kind(op, k, g.strided));
       s.layouts.push_back(draw_layout(shapes[k], s.kinds.back()));
     }
     s.seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);

@@ -7,6 +7,7 @@
 // into the exact input tensors, the same bits on every machine.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <ostream>
@@ -15,6 +16,7 @@
 
 #include <rapidcheck.h>
 
+#include "properties/shape_constraints.hpp"
 #include "reference/case.hpp"
 #include "reference/moa/layout_kind.hpp"
 
@@ -43,11 +45,45 @@ struct CaseSpec {
 void showValue(const CaseSpec& s, std::ostream& os);
 std::string describe(const CaseSpec& s);
 
-// A generator of specs for `op` in `format`. `tiles` are the tile extents of
-// the variants under test: N, M and D straddle each (t-1, t, t+1) now and
-// then. `strided` false keeps every input row-major.
+// The generation of the generators. 1 is that of version-1 tokens: small
+// cases that straddle the variant's declared tiles only. 2 adds a share of
+// deployment-scale cases and straddles of the common tile and split sizes
+// (docs/design.md#certify). A token names its generation, so that a case
+// comes back as it was drawn.
+inline constexpr int kGeneration = 2;
+
+// The tile and split sizes kernels commonly use: from generation 2 every
+// variant's cases straddle them (t-1, t, t+1), declared or not, so that a
+// plugin's tails are reached although its tiles are unknown.
+inline constexpr std::array<moa::extent_t, 7> kCommonTiles = {16, 32, 64, 128, 256, 512, 1024};
+
+// The extents past which a case counts as deployment-scale: 256 (decode's
+// cache length: 4096).
+inline constexpr moa::extent_t kLargeExtent = 256, kLargeDecodeLength = 4096;
+
+// What the generator draws from, beyond the op and the format.
+struct GenSettings {
+  std::vector<moa::extent_t> tiles;  // the variants' declared tiles: N, M, D... straddle each
+  ShapeConstraints shape;            // certify --shape: every extent drawn inside its range
+  int generation = kGeneration;
+  bool strided = true;  // false keeps every input row-major
+};
+
+// A generator of specs for `op` in `format` under `settings`.
+rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& settings);
+// The property suite's cases (prop_ops and the kernel tests): generation
+// 1's small ones, without constraints, so that its tests take seconds.
 rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const std::vector<moa::extent_t>& tiles,
                                 bool strided = true);
+
+// One in how many generated cases of `op` is deployment-scale (generation
+// 2, without --shape): 6, but 10 for the backward ops, whose large cases
+// cost the most (docs/performance.md#deployment-scale-cases).
+int large_one_in(Op op);
+
+// True for a deployment-scale problem: an extent past kLargeExtent (decode:
+// a cache length past kLargeDecodeLength).
+bool is_large(const Problem& p);
 
 // The same problem and values in other layouts (for layout invariance).
 rc::Gen<std::vector<moa::Layout>> gen_layouts(const CaseSpec& spec);

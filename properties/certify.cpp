@@ -185,6 +185,20 @@ struct Accumulator {
 
 }  // namespace
 
+Token base_token(const CertifyOptions& o) {
+  const kernels::Variant& v = *o.variant;
+  Token base;
+  base.op = v.op;
+  base.format = o.format;
+  base.variant = v.name;
+  base.rule = o.rule;
+  base.seed = o.seed;
+  base.tiles = v.tiles;
+  std::sort(base.tiles.begin(), base.tiles.end());
+  base.shape = o.shape;
+  return base;
+}
+
 Certificate certify(const CertifyOptions& o) {
   const auto start = Clock::now();
   const kernels::Variant& v = *o.variant;
@@ -194,14 +208,8 @@ Certificate certify(const CertifyOptions& o) {
   cert.format = o.format;
   cert.rule = o.rule;
   cert.seed = o.seed;
-  Token base;
-  base.op = v.op;
-  base.format = o.format;
-  base.variant = v.name;
-  base.rule = o.rule;
-  base.seed = o.seed;
-  base.tiles = v.tiles;
-  std::sort(base.tiles.begin(), base.tiles.end());
+  cert.shape = o.shape.str(v.op);
+  const Token base = base_token(o);
 
   cert.ran_on = v.where.empty() ? "CPU" : v.where;
   // PyTorch against itself says nothing: no equivalence report for torch.
@@ -250,7 +258,7 @@ Certificate certify(const CertifyOptions& o) {
   };
   std::optional<Judged> worst;  // for the schedule spread
   const bool from_files = !o.case_files.empty();
-  const auto curated = o.curated && !from_files ? curated_specs(v.op, o.format, base.tiles)
+  const auto curated = o.curated && !from_files ? curated_specs(v.op, o.format, base.settings())
                                                 : std::vector<CaseSpec>{};
   const int total = int(curated.size()) + (from_files ? int(o.case_files.size()) : o.cases);
   Accumulator acc;
@@ -324,7 +332,7 @@ Certificate certify(const CertifyOptions& o) {
   }
 
   // 2. Random cases, shrinking the first failure.
-  const rc::Gen<CaseSpec> gen = gen_case_spec(v.op, o.format, base.tiles);
+  const rc::Gen<CaseSpec> gen = gen_case_spec(v.op, o.format, base.settings());
   for (int i = 0; !from_files && cert.holds && i < o.cases; ++i) {
     Token t = base;
     t.index = i;

@@ -38,9 +38,16 @@ struct CertifyOptions {
   // Past this much oracle work a case is judged on a sample of rows
   // (properties/sample.hpp); below it, whole.
   double whole_oracle_work = kWholeOracleWork;
+  // certify --shape: every generated case lies in these ranges (curated
+  // ones are clamped into them); the tokens carry them.
+  ShapeConstraints shape;
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
 };
+
+// The token every case of `options` extends (its index, size and shrink
+// path aside): its generator settings are those certify draws from.
+Token base_token(const CertifyOptions& options);
 
 // The certificate (properties/results.hpp) of one variant.
 Certificate certify(const CertifyOptions& options);

@@ -76,6 +76,7 @@ struct Certificate {
   Format format = Format::f32;
   Rule rule;
   std::uint64_t seed = 0;
+  std::string shape;  // certify --shape, as given ("N=4096,M=1..8192"); "" when none
   bool holds = true;
   int curated_run = 0, random_run = 0, discarded = 0;
   int case_files_run = 0;  // certify --case: files judged instead of generated cases

@@ -1,5 +1,7 @@
 #include "properties/token.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include <rapidcheck.h>
@@ -8,7 +10,7 @@ namespace moacert::properties {
 
 namespace {
 
-constexpr std::uint8_t kVersion = 1;
+// The prefix names the token family; the first byte its version (1 or 2).
 constexpr const char* kPrefix = "mc1.";
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -87,7 +89,7 @@ std::int64_t unzigzag(std::uint64_t v) {
 }  // namespace
 
 std::string Token::encode() const {
-  std::vector<std::uint8_t> b{kVersion, std::uint8_t(op), std::uint8_t(format),
+  std::vector<std::uint8_t> b{std::uint8_t(version), std::uint8_t(op), std::uint8_t(format),
                               std::uint8_t(rule.kind)};
   std::uint64_t k;
   std::memcpy(&k, &rule.k, sizeof k);
@@ -99,6 +101,17 @@ std::string Token::encode() const {
   for (std::uint32_t p : path) put_varint(b, p);
   put_varint(b, tiles.size());
   for (moa::extent_t x : tiles) put_varint(b, std::uint64_t(x));
+  if (version >= 2) {  // the constraints: count, then (field, lo, hi) each
+    std::uint64_t count = 0;
+    for (const auto& r : shape.ranges) count += r.has_value();
+    put_varint(b, count);
+    for (std::size_t field = 0; field < shape.ranges.size(); ++field) {
+      if (!shape.ranges[field]) continue;
+      b.push_back(std::uint8_t(field));
+      put_varint(b, std::uint64_t(shape.ranges[field]->lo));
+      put_varint(b, std::uint64_t(shape.ranges[field]->hi));
+    }
+  }
   put_varint(b, variant.size());
   b.insert(b.end(), variant.begin(), variant.end());
   return kPrefix + base64url(b);
@@ -115,7 +128,8 @@ std::optional<Token> Token::decode(const std::string& text, std::string* why) {
   if (!bytes) return fail("a token holds only letters, digits, '-' and '_' after its prefix");
   Reader r{*bytes};
   Token t;
-  if (r.byte() != kVersion) return fail("token of another version");
+  t.version = r.byte();
+  if (t.version != 1 && t.version != 2) return fail("token of another version");
   const std::uint8_t op = r.byte(), fmt = r.byte(), rule = r.byte();
   if (op >= all_ops().size() || fmt > 3 || rule > 2)
     return fail("token names an unknown op, format or rule");
@@ -139,10 +153,29 @@ std::optional<Token> Token::decode(const std::string& text, std::string* why) {
     if (x == 0 || x > (1u << 20)) return fail("token is truncated or corrupt");
     t.tiles.push_back(moa::extent_t(x));
   }
+  if (t.version >= 2) {
+    const std::uint64_t count = r.varint();
+    if (!r.ok || count > t.shape.ranges.size()) return fail("token is truncated or corrupt");
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint8_t field = r.byte();
+      const std::uint64_t lo = r.varint(), hi = r.varint();
+      if (!r.ok || field >= t.shape.ranges.size() || t.shape.ranges[field] || lo < 1 || hi < lo ||
+          hi > std::uint64_t(ExtentRange{}.hi))
+        return fail("token is truncated or corrupt");
+      t.shape.ranges[field] = ExtentRange{moa::extent_t(lo), moa::extent_t(hi)};
+    }
+    try {
+      t.shape.check(t.op);
+    } catch (const std::exception& e) {
+      return fail(std::string("token's --shape: ") + e.what());
+    }
+  }
   const std::uint64_t len = r.varint();
   if (!r.ok || len > 4096 || r.pos + len != bytes->size())
     return fail("token is truncated or corrupt");
   t.variant.assign(bytes->begin() + std::ptrdiff_t(r.pos), bytes->end());
+  // One text per token: trailing characters that make no byte are refused.
+  if (t.encode() != text) return fail("token is truncated or corrupt");
   return t;
 }
 
@@ -152,14 +185,13 @@ int size_for(int index, int cases) {
 }
 
 std::optional<CaseSpec> spec_of(const Token& t) {
-  const std::vector<moa::extent_t>& tiles = t.tiles;
   if (t.index < 0) {
-    const auto curated = curated_specs(t.op, t.format, tiles);
+    const auto curated = curated_specs(t.op, t.format, t.settings());
     const std::size_t k = std::size_t(-std::int64_t(t.index) - 1);
     if (k >= curated.size()) return std::nullopt;
     return curated[k];
   }
-  const rc::Gen<CaseSpec> gen = gen_case_spec(t.op, t.format, tiles);
+  const rc::Gen<CaseSpec> gen = gen_case_spec(t.op, t.format, t.settings());
   rc::Shrinkable<CaseSpec> s = gen(rc::Random({t.seed, std::uint64_t(t.index), 0, 0}), t.size);
   for (std::uint32_t step : t.path) {
     auto shrinks = s.shrinks();
@@ -174,11 +206,41 @@ std::optional<CaseSpec> spec_of(const Token& t) {
   return s.value();
 }
 
-std::vector<CaseSpec> curated_specs(Op op, Format f, const std::vector<moa::extent_t>& tiles) {
+namespace {
+
+// A curated spec clamped into --shape's ranges: each constrained extent to
+// its nearest in range, the heads to the nearest group the ranges allow,
+// decode's lens to the cache length (the last one to all of it).
+void clamp_into(CaseSpec& s, const ShapeConstraints& shape) {
+  if (shape.empty()) return;
+  Dims& d = s.problem.dims;
+  for (std::size_t k = 0; k < kDimFields.size(); ++k)
+    if (shape.ranges[k]) d.*kDimFields[k] = shape.ranges[k]->clamp(d.*kDimFields[k]);
+  if (d.H % d.Hkv != 0) {
+    const std::vector<moa::extent_t> groups = shape.head_groups(64);
+    d.Hkv = *std::min_element(groups.begin(), groups.end(), [&](moa::extent_t a, moa::extent_t b) {
+      return std::abs(a - d.Hkv) < std::abs(b - d.Hkv);
+    });
+    d.H = shape.head_multiples(d.Hkv).clamp(d.H / d.Hkv) * d.Hkv;
+  }
+  if (s.problem.op == Op::block) d.M = d.N;
+  if (s.problem.op == Op::attention_decode) {
+    s.lens.resize(std::size_t(d.B), 1);
+    for (std::int64_t& len : s.lens) len = std::clamp<std::int64_t>(len, 1, d.M);
+    s.lens.back() = d.M;
+  }
+}
+
+}  // namespace
+
+std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings) {
   // Each family of the generators at its extremes, realised through the
   // generator itself at the largest size with a fixed Random, then pinned.
   std::vector<CaseSpec> out;
-  const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, tiles, /*strided=*/true);
+  const std::vector<moa::extent_t>& tiles = settings.tiles;
+  GenSettings strided = settings;
+  strided.strided = true;
+  const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, strided);
   const moa::extent_t tile = tiles.empty() ? 16 : tiles.back();
   const bool attention = op == Op::attention_fwd || op == Op::attention_bwd ||
                          op == Op::attention_fwdbwd || op == Op::attention_decode;
@@ -228,6 +290,7 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const std::vector<moa::exte
       }
       d.D = std::min<moa::extent_t>(d.D, 32);
     }
+    clamp_into(s, settings.shape);
     // Layouts follow the shapes just pinned.
     s.layouts.clear();
     const auto shapes = input_shapes(s.problem);

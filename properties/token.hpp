@@ -2,7 +2,8 @@
 // format, rule, seed, case and shrink path, so that `moacert reproduce`
 // re-creates the identical case, bit for bit, on any machine.
 //
-// A random case is RapidCheck's generator (gen_case_spec) run with
+// A random case is RapidCheck's generator (gen_case_spec, of the token's
+// generation and constraints) run with
 // rc::Random({seed, index, 0, 0}) at `size`, then walked down its shrink
 // tree by `path` (the index of the chosen shrink at each step). A curated
 // case (index < 0) is the -index-1'th entry of curated_specs.
@@ -28,6 +29,14 @@ struct Token {
   int size = 0;            // RapidCheck size of a random case
   std::vector<std::uint32_t> path;
   std::vector<moa::extent_t> tiles;  // of the certified variant: the generator straddles them
+  // The token's version, which is the generation of the generator that drew
+  // its case (kGeneration): version-1 tokens keep naming the cases they
+  // named. Version 1 carries no constraints.
+  int version = kGeneration;
+  ShapeConstraints shape;  // certify --shape
+
+  // What the token's generator draws from.
+  GenSettings settings() const { return {tiles, shape, version, /*strided=*/true}; }
 
   std::string encode() const;
   // nullopt, with `why` set, when the text is not a token of this version.
@@ -37,7 +46,8 @@ struct Token {
 // The curated edge cases of an op and format: each value family and layout
 // family at its extremes (causal rows with no key, N = 1, N > M and N < M,
 // tile straddles, MQA and GQA, decode lens 1 and L, ...).
-std::vector<CaseSpec> curated_specs(Op op, Format f, const std::vector<moa::extent_t>& tiles);
+// Under --shape, each is clamped into the ranges (docs/design.md#certify).
+std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings);
 
 // The case spec a token names (its generator, its shrink path), or nullopt
 // when the path leads nowhere (a token from another version).

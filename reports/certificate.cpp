@@ -48,6 +48,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   j["rule"] = c.rule.str();
   j["verdict"] = c.holds ? "holds" : "fails";
   j["seed"] = c.seed;
+  j["shape"] = c.shape;  // certify --shape; "" when every extent was drawn freely
   j["cases"] = {{"curated", c.curated_run},
                 {"random", c.random_run},
                 {"discarded", c.discarded},
@@ -140,6 +141,8 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
      << (c.case_files_run > 0 ? fmt::format(" and {} case files", c.case_files_run) : "")
      << " (seed " << c.seed << ", " << c.discarded << " discarded), "
      << fmt::format("{:.1f}", c.seconds) << " s.\n\n";
+  md << "Shape constraints (`--shape`): "
+     << (c.shape.empty() ? "none, every extent drawn" : "`" + c.shape + "`") << ".\n\n";
   md << "| output | elements | max ulp | mean ulp | p50 ulp | p99 ulp | p99.9 ulp | max error / "
         "allowed | max normwise error (u) |\n";
   md << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -249,6 +252,7 @@ nlohmann::json summary_json(const std::vector<properties::Certificate>& cs, cons
     j["op"] = std::string(info(cs.front().op).name);
     j["rule"] = cs.front().rule.str();
     j["seed"] = cs.front().seed;
+    j["shape"] = cs.front().shape;
   }
   j["verdict"] = holds ? "holds" : "fails";
   j["variants"] = variants;
@@ -261,8 +265,10 @@ std::string summary_markdown(const std::vector<properties::Certificate>& cs, con
                              const Provenance& provenance) {
   std::ostringstream md;
   if (cs.empty()) return "# Certificate\n\nNo variant.\n";
-  md << "# Certificate: " << info(cs.front().op).name
-     << "\n\n| variant | format | verdict | cases | worst error / allowed |\n"
+  md << "# Certificate: " << info(cs.front().op).name << "\n\n";
+  if (!cs.front().shape.empty())
+    md << "Shape constraints (`--shape`): `" << cs.front().shape << "`.\n\n";
+  md << "| variant | format | verdict | cases | worst error / allowed |\n"
      << "| --- | --- | --- | ---: | ---: |\n";
   for (const auto& c : cs) {
     md << fmt::format("| [{}]({}/certificate.md) | {} | {} | {} | {:.3g} |\n", c.variant, c.variant,

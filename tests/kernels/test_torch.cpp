@@ -30,7 +30,7 @@ const kernels::Variant& torch_of(Op op) {
 
 // The spec of random case `i` of a seed, as certify draws them.
 CaseSpec random_spec(Op op, Format f, std::uint64_t seed, int i, int count) {
-  const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, {});
+  const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, std::vector<moa::extent_t>{});
   return gen(rc::Random({seed, std::uint64_t(i), 0, 0}), size_for(i, count)).value();
 }
 

@@ -1,0 +1,61 @@
+// The extents `certify --shape` fixes (N=4096) or bounds (N=1..8192): per
+// dimension of the op, a closed range; a dimension not named is free and
+// drawn as without --shape. The generator draws inside the ranges, curated
+// cases are clamped into them, and a token carries them, so that
+// `reproduce` needs no --shape (docs/design.md#certify).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/problem.hpp"
+
+namespace moacert::properties {
+
+// lo <= e <= hi; the default range is every extent.
+struct ExtentRange {
+  moa::extent_t lo = 1, hi = std::numeric_limits<moa::extent_t>::max();
+  bool fixed() const { return lo == hi; }
+  bool contains(moa::extent_t e) const { return lo <= e && e <= hi; }
+  moa::extent_t clamp(moa::extent_t e) const { return std::clamp(e, lo, hi); }
+  friend bool operator==(const ExtentRange&, const ExtentRange&) = default;
+};
+
+// The Dims fields in a fixed order: a constraint's index in a token.
+inline constexpr std::array<moa::extent_t Dims::*, 9> kDimFields = {
+    &Dims::B, &Dims::H, &Dims::Hkv, &Dims::N, &Dims::M, &Dims::D, &Dims::T, &Dims::Dm, &Dims::F};
+
+struct ShapeConstraints {
+  // By the index of the field in kDimFields; nullopt: free.
+  std::array<std::optional<ExtentRange>, kDimFields.size()> ranges;
+
+  bool empty() const {
+    return std::none_of(ranges.begin(), ranges.end(), [](const auto& r) { return r.has_value(); });
+  }
+  // The range of a field: its constraint, or every extent.
+  ExtentRange range(moa::extent_t Dims::*field) const;
+  bool constrained(moa::extent_t Dims::*field) const { return range(field) != ExtentRange{}; }
+  void set(moa::extent_t Dims::*field, ExtentRange r);
+  // True when every constrained extent of `d` lies in its range.
+  bool admits(const Dims& d) const;
+  // "N=4096,M=1..8192" in the op's axis names and order (dims_of); "" when empty.
+  std::string str(Op op) const;
+  // Throws moa::ShapeError, naming the op and what is wrong, unless some
+  // problem of `op` satisfies the constraints: each constrained dimension
+  // is one of the op's, an H in its range is a multiple of an Hkv in its
+  // range, and the smallest extents in the ranges pass validate().
+  void check(Op op) const;
+  // The Hkv in its range of which some H in its range is a multiple, up to
+  // `count` of them from the smallest up (none: the heads cannot be met).
+  std::vector<moa::extent_t> head_groups(std::size_t count) const;
+  // The k for which k·hkv lies in H's range (empty when lo > hi).
+  ExtentRange head_multiples(moa::extent_t hkv) const;
+  friend bool operator==(const ShapeConstraints&, const ShapeConstraints&) = default;
+};
+
+}  // namespace moacert::properties

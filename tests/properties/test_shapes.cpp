@@ -1,0 +1,218 @@
+// certify --shape and the deployment-scale cases (issue #17 items 1 and 2):
+// every generated and curated case lies in the constraints, tokens carry
+// them and re-create the identical case, version-1 tokens still name the
+// cases they named, and without --shape a share of cases is deployment-scale
+// and the common tiles are straddled although the variant declares none.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "properties/certify.hpp"
+#include "properties/token.hpp"
+
+namespace moacert::properties {
+namespace {
+
+// Constraints on some of the op's axes: fixed, small ranges, and ranges
+// past kLargeExtent; nullopt when no problem of the op satisfies them.
+std::optional<ShapeConstraints> draw_constraints(Op op) {
+  ShapeConstraints c;
+  for (std::string_view axis : dims_of(op)) {
+    if (*rc::gen::inRange(0, 3) != 0) continue;
+    const moa::extent_t lo =
+        *rc::gen::weightedOneOf<moa::extent_t>({{3, rc::gen::inRange<moa::extent_t>(1, 40)},
+                                                {1, rc::gen::inRange<moa::extent_t>(200, 1100)}});
+    const moa::extent_t width = *rc::gen::element<moa::extent_t>(0, 0, 3, 50, 5000);
+    c.set(dim_field(axis), {lo, lo + width});
+  }
+  try {
+    c.check(op);
+  } catch (const moa::ShapeError&) {
+    return std::nullopt;
+  }
+  return c;
+}
+
+bool lens_fit(const CaseSpec& s) {
+  return std::all_of(s.lens.begin(), s.lens.end(),
+                     [&](std::int64_t len) { return len >= 1 && len <= s.problem.dims.M; });
+}
+
+RC_GTEST_PROP(Shapes, EveryGeneratedAndCuratedCaseLiesInTheConstraints, ()) {
+  const Op op = Op(*rc::gen::inRange<int>(0, int(all_ops().size())));
+  RC_TAG(info(op).name);
+  const std::optional<ShapeConstraints> shape = draw_constraints(op);
+  RC_PRE(shape.has_value());
+  RC_TAG(shape->empty() ? "free" : "constrained");
+  GenSettings settings;
+  settings.shape = *shape;
+  settings.tiles = *rc::gen::container<std::vector<moa::extent_t>>(
+      rc::gen::element<moa::extent_t>(16, 64, 100, 128));
+  const rc::Gen<CaseSpec> gen = gen_case_spec(op, Format::f32, settings);
+  for (int k = 0; k < 10; ++k) {
+    const CaseSpec s =
+        gen(rc::Random({std::uint64_t(k), 7, 0, 0}), *rc::gen::inRange(0, 101)).value();
+    RC_ASSERT(shape->admits(s.problem.dims));
+    validate(s.problem);
+    RC_ASSERT(lens_fit(s));
+  }
+  for (const CaseSpec& s : curated_specs(op, Format::f32, settings)) {
+    RC_ASSERT(shape->admits(s.problem.dims));
+    validate(s.problem);
+    RC_ASSERT(lens_fit(s));
+  }
+}
+
+ShapeConstraints constraints(Op op, std::initializer_list<std::pair<const char*, ExtentRange>> l) {
+  ShapeConstraints c;
+  for (const auto& [axis, r] : l) c.set(dim_field(axis), r);
+  c.check(op);
+  return c;
+}
+
+TEST(Shapes, TheTokenCarriesTheConstraints) {
+  Token t;
+  t.op = Op::attention_fwd;
+  t.variant = "cpu.flash";
+  t.seed = 99;
+  t.index = 4;
+  t.size = 40;
+  t.tiles = {16, 64};
+  t.shape = constraints(Op::attention_fwd,
+                        {{"N", {4096, 4096}}, {"M", {1, 8192}}, {"H", {8, 8}}, {"Hkv", {2, 2}}});
+  const std::optional<Token> back = Token::decode(t.encode());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->version, kGeneration);
+  EXPECT_EQ(back->shape, t.shape);
+  EXPECT_EQ(back->shape.str(Op::attention_fwd), "H=8,Hkv=2,N=4096,M=1..8192");
+  EXPECT_EQ(back->encode(), t.encode());
+  // Constraints no problem of the op satisfies are refused, with why.
+  Token bad = t;
+  bad.shape.set(&Dims::Hkv, {3, 3});
+  std::string why;
+  EXPECT_FALSE(Token::decode(bad.encode(), &why));
+  EXPECT_NE(why.find("not a multiple of Hkv"), std::string::npos) << why;
+}
+
+// The tensors of two cases, bit for bit.
+bool same_inputs(const Case& a, const Case& b) {
+  if (a.inputs.size() != b.inputs.size()) return false;
+  for (std::size_t k = 0; k < a.inputs.size(); ++k) {
+    const AnyTensor &x = a.inputs[k], &y = b.inputs[k];
+    if (x.layout().str() != y.layout().str() || x.dtype() != y.dtype()) return false;
+    const auto bytes = std::size_t(x.layout().cosize()) * std::size_t(dtype_bytes(x.dtype()));
+    if (std::memcmp(x.data(), y.data(), bytes) != 0) return false;
+  }
+  return true;
+}
+
+TEST(Shapes, ReproduceOfAConstrainedTokenGivesTheIdenticalCase) {
+  const kernels::Variant* v = kernels::Registry::builtin().find(Op::rmsnorm, "cpu.fused");
+  ASSERT_TRUE(v);
+  CertifyOptions o;
+  o.variant = v;
+  o.cases = 6;
+  o.seed = 31;
+  o.shape = constraints(Op::rmsnorm, {{"T", {3, 3}}, {"D", {200, 700}}});
+  const Certificate cert = certify(o);
+  ASSERT_TRUE(cert.holds) << cert.failure;
+  EXPECT_EQ(cert.shape, "D=200..700,T=3");  // in the order of dims_of
+  const std::optional<Token> token = Token::decode(cert.worst_token);
+  ASSERT_TRUE(token);
+  EXPECT_EQ(token->shape, o.shape);
+  // The token alone (no --shape) re-creates the case certify drew.
+  const Replay r = replay(*token, *v);
+  EXPECT_TRUE(o.shape.admits(r.spec.problem.dims)) << describe(r.spec);
+  const CaseSpec drawn =
+      token->index < 0 ? curated_specs(Op::rmsnorm, Format::f32,
+                                       base_token(o).settings())[std::size_t(-token->index - 1)]
+                       : gen_case_spec(Op::rmsnorm, Format::f32, base_token(o).settings())(
+                             rc::Random({o.seed, std::uint64_t(token->index), 0, 0}), token->size)
+                             .value();
+  EXPECT_EQ(describe(r.spec), describe(drawn));
+  EXPECT_TRUE(same_inputs(r.c, build_case(drawn)));
+}
+
+// Version-1 tokens name the cases they named: their descriptions as
+// `moacert reproduce` printed them at 47c8639, before generation 2.
+TEST(Shapes, VersionOneTokensNameTheCasesTheyNamed) {
+  const std::pair<const char*, const char*> tokens[] = {
+      {"mc1.AQABAAABNjcAAUAJY3B1LmZsYXNo",
+       "attention.fwd f32 B=1 H=6 Hkv=2 N=13 M=1 D=5 scale=0.447214 values=large-logits "
+       "seed=575803512\n  q (1,6,13,5):(1,1,6,78)\n  k (1,2,1,5):(10,5,5,1)\n"
+       "  v (1,2,1,5):(10,5,5,1)"},
+      {"mc1.AQMBAAABYGEAAYACCWNwdS5zcGxpdA",
+       "attention.decode f32 B=2 H=4 Hkv=1 N=1 L=36 D=5 scale=0.3 values=large-logits "
+       "seed=234052235 lens=(36,1)\n  q (2,4,1,5):(20,5,5,1)\n  k (2,1,36,5):(0,180,5,1)\n"
+       "  v (2,1,36,5):(3,1,6,222)\n  lens (2):(1)"},
+      {"mc1.AQEBAAABRkcAAxAggAINY3B1LmZsYXNoX2J3ZA",
+       "attention.bwd f32 B=2 H=1 Hkv=1 N=1 M=3 D=3 scale=0.57735 values=normal seed=87374907\n"
+       "  q (2,1,1,3):(3,3,3,1)\n  k (2,1,3,3):(9,9,3,1)\n  v (2,1,3,3):(9,9,3,1)\n"
+       "  o (2,1,1,3):(3,3,3,1)\n  lse (2,1,1):(1,1,1)\n  do (2,1,1,3):(1,2,2,2)"},
+      {"mc1.AQQBAAAFAQAAAAdjcHUuZG5m",  // a curated case
+       "rmsnorm f32 T=6 D=8 eps=0.25 values=uniform seed=195620928\n  x (6,8):(8,1)\n"
+       "  w (8):(1)"},
+  };
+  for (const auto& [text, expected] : tokens) {
+    const std::optional<Token> t = Token::decode(text);
+    ASSERT_TRUE(t) << text;
+    EXPECT_EQ(t->version, 1);
+    EXPECT_TRUE(t->shape.empty());
+    EXPECT_EQ(t->encode(), text);
+    const std::optional<CaseSpec> spec = spec_of(*t);
+    ASSERT_TRUE(spec) << text;
+    EXPECT_EQ(describe(*spec), expected) << text;
+  }
+}
+
+// A variant as a plugin arrives: no declared tiles.
+kernels::Variant without_tiles(Op op) {
+  kernels::Variant v = *kernels::Registry::builtin().find(op, "cpu.dnf");
+  v.name = "plugin:untiled";
+  v.tiles.clear();
+  return v;
+}
+
+// Without --shape, over 300 random cases of each op as certify draws them
+// for a variant that declares no tiles: about a sixth are deployment-scale
+// (large_one_in), and some extent straddles (t-1, t or t+1) every common
+// tile t.
+TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
+  constexpr int kCases = 300;
+  for (const OpInfo& op : all_ops()) {
+    const kernels::Variant v = without_tiles(op.op);
+    CertifyOptions o;
+    o.variant = &v;
+    o.seed = 5;
+    const GenSettings settings = base_token(o).settings();
+    ASSERT_TRUE(settings.tiles.empty());
+    const rc::Gen<CaseSpec> gen = gen_case_spec(op.op, Format::f32, settings);
+    int large = 0;
+    std::vector<int> straddled(kCommonTiles.size(), 0);
+    for (int i = 0; i < kCases; ++i) {
+      const CaseSpec s =
+          gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), size_for(i, kCases)).value();
+      large += is_large(s.problem);
+      std::vector<moa::extent_t> extents(s.lens.begin(), s.lens.end());
+      for (std::string_view axis : dims_of(op.op))
+        extents.push_back(extent_of(s.problem.dims, axis));
+      for (std::size_t k = 0; k < kCommonTiles.size(); ++k) {
+        const moa::extent_t t = kCommonTiles[k];
+        straddled[k] += std::any_of(extents.begin(), extents.end(),
+                                    [&](moa::extent_t e) { return e >= t - 1 && e <= t + 1; });
+      }
+    }
+    // The expected share, give or take three standard deviations (about
+    // 0.065 and 0.052 for 300 draws at 1/6 and 1/10).
+    const double share = double(large) / kCases, expected = 1.0 / large_one_in(op.op);
+    EXPECT_NEAR(share, expected, 3 * std::sqrt(expected * (1 - expected) / kCases)) << op.name;
+    for (std::size_t k = 0; k < kCommonTiles.size(); ++k)
+      EXPECT_GT(straddled[k], 0) << op.name << " never straddles " << kCommonTiles[k];
+  }
+}
+
+}  // namespace
+}  // namespace moacert::properties
