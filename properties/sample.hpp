@@ -10,12 +10,10 @@
 #include <vector>
 
 #include "oracle/selection.hpp"
+#include "properties/case_gen.hpp"  // kCommonTiles: the tiles every sample straddles
 #include "reference/case.hpp"
 
 namespace moacert::properties {
-
-// The tile and split sizes every sample straddles (with a variant's own).
-inline constexpr moa::extent_t kCommonTiles[] = {16, 32, 64, 128, 256, 512, 1024};
 
 // The multiply-adds of the whole oracle's first pass on a problem (its
 // cost in the DNF's loops): B·H·N·M·D times 2 for the forward (scores, P·V),
