@@ -9,6 +9,7 @@
 
 #include "oracle/detail/dd_interval.hpp"
 #include "oracle/detail/passes.hpp"
+#include "oracle/detail/scoped_rounding.hpp"
 #include "oracle/detail/units.hpp"
 
 namespace moacert::oracle::detail {
@@ -16,18 +17,6 @@ namespace moacert::oracle::detail {
 namespace {
 
 constexpr mpfr_prec_t kBits = 128;
-
-// Sets round-to-nearest for the current thread while alive.
-class NearestRounding {
- public:
-  NearestRounding() : saved_(std::fegetround()) { std::fesetround(FE_TONEAREST); }
-  ~NearestRounding() { std::fesetround(saved_); }
-  NearestRounding(const NearestRounding&) = delete;
-  NearestRounding& operator=(const NearestRounding&) = delete;
-
- private:
-  int saved_;
-};
 
 struct Scratch {
   mpfr_t x, rest;

@@ -15,20 +15,6 @@ namespace moacert::oracle::detail {
 
 namespace {
 
-// MPFR works in integer arithmetic, but its conversions from and to double
-// are only promised under the default rounding mode, so each call runs
-// under round-to-nearest.
-class NearestRounding {
- public:
-  NearestRounding() : saved_(std::fegetround()) { std::fesetround(FE_TONEAREST); }
-  ~NearestRounding() { std::fesetround(saved_); }
-  NearestRounding(const NearestRounding&) = delete;
-  NearestRounding& operator=(const NearestRounding&) = delete;
-
- private:
-  int saved_;
-};
-
 // One 53-bit MPFR variable per thread.
 struct Scratch {
   mpfr_t x;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "oracle/detail/scoped_rounding.hpp"
 #include "reference/dnf/reductions.hpp"
 #include "reference/dnf/scalar.hpp"
 
@@ -25,18 +26,6 @@ namespace moacert::oracle::detail {
 #if !defined(__FLT_EVAL_METHOD__) || __FLT_EVAL_METHOD__ != 0
 #error "the fast pass needs double operations evaluated in double (FLT_EVAL_METHOD 0)"
 #endif
-
-// Sets round-upward for the current thread while alive.
-class UpwardRounding {
- public:
-  UpwardRounding() : saved_(std::fegetround()) { std::fesetround(FE_UPWARD); }
-  ~UpwardRounding() { std::fesetround(saved_); }
-  UpwardRounding(const UpwardRounding&) = delete;
-  UpwardRounding& operator=(const UpwardRounding&) = delete;
-
- private:
-  int saved_;
-};
 
 // Which first pass runs on the calling thread (fast_pass.cpp sets it for
 // the threads of a pass): the vectorised one, or the reference, the pass as
