@@ -17,8 +17,8 @@
 #include "cli/certificate_files.hpp"
 #include "cli/commands.hpp"
 #include "cli/numbers.hpp"
-#include "files/atomic_write.hpp"
 #include "cli/shape.hpp"
+#include "files/atomic_write.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
@@ -233,6 +233,11 @@ int run_certify(const CertifyArgs& a) {
                        (registry.find(*op, "torch") ? ", which the LibTorch adaptor does not run"
                                                     : ": the LibTorch adaptor is absent from "
                                                       "this build"));
+    }
+    try {
+      properties::within_variant(shape, *v);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
     }
     if (case_files.empty()) check_certify_budget(options_for(v, f), max_memory);
     for (const auto& [path, c] : case_files)

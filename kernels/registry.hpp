@@ -70,6 +70,10 @@ struct Variant {
   CostFn cost;
   RunFn run;
   std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
+  // The largest extent of a dimension the variant supports, a compiled
+  // maximum (the CUDA kernels' shared tiles hold D <= 128): certify draws
+  // its cases within these, as within --shape. Empty: no limit.
+  std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>> max_extents;
   // Variants of different ops that share one loop nest (cpu.flash's forward
   // inside cpu.fused, cpu.flash_bwd's backward too) name the same family;
   // empty means its own name.

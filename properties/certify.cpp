@@ -195,8 +195,25 @@ Token base_token(const CertifyOptions& o) {
   base.seed = o.seed;
   base.tiles = v.tiles;
   std::sort(base.tiles.begin(), base.tiles.end());
-  base.shape = o.shape;
+  base.shape = within_variant(o.shape, v);
   return base;
+}
+
+ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v) {
+  for (const auto& [field, largest] : v.max_extents) {
+    ExtentRange r = shape.range(field);
+    if (r.lo > largest) {
+      std::string axis = "?";  // the op's name for the field ("L" for decode's M)
+      for (std::string_view a : dims_of(v.op))
+        if (dim_field(a) == field) axis = std::string(a);
+      throw std::invalid_argument(v.name + " supports " + axis + " up to " +
+                                  std::to_string(largest) + "; --shape asks " + axis +
+                                  " >= " + std::to_string(r.lo));
+    }
+    r.hi = std::min(r.hi, largest);
+    shape.set(field, r);
+  }
+  return shape;
 }
 
 Certificate certify(const CertifyOptions& o) {

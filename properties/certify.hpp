@@ -49,6 +49,11 @@ struct CertifyOptions {
 // path aside): its generator settings are those certify draws from.
 Token base_token(const CertifyOptions& options);
 
+// The constraints cases are drawn within: `shape` (--shape) cut to the
+// variant's largest extents (Variant::max_extents). Throws
+// std::invalid_argument, in words, when they leave nothing.
+ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v);
+
 // The certificate (properties/results.hpp) of one variant.
 Certificate certify(const CertifyOptions& options);
 

@@ -74,15 +74,18 @@ class DeviceTensor {
   std::size_t bytes_ = 0;
 };
 
+inline bool is_attention(Op op) {
+  return op == Op::attention_fwd || op == Op::attention_bwd || op == Op::attention_fwdbwd ||
+         op == Op::attention_decode;
+}
+
 // What a problem must be for these kernels; refused before any launch.
 inline void check_supported(const std::string& variant, const Problem& p) {
   if (p.format != Format::f32 && p.format != Format::bf16) {
     throw std::invalid_argument(variant + ": format " + std::string(name(p.format)) +
                                 " is not compiled (f32 and bf16 storage)");
   }
-  const bool attention = p.op == Op::attention_fwd || p.op == Op::attention_bwd ||
-                         p.op == Op::attention_fwdbwd || p.op == Op::attention_decode;
-  if (attention && p.dims.D > cuda_cost::kMaxD) {
+  if (is_attention(p.op) && p.dims.D > cuda_cost::kMaxD) {
     throw std::invalid_argument(variant + ": D = " + std::to_string(p.dims.D) +
                                 " exceeds the compiled maximum " +
                                 std::to_string(cuda_cost::kMaxD));
@@ -237,6 +240,11 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
               for (long long x : cuda_tiles::tiles_of(onf)) t.push_back(moa::extent_t(x));
               return t;
             }(),
+        .max_extents =
+            is_attention(e.op)
+                ? std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>>{{&Dims::D,
+                                                                                cuda_tiles::kMaxD}}
+                : std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>>{},
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
         .same_bits_any_layout = true,
