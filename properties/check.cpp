@@ -83,18 +83,24 @@ std::vector<std::vector<double>> vs_torch_allowed(
   std::vector<std::vector<double>> out;
   for (std::size_t t = 0; t < torch_errors.size(); ++t) {
     double torch_max = 0, x_max = 0;
-    for (double e : torch_errors[t]) torch_max = std::isnan(e) ? kInf : std::max(torch_max, e);
+    for (double e : torch_errors[t]) torch_max = std::isfinite(e) ? std::max(torch_max, e) : kInf;
     for (const oracle::DD& x : exact.outputs[t].exact)
       if (std::isfinite(x.hi)) x_max = std::max(x_max, std::fabs(x.hi));
+    // Where PyTorch gives the tensor no scale (its error is a NaN or an
+    // infinity somewhere, or every finite exact value is 0), R times its
+    // error would allow anything: the a priori rule judges that tensor.
+    if (!std::isfinite(torch_max) || x_max == 0) {
+      out.push_back(bounds[t]);
+      continue;
+    }
     // PyTorch's error counts as at least half an ulp at the tensor's scale,
     // the rounding any stored result pays: an error of 0 is luck, not a scale.
     // And at least a share of the element's a priori bound: where the output
     // cancels, PyTorch may be exact by luck (a probability rounded to 1).
     const double ulp = oracle::ulp(f, oracle::DD{x_max, 0});
-    std::vector<double> allowed(torch_errors[t].size(), kInf);
-    if (x_max != 0)
-      for (std::size_t n = 0; n < allowed.size(); ++n)
-        allowed[n] = r * std::max({torch_max, ulp / 2, kVsTorchFloor * bounds[t][n]}) + ulp;
+    std::vector<double> allowed(torch_errors[t].size());
+    for (std::size_t n = 0; n < allowed.size(); ++n)
+      allowed[n] = r * std::max({torch_max, ulp / 2, kVsTorchFloor * bounds[t][n]}) + ulp;
     out.push_back(std::move(allowed));
   }
   return out;

@@ -85,9 +85,9 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
 // PyTorch", its atol made exact). Element by
 // element ratios are not a law: two correct summation orders err
 // independently, and PyTorch's error on one element can be 0 by chance
-// (docs/torch.md#r). A tensor whose exact values are all 0 gives PyTorch's
-// error no scale: its allowance is +inf (only the a priori rule judges it),
-// except that a NaN or an infinity still fails.
+// (docs/torch.md#r). A tensor where PyTorch gives no scale — its error is a
+// NaN or an infinity somewhere, or every finite exact value is 0 — is judged
+// by the a priori rule: its allowance is the a priori bound.
 std::vector<std::vector<double>> vs_torch_allowed(
     const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors,
     const std::vector<std::vector<double>>& bounds, Format f, double r);

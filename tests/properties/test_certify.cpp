@@ -3,7 +3,9 @@
 // failed on, bit for bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "properties/certify.hpp"
@@ -150,6 +152,45 @@ TEST(Tokens, RoundTripAndRefuseCorruption) {
   EXPECT_FALSE(Token::decode(text + "A", &why));
   EXPECT_FALSE(Token::decode("mc1.!!!", &why));
   EXPECT_NE(why, "");
+}
+
+// One output tensor of three elements with these exact values.
+oracle::Answer answer_of(std::vector<double> exact) {
+  oracle::TensorAnswer t;
+  t.name = "o";
+  for (double x : exact) {
+    t.exact.push_back(oracle::DD{x, 0});
+    t.rounded.push_back(x);
+    t.evaluated.push_back(1);
+    t.undetermined.push_back(0);
+  }
+  oracle::Answer a;
+  a.outputs.push_back(std::move(t));
+  return a;
+}
+
+// Where PyTorch gives a tensor no scale, R times its error allows anything;
+// the a priori bound judges it instead (docs/design.md, vs-torch). Both
+// used to be +inf: a kernel wrong by any finite amount passed.
+TEST(VsTorchRule, WithoutAScaleFromPyTorchTheAprioriBoundJudges) {
+  const std::vector<std::vector<double>> bounds = {{1e-6, 2e-6, 3e-6}};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const std::vector<double>& torch : {std::vector<double>{0, nan, 1e-7}, {inf, 0, 0}}) {
+    const auto allowed =
+        vs_torch_allowed(answer_of({1.0, 2.0, 0.5}), {torch}, bounds, Format::f32, kVsTorchR);
+    EXPECT_EQ(allowed, bounds) << "PyTorch's error " << torch[0] << ", " << torch[1];
+  }
+  const auto zero =
+      vs_torch_allowed(answer_of({0.0, -0.0, 0.0}), {{0, 0, 0}}, bounds, Format::f32, kVsTorchR);
+  EXPECT_EQ(zero, bounds) << "a tensor of exact zeros";
+  // With a scale the rule is R times PyTorch's error plus an ulp: finite.
+  const auto scaled = vs_torch_allowed(answer_of({1.0, 2.0, 0.5}), {{0, 1e-7, 1e-7}}, bounds,
+                                       Format::f32, kVsTorchR);
+  for (double a : scaled[0]) {
+    EXPECT_GE(a, kVsTorchR * 1e-7);
+    EXPECT_TRUE(std::isfinite(a));
+  }
 }
 
 }  // namespace
