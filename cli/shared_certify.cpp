@@ -64,11 +64,9 @@ SharedCertificate certify_shared(const properties::CertifyOptions& o, Ranks& ran
   for (int p = ranks.rank(); p < bound; p += k) {
     if (const auto heard = ranks.heard()) bound = std::min(bound, *heard);
     if (p >= bound) break;
-    mine.push_back(runner.run(p));
-    if (!mine.back().holds) {
-      ranks.announce(p);
-      break;
-    }
+    // The others hear of a counterexample before it is shrunk.
+    mine.push_back(runner.run(p, [&] { ranks.announce(p); }));
+    if (!mine.back().holds) break;
     if (o.progress) o.progress(p + 1, runner.size(), properties::phase_of(mine.back().kind));
   }
   // The root's counters are read after the certificate, which runs the

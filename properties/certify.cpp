@@ -284,7 +284,7 @@ int CaseRunner::size() const {
   return int(curated_.size()) + (o_.case_files.empty() ? o_.cases : int(o_.case_files.size()));
 }
 
-CaseRecord CaseRunner::run(int position) const {
+CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) const {
   const kernels::Variant& v = *o_.variant;
   CaseRecord r;
   r.position = position;
@@ -354,8 +354,10 @@ CaseRecord CaseRunner::run(int position) const {
     keep_equivalence(j);
     r.ratio = ratio_of(j);
     if (!j.verdict.holds) {
+      if (failing) failing();
       fail(j, describe(curated_[std::size_t(position)]));
     } else if (v.deterministic && !deterministic_on(v, j.c)) {
+      if (failing) failing();
       r.determinism_failed = true;
       j.verdict.holds = false;
       j.verdict.why = nondeterministic(v);
@@ -373,7 +375,10 @@ CaseRecord CaseRunner::run(int position) const {
     keep_equivalence(j);
     if (j.error.empty()) keep_stats(j);
     r.ratio = ratio_of(j);
-    if (!j.verdict.holds) fail(j, "case file " + path);
+    if (!j.verdict.holds) {
+      if (failing) failing();
+      fail(j, "case file " + path);
+    }
     return r;
   }
 
@@ -388,6 +393,7 @@ CaseRecord CaseRunner::run(int position) const {
   keep_equivalence(j);
   r.ratio = ratio_of(j);
   if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
+    if (failing) failing();
     r.determinism_failed = true;
     j.verdict.holds = false;
     j.verdict.why = nondeterministic(v);
@@ -400,6 +406,7 @@ CaseRecord CaseRunner::run(int position) const {
     r.token = t.encode();
     return r;
   }
+  if (failing) failing();  // before the shrinking, which may take long
   // Shrink: take the first shrink that still fails, until none does. The
   // search is RapidCheck's (rc::shrinkable::findLocalMin walks the same
   // tree the same way), written out here because the token must record

@@ -71,7 +71,9 @@ class CaseRunner {
   // variant claims it (every curated case and every tenth random one), a
   // counting backend's counts. Random case i is drawn from
   // rc::Random({seed, i, 0, 0}) alone, so any process can judge any case.
-  CaseRecord run(int position) const;
+  // `failing`, when given, is called as soon as the case is found to fail,
+  // before it is shrunk (the ranks of an mpirun announce it then).
+  CaseRecord run(int position, const std::function<void()>& failing = {}) const;
   // The certificate of the records, reduced in position order up to and
   // including the first that fails (those after it are ignored), then the
   // schedule spread of the worst case (a seedable variant without a
