@@ -49,19 +49,32 @@ void write_page(const fs::path& path, const reports::Page& page) {
 
 }  // namespace
 
+CertificateFiles render_certificate(const properties::Certificate& cert,
+                                    const std::string& simt_counters,
+                                    const reports::Provenance& provenance) {
+  CertificateFiles f{reports::to_json(cert, build_info(), provenance),
+                     reports::to_markdown(cert, build_info(), provenance),
+                     reports::to_html(cert, build_info(), provenance)};
+  if (!simt_counters.empty()) {
+    f.json["simt_counters"] = nlohmann::json::parse(simt_counters);
+    f.markdown +=
+        "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
+  }
+  return f;
+}
+
+void write_certificate_files(const fs::path& dir, const CertificateFiles& f) {
+  files::write_atomically(dir / "certificate.json", f.json.dump(2) + "\n");
+  files::write_atomically(dir / "certificate.md", f.markdown);
+  write_page(dir / "report.html", f.page);
+}
+
 nlohmann::json write_certificate(const fs::path& dir, const properties::Certificate& cert,
                                  const std::string& simt_counters,
                                  const reports::Provenance& provenance) {
-  nlohmann::json cert_json = reports::to_json(cert, build_info(), provenance);
-  std::string cert_md = reports::to_markdown(cert, build_info(), provenance);
-  if (!simt_counters.empty()) {
-    cert_json["simt_counters"] = nlohmann::json::parse(simt_counters);
-    cert_md += "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
-  }
-  files::write_atomically(dir / "certificate.json", cert_json.dump(2) + "\n");
-  files::write_atomically(dir / "certificate.md", cert_md);
-  write_page(dir / "report.html", reports::to_html(cert, build_info(), provenance));
-  return cert_json;
+  CertificateFiles f = render_certificate(cert, simt_counters, provenance);
+  write_certificate_files(dir, f);
+  return std::move(f.json);
 }
 
 namespace {

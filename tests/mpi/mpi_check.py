@@ -1,11 +1,12 @@
 """moacert under mpirun -n 2 (docs/design.md#ranks-mpirun), against one process.
 
-    mpi_check.py CHECK MOACERT WORK [ARGS...]
+    mpi_check.py CHECK MOACERT WORK COMMAND [ARGS...]    (COMMAND: certify, report)
 
 CHECK is one of
-  same ARGS...            `certify ARGS` in one process and under mpirun -n 2:
-                          both exit alike and their certificates are equal field
-                          by field (compare_certificates.py says which fields not)
+  same ARGS...            `moacert COMMAND ARGS` in one process and under mpirun -n 2:
+                          both exit alike and their certificates (every one
+                          under --out) are equal field by field
+                          (compare_certificates.py says which fields not)
   counterexample ARGS...  ARGS (with --cases N) fail at a case rank 1 owns: under
                           mpirun the counterexample is rank 1's, rank 0 stops
                           before the end of its share, and
@@ -48,7 +49,7 @@ def fail(why, *runs):
 
 
 def certify(out, ranks, extra=()):
-    command = (MPIRUN if ranks else []) + [moacert, "certify", *args, *extra, "--out", out]
+    command = (MPIRUN if ranks else []) + [moacert, *args, *extra, "--out", out]
     return subprocess.run(command, capture_output=True, text=True)
 
 
@@ -65,9 +66,16 @@ if check == "same":
     two = certify(f"{work}/two", ranks=True)
     if one.returncode != two.returncode:
         fail(f"exit {one.returncode} in one process, {two.returncode} under mpirun", one, two)
-    if not re.search(r"^ranks: 2 \(cases judged: rank 0 \d+, rank 1 \d+\)", two.stdout, re.M):
+    if args[0] == "certify" and not re.search(r"^ranks: 2 \(cases judged: rank 0 \d+, rank 1 \d+\)",
+                                              two.stdout, re.M):
         fail("mpirun's run printed no 'ranks:' line", two)
-    print(compare(f"{work}/one", f"{work}/two", one, two))
+    same = compare(f"{work}/one", f"{work}/two", one, two)
+    if os.path.exists(f"{work}/one/report.md"):  # report's table: no time in it
+        tables = [open(f"{work}/{w}/report.md").read() for w in ("one", "two")]
+        if tables[0] != tables[1]:
+            fail("report.md differs", one, two)
+        same += "; report.md byte for byte"
+    print(same)
 
 elif check == "counterexample":
     one = certify(f"{work}/one", ranks=False)
@@ -125,7 +133,7 @@ elif check == "killed":
         return found
 
     out = f"{work}/killed"
-    run = subprocess.Popen(MPIRUN + [moacert, "certify", *args, "--out", out], env=env,
+    run = subprocess.Popen(MPIRUN + [moacert, *args, "--out", out], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
     while not ours(rank=1):
