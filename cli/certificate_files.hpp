@@ -9,15 +9,30 @@
 
 #include "properties/results.hpp"
 #include "reports/certificate.hpp"
+#include "reports/html.hpp"
 #include "reports/provenance.hpp"
 
 namespace moacert::cli {
 
 reports::BuildInfo build_info();
 
-// Writes `cert` into `dir` and returns its JSON; `simt_counters` (the
-// emulator's counters as JSON text, or empty) joins it. Says on stderr when
-// report.html has no plots.
+// A certificate's three files as text: what certify writes, and what a
+// rank of `moacert report` sends the root to write.
+struct CertificateFiles {
+  nlohmann::json json;
+  std::string markdown;
+  reports::Page page;
+};
+// `simt_counters` (the emulator's counters as JSON text, or empty) joins
+// the certificate.
+CertificateFiles render_certificate(const properties::Certificate& cert,
+                                    const std::string& simt_counters,
+                                    const reports::Provenance& provenance);
+// Writes them into `dir`, each atomically; says on stderr when report.html
+// has no plots.
+void write_certificate_files(const std::filesystem::path& dir, const CertificateFiles& files);
+
+// Both: writes `cert` into `dir` and returns its JSON.
 nlohmann::json write_certificate(const std::filesystem::path& dir,
                                  const properties::Certificate& cert,
                                  const std::string& simt_counters,

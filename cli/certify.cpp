@@ -17,7 +17,9 @@
 #include "cli/certificate_files.hpp"
 #include "cli/commands.hpp"
 #include "cli/numbers.hpp"
+#include "cli/ranks.hpp"
 #include "cli/shape.hpp"
+#include "cli/shared_certify.hpp"
 #include "files/atomic_write.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "oracle/case_json.hpp"
@@ -47,19 +49,32 @@ void write_page(const fs::path& path, const reports::Page& page) {
 
 }  // namespace
 
+CertificateFiles render_certificate(const properties::Certificate& cert,
+                                    const std::string& simt_counters,
+                                    const reports::Provenance& provenance) {
+  CertificateFiles f{reports::to_json(cert, build_info(), provenance),
+                     reports::to_markdown(cert, build_info(), provenance),
+                     reports::to_html(cert, build_info(), provenance)};
+  if (!simt_counters.empty()) {
+    f.json["simt_counters"] = nlohmann::json::parse(simt_counters);
+    f.markdown +=
+        "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
+  }
+  return f;
+}
+
+void write_certificate_files(const fs::path& dir, const CertificateFiles& f) {
+  files::write_atomically(dir / "certificate.json", f.json.dump(2) + "\n");
+  files::write_atomically(dir / "certificate.md", f.markdown);
+  write_page(dir / "report.html", f.page);
+}
+
 nlohmann::json write_certificate(const fs::path& dir, const properties::Certificate& cert,
                                  const std::string& simt_counters,
                                  const reports::Provenance& provenance) {
-  nlohmann::json cert_json = reports::to_json(cert, build_info(), provenance);
-  std::string cert_md = reports::to_markdown(cert, build_info(), provenance);
-  if (!simt_counters.empty()) {
-    cert_json["simt_counters"] = nlohmann::json::parse(simt_counters);
-    cert_md += "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
-  }
-  files::write_atomically(dir / "certificate.json", cert_json.dump(2) + "\n");
-  files::write_atomically(dir / "certificate.md", cert_md);
-  write_page(dir / "report.html", reports::to_html(cert, build_info(), provenance));
-  return cert_json;
+  CertificateFiles f = render_certificate(cert, simt_counters, provenance);
+  write_certificate_files(dir, f);
+  return std::move(f.json);
 }
 
 namespace {
@@ -243,36 +258,68 @@ int run_certify(const CertifyArgs& a) {
     for (const auto& [path, c] : case_files)
       check_budget(c.problem, max_memory, "--case " + path, {.variant = v});
   }
-  if (!a.junit.empty() && fs::is_directory(a.junit))
-    throw UsageError("--junit " + a.junit + " is a folder");
+  // Under mpirun the ranks share each variant's cases (cli/shared_certify.hpp)
+  // and the root alone checks and writes the files, after every variant is
+  // done: a run that fails half-way (a rank killed) leaves no certificate.
+  Ranks& world = ranks();
   const fs::path out(a.out);
-  require_writable(out);
-  if (variants.size() > 1)
-    for (const kernels::Variant* v : variants) require_writable(out / v->name);
-  if (!a.junit.empty()) require_writable(fs::absolute(a.junit).parent_path());
+  std::string refusal;
+  if (world.root()) {
+    try {
+      if (!a.junit.empty() && fs::is_directory(a.junit))
+        throw UsageError("--junit " + a.junit + " is a folder");
+      require_writable(out);
+      if (variants.size() > 1)
+        for (const kernels::Variant* v : variants) require_writable(out / v->name);
+      if (!a.junit.empty()) require_writable(fs::absolute(a.junit).parent_path());
+    } catch (const UsageError& e) {
+      refusal = e.what();
+    }
+  }
+  if (world.share(refusal.empty() ? 0 : 1) != 0) throw UsageError(refusal);  // said by the root
 
-  const reports::Provenance provenance = reports::gather_provenance(command_line());
-  std::vector<properties::Certificate> certs;
+  const reports::Provenance provenance =
+      world.root() ? reports::gather_provenance(command_line()) : reports::Provenance{};
+  struct Done {
+    properties::Certificate cert;
+    std::string simt_counters;
+  };
+  std::vector<Done> done;
   bool all_hold = true;
   for (const kernels::Variant* v : variants) {
     const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
-    Progress progress(a.op + " " + v->name + " " + std::string(name(f)));
     properties::CertifyOptions o = options_for(v, f);
     o.case_files = case_files;
-    o.progress = [&progress](int done, int total, const char* phase) {
-      progress(done, total, phase);
-    };
-    const properties::Certificate cert = properties::certify(o);
+    std::optional<Progress> progress;  // the root's cases: the others are silent
+    if (world.root()) {
+      progress.emplace(a.op + " " + v->name + " " + std::string(name(f)));
+      o.progress = [&progress](int n, int total, const char* phase) {
+        (*progress)(n, total, phase);
+      };
+    }
+    SharedCertificate shared = certify_shared(o, world);
+    progress.reset();
+    if (!world.root()) continue;
+    const properties::Certificate& cert = shared.cert;
     // A kernel on the SIMT emulator: its counters, summed over every call
     // of this certification (docs/simt.md#counters), join the certificate.
-    const std::string simt_counters = v->simt_counters ? v->simt_counters() : std::string();
-    write_certificate(variants.size() > 1 ? out / v->name : out, cert, simt_counters, provenance);
+    const std::string& simt_counters = shared.simt_counters;
     const std::string ran =
         case_files.empty()
             ? fmt::format("{} curated + {} random cases", cert.curated_run, cert.random_run)
             : fmt::format("{} of {} case files", cert.case_files_run, case_files.size());
     fmt::print("{} {} {}: {} ({}, worst error/allowed {:.3g})\n", a.op, v->name, name(f),
                cert.holds ? "holds" : "FAILS", ran, cert.worst_ratio);
+    if (world.size() > 1) {
+      std::string each;
+      for (std::size_t r = 0; r < shared.cases_by_rank.size(); ++r)
+        each += fmt::format("{}rank {} {}", r ? ", " : "", r, shared.cases_by_rank[r]);
+      fmt::print(
+          "ranks: {} (cases judged: {}){}\n", world.size(), each,
+          shared.failing_rank >= 0
+              ? fmt::format("; the counterexample was judged by rank {}", shared.failing_rank)
+              : std::string());
+    }
     if (!simt_counters.empty()) fmt::print("simt counters (all calls): {}\n", simt_counters);
     // Recorded beside the verdict, not part of it (docs/design.md, certify).
     if (cert.traffic_checked)
@@ -289,7 +336,14 @@ int run_certify(const CertifyArgs& a) {
         fmt::print("{}\n", cert.failure_case);  // the case file that fails
     }
     all_hold = all_hold && cert.holds;
-    certs.push_back(cert);
+    done.push_back({cert, simt_counters});
+  }
+  if (!world.root()) return world.share(0);  // the root's status, on every rank
+  std::vector<properties::Certificate> certs;
+  for (const Done& d : done) {
+    write_certificate(variants.size() > 1 ? out / d.cert.variant : out, d.cert, d.simt_counters,
+                      provenance);
+    certs.push_back(d.cert);
   }
   if (variants.size() > 1) {
     files::write_atomically(out / "certificate.json",
@@ -299,7 +353,7 @@ int run_certify(const CertifyArgs& a) {
     write_page(out / "report.html", reports::summary_html(certs, build_info(), provenance));
   }
   if (!a.junit.empty()) files::write_atomically(a.junit, reports::to_junit(certs, build_info()));
-  return all_hold ? 0 : 1;
+  return world.share(all_hold ? 0 : 1);
 }
 
 struct ReproduceArgs {

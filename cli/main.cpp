@@ -1,11 +1,13 @@
 // moacert: certify transformer kernels against a high-precision oracle.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/ranks.hpp"
 
 namespace moacert::cli {
 
@@ -39,6 +41,29 @@ const std::string& command_line() {
 
 }  // namespace moacert::cli
 
+namespace {
+
+// Bad usage or input: every rank of an mpirun meets it alike (each checks
+// the same arguments; the output folder is checked by the root, which tells
+// the others), so rank 0 alone says it and every rank exits 2.
+int refuse(const std::string& why) {
+  if (moacert::cli::launch_from_environment().rank == 0) fmt::print(stderr, "moacert: {}\n", why);
+  return 2;
+}
+
+// An error on this rank alone: said with the rank's number, and every rank
+// ends (the others would wait for this one's records forever).
+int fail_every_rank(const std::string& why, int status) {
+  if (moacert::cli::sharing()) {
+    fmt::print(stderr, "moacert: rank {}: {}\n", moacert::cli::ranks().rank(), why);
+    moacert::cli::abort_ranks(status);
+  }
+  fmt::print(stderr, "moacert: {}\n", why);
+  return status;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   moacert::cli::record_command_line(argc, argv);
   CLI::App app{"moacert: certifies transformer kernels (ONF) against their definition (DNF)"};
@@ -63,17 +88,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "moacert: {}\n", e.what());
-    return 2;
+    return refuse(e.what());
   } catch (const moacert::cli::UsageError& e) {
-    fmt::print(stderr, "moacert: {}\n", e.what());
-    return 2;
+    return refuse(e.what());
   } catch (const std::invalid_argument& e) {  // shapes, layouts, problems
-    fmt::print(stderr, "moacert: {}\n", e.what());
-    return 2;
+    if (moacert::cli::sharing()) return fail_every_rank(e.what(), 2);
+    return refuse(e.what());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "moacert: internal error: {}\n", e.what());
-    return 1;
+    return fail_every_rank(std::string("internal error: ") + e.what(), 1);
   }
   return status;
 }

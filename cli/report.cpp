@@ -3,18 +3,22 @@
 // folders (--from), and writes report.md, report.tex (booktabs) and
 // report.html. Every certificate is read and checked before anything is
 // written: a bad --from folder exits 2 with one line naming the file.
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include "cli/certificate_files.hpp"
 #include "cli/commands.hpp"
+#include "cli/ranks.hpp"
 #include "cli/shape.hpp"
 #include "files/atomic_write.hpp"
 #include "kernels/registry.hpp"
 #include "properties/certify.hpp"
+#include "properties/wire.hpp"
 #include "reports/table.hpp"
 
 namespace moacert::cli {
@@ -112,28 +116,68 @@ int run_report(const ReportArgs& a) {
   if (a.cases < 1)
     throw UsageError("report: --cases must be at least 1, got " + std::to_string(a.cases));
   const std::vector<Planned> planned = plan(a);
-  require_folder(out);
+  // Under mpirun the ranks share the runs, run j on rank j mod K; each sends
+  // its certificates' files to the root, which alone writes, once all
+  // arrived, in the plan's order (docs/design.md#ranks-mpirun).
+  Ranks& world = ranks();
+  std::string refusal;
+  if (world.root()) {
+    try {
+      require_folder(out);
+    } catch (const UsageError& e) {
+      refusal = e.what();
+    }
+  }
+  if (world.share(refusal.empty() ? 0 : 1) != 0) throw UsageError(refusal);  // said by the root
   const reports::Provenance provenance = reports::gather_provenance(command_line());
-  bool all_hold = true;
-  for (const Planned& p : planned) {
+  properties::WireWriter mine;
+  for (std::size_t j = std::size_t(world.rank()); j < planned.size();
+       j += std::size_t(world.size())) {
+    const Planned& p = planned[j];
     properties::CertifyOptions o;
     o.variant = p.variant;
     o.format = p.format;
     o.cases = a.cases;
     o.seed = a.seed;
     const properties::Certificate cert = properties::certify(o);
+    const std::string counters = p.variant->simt_counters ? p.variant->simt_counters() : "";
+    const CertificateFiles files = render_certificate(cert, counters, provenance);
+    mine.put(std::uint64_t(j));
+    mine.put(cert.holds);
+    mine.put(files.json.dump());
+    mine.put(files.markdown);
+    mine.put(files.page.html);
+    mine.put(files.page.no_plots);
+  }
+  const std::vector<std::string> all = world.gather(mine.take());
+  if (!world.root()) return world.share(0);  // the root's status, on every rank
+  std::vector<std::pair<bool, CertificateFiles>> done(planned.size());
+  for (const std::string& theirs : all) {
+    properties::WireReader in(theirs);
+    while (!in.done()) {
+      auto& [holds, files] = done.at(in.get<std::uint64_t>());
+      holds = in.get<bool>();
+      files.json = nlohmann::json::parse(in.get_string());
+      files.markdown = in.get_string();
+      files.page.html = in.get_string();
+      files.page.no_plots = in.get_string();
+    }
+  }
+  bool all_hold = true;
+  for (std::size_t j = 0; j < planned.size(); ++j) {
+    const Planned& p = planned[j];
+    const auto& [holds, files] = done[j];
     const fs::path dir = out / "certificates" / std::string(info(p.op).name) /
                          std::string(name(p.format)) / p.variant->name;
     require_folder(dir);
-    const std::string counters = p.variant->simt_counters ? p.variant->simt_counters() : "";
-    for (auto& r : reports::rows_of(write_certificate(dir, cert, counters, provenance)))
-      rows.push_back(std::move(r));
+    write_certificate_files(dir, files);
+    for (auto& r : reports::rows_of(files.json)) rows.push_back(std::move(r));
     fmt::print("{} {} {}: {}\n", info(p.op).name, p.variant->name, name(p.format),
-               cert.holds ? "holds" : "FAILS");
-    all_hold = all_hold && cert.holds;
+               holds ? "holds" : "FAILS");
+    all_hold = all_hold && holds;
   }
   write_tables(out, rows);
-  return all_hold ? 0 : 1;
+  return world.share(all_hold ? 0 : 1);
 }
 
 }  // namespace

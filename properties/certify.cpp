@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
+#include "properties/case_record.hpp"
 #include "properties/properties.hpp"
 #include "properties/sample.hpp"
 
@@ -36,21 +37,21 @@ struct Judged {
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
 };
 
-Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
-                  bool equivalence = false, double whole_work = kWholeOracleWork) {
+// The case made ready to judge, before the variant runs: the rows to judge,
+// the oracle's answer, the a priori bounds, and PyTorch's errors (rule
+// vs-torch) or outputs (the equivalence report). The schedule spread
+// prepares its case again this way (CaseRunner::certificate).
+Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
+                    bool equivalence, double whole_work) {
   Judged j;
   j.c = std::move(c);
   auto phase = Clock::now();
   j.sample = sample_rows(j.c, v.tiles, whole_work);
   j.exact = oracle::evaluate(j.c, {.rows = j.sample.rows});
   j.oracle_seconds = seconds_since(phase);
-  const std::vector<std::vector<double>>* bounds = nullptr;
-  const std::vector<std::vector<double>>* torch = nullptr;
   phase = Clock::now();
-  if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch) {
+  if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch)
     j.allowed = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
-    bounds = &j.allowed;
-  }
   j.bounds_seconds = seconds_since(phase);
   phase = Clock::now();
   const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
@@ -61,7 +62,6 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
           " in " + std::string(name(j.c.problem.format)) + ", absent from this build");
     j.torch_outputs = run_variant(*t, j.c, threads);
     j.torch_errors = abs_errors(j.exact, j.torch_outputs);
-    torch = &j.torch_errors;
   } else if (equivalence && t) {  // under any other rule, for the report only
     try {
       j.torch_outputs = run_variant(*t, j.c, threads);
@@ -69,6 +69,16 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
       j.torch_outputs.clear();  // no equivalence figures for this case
     }
   }
+  j.kernel_seconds = seconds_since(phase);  // PyTorch's runs count as the kernel's
+  return j;
+}
+
+Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
+                  bool equivalence = false, double whole_work = kWholeOracleWork) {
+  Judged j = prepare_case(std::move(c), v, rule, threads, equivalence, whole_work);
+  const auto* bounds = rule.kind == Rule::max_ulp ? nullptr : &j.allowed;
+  const auto* torch = rule.kind == Rule::vs_torch ? &j.torch_errors : nullptr;
+  auto phase = Clock::now();
   try {
     j.outputs = run_variant(v, j.c, threads);
   } catch (const kernels::KernelFault& e) {  // crashed, hung or wrote out of bounds
@@ -83,7 +93,7 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
     j.verdict.why = v.name + " threw: " + e.what();
     return j;
   }
-  j.kernel_seconds = seconds_since(phase);
+  j.kernel_seconds += seconds_since(phase);
   phase = Clock::now();
   j.verdict = judge(j.c, j.exact, j.outputs, rule, bounds, torch);
   j.judge_seconds = seconds_since(phase);
@@ -129,9 +139,9 @@ bool deterministic_on(const kernels::Variant& v, const Case& c) {
 }
 
 // The largest of each equivalence figure over cases.
-void add_equivalence(Certificate& cert, const Judged& j) {
-  if (j.torch_outputs.empty() || !j.error.empty()) return;
-  const auto e = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
+void add_equivalence(Certificate& cert, const CaseRecord& r) {
+  if (!r.has_equivalence) return;
+  const std::vector<Equivalence>& e = r.equivalence;
   if (cert.vs_torch.empty()) cert.vs_torch = e;
   for (std::size_t t = 0; t < e.size(); ++t) {
     cert.vs_torch[t].kernel_max_ulp =
@@ -142,19 +152,39 @@ void add_equivalence(Certificate& cert, const Judged& j) {
   ++cert.vs_torch_cases;
 }
 
+// A counting backend's counts of one case join the run's.
+void add_counts(Certificate& cert, const CaseRecord& r) {
+  if (!r.counted) return;
+  if (r.traffic_checked) {
+    if (!r.traffic_mismatch.empty() && cert.traffic_mismatches++ == 0)
+      cert.traffic_mismatch = r.traffic_mismatch;
+    cert.traffic_checked = true;
+  }
+  ++cert.counted_cases;
+  for (const auto& [name, n] : r.counts) {
+    auto it = std::find_if(cert.counts.begin(), cert.counts.end(),
+                           [&](const auto& kept) { return kept.first == name; });
+    if (it == cert.counts.end()) it = cert.counts.insert(cert.counts.end(), {name, 0.0});
+    it->second += n;
+  }
+  cert.cost_atomics += r.cost_atomics;
+  if (!r.atomics_mismatch.empty() && cert.atomics_mismatches++ == 0)
+    cert.atomics_mismatch = r.atomics_mismatch;
+}
+
 struct Accumulator {
   std::vector<TensorSummary> tensors;
-  void add(const Verdict& v, Op op, const Sample& sample) {
+  void add(const CaseRecord& r, Op op) {
     if (tensors.empty())
-      for (const TensorStats& s : v.tensors) tensors.push_back({s.name});
-    for (std::size_t t = 0; t < v.tensors.size(); ++t) {
-      const TensorStats& s = v.tensors[t];
+      for (const TensorStats& s : r.tensors) tensors.push_back({s.name});
+    for (std::size_t t = 0; t < r.tensors.size(); ++t) {
+      const TensorStats& s = r.tensors[t];
       TensorSummary& a = tensors[t];
       a.elements_total += s.elements_total;
-      if (sample.rows) {
+      if (r.sampled) {
         ++a.cases_sampled;
         const bool key = oracle::is_key_output(op, int(t));
-        for (const Sample::Stratum& st : sample.strata) {
+        for (const Sample::Stratum& st : r.strata) {
           const std::int64_t rows = key ? st.key_rows : st.query_rows;
           auto it = std::find_if(a.sampled_rows.begin(), a.sampled_rows.end(),
                                  [&](const auto& kept) { return kept.first == st.name; });
@@ -182,6 +212,24 @@ struct Accumulator {
     }
   }
 };
+
+double ratio_of(const Judged& j) {
+  double ratio = 0;
+  for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
+  return ratio;
+}
+
+// Random case i of a certification, as RapidCheck draws it (its shrink
+// tree with it).
+rc::Shrinkable<CaseSpec> random_case(const CertifyOptions& o, const Token& base, int i) {
+  const rc::Gen<CaseSpec> gen = gen_case_spec(o.variant->op, o.format, base.settings());
+  return gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), size_for(i, o.cases));
+}
+
+std::string nondeterministic(const kernels::Variant& v) {
+  return v.name +
+         " is registered deterministic but its outputs differ between runs or thread counts";
+}
 
 }  // namespace
 
@@ -216,205 +264,251 @@ ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& 
   return shape;
 }
 
-Certificate certify(const CertifyOptions& o) {
-  const auto start = Clock::now();
-  const kernels::Variant& v = *o.variant;
-  Certificate cert;
-  cert.op = v.op;
-  cert.variant = v.name;
-  cert.format = o.format;
-  cert.rule = o.rule;
-  cert.seed = o.seed;
-  cert.shape = o.shape.str(v.op);
-  const Token base = base_token(o);
+const char* phase_of(CaseRecord::Kind kind) {
+  return kind == CaseRecord::curated  ? "curated"
+         : kind == CaseRecord::random ? "random"
+                                      : "case files";
+}
 
-  cert.ran_on = v.where.empty() ? "CPU" : v.where;
-  // PyTorch against itself says nothing: no equivalence report for torch.
-  const bool equivalence = o.equivalence && v.name != "torch";
-  // A counting backend: the counts of each judged case's own run, its
-  // float atomics against the cost function's, and the backend's own check
-  // of its counts (the traffic law). `what` names the case.
+CaseRunner::CaseRunner(CertifyOptions options)
+    : o_(std::move(options)),
+      base_(base_token(o_)),
+      curated_(o_.curated && o_.case_files.empty()
+                   ? curated_specs(o_.variant->op, o_.format, base_.settings())
+                   : std::vector<CaseSpec>{}),
+      // PyTorch against itself says nothing: no equivalence report for torch.
+      equivalence_(o_.equivalence && o_.variant->name != "torch"),
+      start_(Clock::now()) {}
+
+int CaseRunner::size() const {
+  return int(curated_.size()) + (o_.case_files.empty() ? o_.cases : int(o_.case_files.size()));
+}
+
+CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) const {
+  const kernels::Variant& v = *o_.variant;
+  CaseRecord r;
+  r.position = position;
+  // A counting backend: the counts of the case's own run, its float atomics
+  // against the cost function's, and the backend's own check of its counts
+  // (the traffic law). `what` names the case.
   auto judge_counted = [&](Case c, const std::string& what) {
     if (v.take_counts) v.take_counts();  // drop what earlier calls left
     if (v.take_count_mismatch) v.take_count_mismatch();
-    Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence, o.whole_oracle_work);
-    cert.bounds_seconds += j.bounds_seconds;
-    cert.oracle_seconds += j.oracle_seconds;
-    cert.kernel_seconds += j.kernel_seconds;
-    cert.judge_seconds += j.judge_seconds;
+    Judged j = judge_case(std::move(c), v, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
+    r.bounds_seconds = j.bounds_seconds;
+    r.oracle_seconds = j.oracle_seconds;
+    r.kernel_seconds = j.kernel_seconds;
+    r.judge_seconds = j.judge_seconds;
     if (!v.take_counts || !j.error.empty()) return j;
     if (v.take_count_mismatch) {
       const std::string mismatch = v.take_count_mismatch();
-      if (!mismatch.empty() && cert.traffic_mismatches++ == 0)
-        cert.traffic_mismatch = what + ": " + mismatch;
-      cert.traffic_checked = true;
+      if (!mismatch.empty()) r.traffic_mismatch = what + ": " + mismatch;
+      r.traffic_checked = true;
     }
-    const auto counts = v.take_counts();
-    ++cert.counted_cases;
+    r.counted = true;
+    r.counts = v.take_counts();
     double atomics = 0;
-    for (const auto& [name, n] : counts) {
-      auto it = std::find_if(cert.counts.begin(), cert.counts.end(),
-                             [&](const auto& kept) { return kept.first == name; });
-      if (it == cert.counts.end()) it = cert.counts.insert(cert.counts.end(), {name, 0.0});
-      it->second += n;
+    for (const auto& [name, n] : r.counts)
       if (name == "float atomics") atomics = n;
-    }
-    const double model = v.cost ? v.cost(j.c.problem).atomics : 0;
-    cert.cost_atomics += model;
-    if (atomics != model && cert.atomics_mismatches++ == 0) {
-      cert.atomics_mismatch = what + ": counted " + std::to_string(atomics) +
-                              " float atomics, the cost function says " + std::to_string(model);
+    r.cost_atomics = v.cost ? v.cost(j.c.problem).atomics : 0;
+    if (atomics != r.cost_atomics) {
+      r.atomics_mismatch = what + ": counted " + std::to_string(atomics) +
+                           " float atomics, the cost function says " +
+                           std::to_string(r.cost_atomics);
     }
     return j;
   };
   auto judge_generated = [&](const CaseSpec& spec) {
     const auto t = Clock::now();
     Case c = make_case(spec);
-    cert.generation_seconds += seconds_since(t);
+    r.generation_seconds = seconds_since(t);
     return judge_counted(std::move(c), describe(spec));
   };
-  std::optional<Judged> worst;  // for the schedule spread
-  const bool from_files = !o.case_files.empty();
-  const auto curated = o.curated && !from_files ? curated_specs(v.op, o.format, base.settings())
-                                                : std::vector<CaseSpec>{};
-  const int total = int(curated.size()) + (from_files ? int(o.case_files.size()) : o.cases);
-  Accumulator acc;
-  cert.determinism_checked = v.deterministic;
-  auto ratio_of = [](const Judged& j) {
-    double ratio = 0;
-    for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
-    return ratio;
+  auto keep_stats = [&](const Judged& j) {
+    r.accumulated = true;
+    r.tensors = j.verdict.tensors;
+    r.sampled = j.sample.rows.has_value();
+    r.strata = j.sample.strata;
   };
-  auto note_worst = [&](const Judged& j, const Token& t) {
-    const double ratio = ratio_of(j);
-    if (ratio >= cert.worst_ratio || cert.worst_token.empty()) {
-      cert.worst_ratio = ratio;
-      cert.worst_token = t.encode();
-      if (v.set_schedule_seed && !v.deterministic) worst = j;
-    }
+  auto keep_equivalence = [&](const Judged& j) {
+    if (j.torch_outputs.empty() || !j.error.empty()) return;
+    r.has_equivalence = true;
+    r.equivalence = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
   };
-  auto fail = [&](const Judged& j, const Token& t, const CaseSpec& spec) {
-    cert.holds = false;
-    cert.failure = j.verdict.why;
-    cert.failure_case = describe(spec);
-    cert.worst_token = t.encode();
-    cert.worst_ratio = INFINITY;
-    if (j.error.empty()) cert.failure_elements = worst_elements(j, o.rule, 10);
+  auto fail = [&](const Judged& j, std::string case_words) {
+    r.holds = false;
+    r.why = j.verdict.why;
+    r.failure_case = std::move(case_words);
+    if (j.error.empty()) r.failure_elements = worst_elements(j, o_.rule, 10);
   };
+  const int n_curated = int(curated_.size());
 
-  // 1. The curated edge cases.
-  for (std::size_t k = 0; k < curated.size(); ++k) {
-    Token t = base;
-    t.index = -std::int32_t(k) - 1;
-    const Judged j = judge_generated(curated[k]);
-    ++cert.curated_run;
-    if (j.error.empty()) acc.add(j.verdict, v.op, j.sample);
-    add_equivalence(cert, j);
+  // The curated edge cases.
+  if (position < n_curated) {
+    r.kind = CaseRecord::curated;
+    Token t = base_;
+    t.index = -std::int32_t(position) - 1;
+    r.token = t.encode();
+    Judged j = judge_generated(curated_[std::size_t(position)]);
+    if (j.error.empty()) keep_stats(j);
+    keep_equivalence(j);
+    r.ratio = ratio_of(j);
     if (!j.verdict.holds) {
-      fail(j, t, curated[k]);
-      break;
-    }
-    if (v.deterministic && !deterministic_on(v, j.c)) {
-      cert.determinism_holds = false;
-      Judged d = j;
-      d.verdict.holds = false;
-      d.verdict.why =
-          v.name +
-          " is registered deterministic but its outputs differ between runs or thread counts";
-      fail(d, t, curated[k]);
-      break;
-    }
-    note_worst(j, t);
-    if (o.progress) o.progress(int(k) + 1, total, "curated");
-  }
-
-  // Or the case files given: no token (a file is not a generated case), the
-  // certificate names the file.
-  for (std::size_t k = 0; cert.holds && k < o.case_files.size(); ++k) {
-    const auto& [path, c] = o.case_files[k];
-    const Judged j = judge_counted(c, "case file " + path);
-    ++cert.case_files_run;
-    add_equivalence(cert, j);
-    if (j.error.empty()) acc.add(j.verdict, v.op, j.sample);
-    if (!j.verdict.holds) {
-      cert.holds = false;
-      cert.failure = j.verdict.why;
-      cert.failure_case = "case file " + path;
-      cert.worst_ratio = INFINITY;
-      if (j.error.empty()) cert.failure_elements = worst_elements(j, o.rule, 10);
-      break;
-    }
-    cert.worst_ratio = std::max(cert.worst_ratio, ratio_of(j));
-    if (o.progress) o.progress(int(k) + 1, total, "case files");
-  }
-
-  // 2. Random cases, shrinking the first failure.
-  const rc::Gen<CaseSpec> gen = gen_case_spec(v.op, o.format, base.settings());
-  for (int i = 0; !from_files && cert.holds && i < o.cases; ++i) {
-    Token t = base;
-    t.index = i;
-    t.size = size_for(i, o.cases);
-    rc::Shrinkable<CaseSpec> s = gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), t.size);
-    Judged j = judge_generated(s.value());
-    ++cert.random_run;
-    add_equivalence(cert, j);
-    if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
-      cert.determinism_holds = false;
+      if (failing) failing();
+      fail(j, describe(curated_[std::size_t(position)]));
+    } else if (v.deterministic && !deterministic_on(v, j.c)) {
+      if (failing) failing();
+      r.determinism_failed = true;
       j.verdict.holds = false;
-      j.verdict.why =
-          v.name +
-          " is registered deterministic but its outputs differ between runs or thread counts";
-      fail(j, t, s.value());
+      j.verdict.why = nondeterministic(v);
+      fail(j, describe(curated_[std::size_t(position)]));
+    }
+    return r;
+  }
+
+  // Or a case file given: no token (a file is not a generated case), the
+  // certificate names the file.
+  if (!o_.case_files.empty()) {
+    r.kind = CaseRecord::case_file;
+    const auto& [path, c] = o_.case_files[std::size_t(position - n_curated)];
+    const Judged j = judge_counted(c, "case file " + path);
+    keep_equivalence(j);
+    if (j.error.empty()) keep_stats(j);
+    r.ratio = ratio_of(j);
+    if (!j.verdict.holds) {
+      if (failing) failing();
+      fail(j, "case file " + path);
+    }
+    return r;
+  }
+
+  // A random case, shrunk when it fails.
+  r.kind = CaseRecord::random;
+  const int i = position - n_curated;
+  Token t = base_;
+  t.index = i;
+  t.size = size_for(i, o_.cases);
+  rc::Shrinkable<CaseSpec> s = random_case(o_, base_, i);
+  Judged j = judge_generated(s.value());
+  keep_equivalence(j);
+  r.ratio = ratio_of(j);
+  if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
+    if (failing) failing();
+    r.determinism_failed = true;
+    j.verdict.holds = false;
+    j.verdict.why = nondeterministic(v);
+    fail(j, describe(s.value()));
+    r.token = t.encode();
+    return r;
+  }
+  if (j.verdict.holds) {
+    keep_stats(j);
+    r.token = t.encode();
+    return r;
+  }
+  if (failing) failing();  // before the shrinking, which may take long
+  // Shrink: take the first shrink that still fails, until none does. The
+  // search is RapidCheck's (rc::shrinkable::findLocalMin walks the same
+  // tree the same way), written out here because the token must record
+  // the path taken (the index of each shrink accepted, so that reproduce
+  // re-creates the shrunk case without searching again), the search has
+  // an evaluation budget, and the last failing candidate's judgement is
+  // kept for the certificate; findLocalMin returns only the value and a
+  // count. A hang is not shrunk: each candidate would cost a whole timeout.
+  int budget = j.hang ? 0 : o_.max_shrinks;
+  bool shrunk = true;
+  while (shrunk && budget > 0) {
+    shrunk = false;
+    auto shrinks = s.shrinks();
+    for (std::uint32_t k = 0; budget > 0; ++k) {
+      auto next = shrinks.next();
+      if (!next) break;
+      --budget;
+      Judged candidate =
+          judge_spec(next->value(), v, o_.rule, o_.threads, false, o_.whole_oracle_work);
+      if (candidate.verdict.holds) continue;
+      t.path.push_back(k);
+      s = *next;
+      j = std::move(candidate);
+      shrunk = true;
+      if (o_.progress) o_.progress(position + 1, size(), "shrinking");
       break;
     }
-    if (j.verdict.holds) {
-      acc.add(j.verdict, v.op, j.sample);
-      note_worst(j, t);
-      if (o.progress) o.progress(int(curated.size()) + i + 1, total, "random");
-      continue;
-    }
-    // Shrink: take the first shrink that still fails, until none does. The
-    // search is RapidCheck's (rc::shrinkable::findLocalMin walks the same
-    // tree the same way), written out here because the token must record
-    // the path taken (the index of each shrink accepted, so that reproduce
-    // re-creates the shrunk case without searching again), the search has
-    // an evaluation budget, and the last failing candidate's judgement is
-    // kept for the certificate; findLocalMin returns only the value and a
-    // count. A hang is not shrunk: each candidate would cost a whole timeout.
-    int budget = j.hang ? 0 : o.max_shrinks;
-    bool shrunk = true;
-    while (shrunk && budget > 0) {
-      shrunk = false;
-      auto shrinks = s.shrinks();
-      for (std::uint32_t k = 0; budget > 0; ++k) {
-        auto next = shrinks.next();
-        if (!next) break;
-        --budget;
-        Judged candidate =
-            judge_spec(next->value(), v, o.rule, o.threads, false, o.whole_oracle_work);
-        if (candidate.verdict.holds) continue;
-        t.path.push_back(k);
-        s = *next;
-        j = std::move(candidate);
-        shrunk = true;
-        if (o.progress) o.progress(int(curated.size()) + i + 1, total, "shrinking");
-        break;
-      }
-    }
-    acc.add(j.verdict, v.op, j.sample);
-    fail(j, t, s.value());
   }
-  // 3. The schedule spread of the worst case (a seedable schedule, no
-  // determinism claim): every run judged under the rule.
+  keep_stats(j);
+  fail(j, describe(s.value()));
+  r.token = t.encode();
+  return r;
+}
+
+Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
+  const kernels::Variant& v = *o_.variant;
+  Certificate cert;
+  cert.op = v.op;
+  cert.variant = v.name;
+  cert.format = o_.format;
+  cert.rule = o_.rule;
+  cert.seed = o_.seed;
+  cert.shape = o_.shape.str(v.op);
+  cert.ran_on = v.where.empty() ? "CPU" : v.where;
+  cert.determinism_checked = v.deterministic;
+  std::sort(records.begin(), records.end(),
+            [](const CaseRecord& a, const CaseRecord& b) { return a.position < b.position; });
+  Accumulator acc;
+  std::optional<int> worst;  // the position of the worst case, for the schedule spread
+  for (std::size_t k = 0; k < records.size() && cert.holds; ++k) {
+    const CaseRecord& r = records[k];
+    if (r.position != int(k))
+      throw std::logic_error("certificate: no record of case " + std::to_string(k));
+    ++(r.kind == CaseRecord::curated  ? cert.curated_run
+       : r.kind == CaseRecord::random ? cert.random_run
+                                      : cert.case_files_run);
+    cert.generation_seconds += r.generation_seconds;
+    cert.bounds_seconds += r.bounds_seconds;
+    cert.oracle_seconds += r.oracle_seconds;
+    cert.kernel_seconds += r.kernel_seconds;
+    cert.judge_seconds += r.judge_seconds;
+    add_counts(cert, r);
+    if (r.accumulated) acc.add(r, v.op);
+    add_equivalence(cert, r);
+    if (!r.holds) {
+      cert.holds = false;
+      cert.determinism_holds = !r.determinism_failed;
+      cert.failure = r.why;
+      cert.failure_case = r.failure_case;
+      if (!r.token.empty()) cert.worst_token = r.token;
+      cert.worst_ratio = INFINITY;
+      cert.failure_elements = r.failure_elements;
+    } else if (r.kind == CaseRecord::case_file) {
+      cert.worst_ratio = std::max(cert.worst_ratio, r.ratio);
+    } else if (r.ratio >= cert.worst_ratio || cert.worst_token.empty()) {
+      cert.worst_ratio = r.ratio;
+      cert.worst_token = r.token;
+      if (v.set_schedule_seed && !v.deterministic) worst = r.position;
+    }
+  }
+  if (cert.holds && int(records.size()) != size())
+    throw std::logic_error("certificate: " + std::to_string(records.size()) + " records of " +
+                           std::to_string(size()) + " cases");
+
+  // The schedule spread of the worst case (a seedable schedule, no
+  // determinism claim): every run judged under the rule. The case is made
+  // and the oracle asked again, so that the records stay small and the
+  // spread runs where the certificate is made.
   if (cert.holds && worst) {
+    const CaseSpec spec = *worst < int(curated_.size())
+                              ? curated_[std::size_t(*worst)]
+                              : random_case(o_, base_, *worst - int(curated_.size())).value();
+    const Judged w = prepare_case(make_case(spec), v, o_.rule, o_.threads, /*equivalence=*/false,
+                                  o_.whole_oracle_work);
     const auto names = info(v.op).outputs;
     std::vector<std::vector<AnyTensor>> runs;
     for (int r = 1; r <= kSpreadRuns && cert.holds; ++r) {
       v.set_schedule_seed(std::uint64_t(r));
-      runs.push_back(run_variant(v, worst->c, o.threads));
-      const Verdict verdict = judge(worst->c, worst->exact, runs.back(), o.rule,
-                                    worst->allowed.empty() ? nullptr : &worst->allowed,
-                                    worst->torch_errors.empty() ? nullptr : &worst->torch_errors);
+      runs.push_back(run_variant(v, w.c, o_.threads));
+      const Verdict verdict =
+          judge(w.c, w.exact, runs.back(), o_.rule, w.allowed.empty() ? nullptr : &w.allowed,
+                w.torch_errors.empty() ? nullptr : &w.torch_errors);
       if (!verdict.holds) {
         cert.holds = false;
         cert.failure = "schedule " + std::to_string(r) + " of the worst case: " + verdict.why;
@@ -429,7 +523,7 @@ Certificate certify(const CertifyOptions& o) {
       double spread = 0;
       std::size_t n = 0;
       for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
-        if (!worst->exact.outputs[t].evaluated[n]) {  // not in the sample
+        if (!w.exact.outputs[t].evaluated[n]) {  // not in the sample
           ++n;
           continue;
         }
@@ -440,7 +534,7 @@ Certificate certify(const CertifyOptions& o) {
         }
         if (hi > lo)
           spread =
-              std::max(spread, (hi - lo) / oracle::ulp(o.format, worst->exact.outputs[t].exact[n]));
+              std::max(spread, (hi - lo) / oracle::ulp(o_.format, w.exact.outputs[t].exact[n]));
         ++n;
       }
       cert.spread_ulps.push_back({std::string(names[t]), spread});
@@ -448,8 +542,19 @@ Certificate certify(const CertifyOptions& o) {
   }
   acc.finish();
   cert.tensors = acc.tensors;
-  cert.seconds = seconds_since(start);
+  cert.seconds = seconds_since(start_);
   return cert;
+}
+
+Certificate certify(const CertifyOptions& o) {
+  const CaseRunner runner(o);
+  std::vector<CaseRecord> records;
+  for (int p = 0; p < runner.size(); ++p) {
+    records.push_back(runner.run(p));
+    if (!records.back().holds) break;  // the first failure ends the run
+    if (o.progress) o.progress(p + 1, runner.size(), phase_of(records.back().kind));
+  }
+  return runner.certificate(std::move(records));
 }
 
 Replay replay(const Token& token, const kernels::Variant& variant, int threads,

@@ -4,6 +4,7 @@
 // (RapidCheck's shrink tree) and named by a token that replays it anywhere.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/registry.hpp"
+#include "properties/case_record.hpp"
 #include "properties/check.hpp"
 #include "properties/results.hpp"
 #include "properties/sample.hpp"
@@ -54,7 +56,46 @@ Token base_token(const CertifyOptions& options);
 // std::invalid_argument, in words, when they leave nothing.
 ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v);
 
-// The certificate (properties/results.hpp) of one variant.
+// The cases of one certification, each judged on its own into a
+// CaseRecord (properties/case_record.hpp), and the certificate as their
+// reduction in case order. certify() runs the cases one after the other in
+// one process; the ranks of an mpirun share them (cli/shared_certify.cpp).
+class CaseRunner {
+ public:
+  explicit CaseRunner(CertifyOptions options);
+  // The positions 0 .. size()-1: the curated cases, then the case files or
+  // the random cases.
+  int size() const;
+  // The case at `position`, judged under the rule: a failing random case
+  // shrunk (its token records the path), the determinism check where the
+  // variant claims it (every curated case and every tenth random one), a
+  // counting backend's counts. Random case i is drawn from
+  // rc::Random({seed, i, 0, 0}) alone, so any process can judge any case.
+  // `failing`, when given, is called as soon as the case is found to fail,
+  // before it is shrunk (the ranks of an mpirun announce it then).
+  CaseRecord run(int position, const std::function<void()>& failing = {}) const;
+  // The certificate of the records, reduced in position order up to and
+  // including the first that fails (those after it are ignored), then the
+  // schedule spread of the worst case (a seedable variant without a
+  // determinism claim), which runs the variant again, in this process.
+  // @pre the records hold every position below the first failure, or
+  //      every position; throws std::logic_error otherwise.
+  Certificate certificate(std::vector<CaseRecord> records) const;
+
+ private:
+  CertifyOptions o_;
+  Token base_;
+  std::vector<CaseSpec> curated_;
+  bool equivalence_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// The name of a case's phase in progress reports: "curated", "case files",
+// "random".
+const char* phase_of(CaseRecord::Kind kind);
+
+// The certificate (properties/results.hpp) of one variant: every case in
+// turn, stopping at the first failure.
 Certificate certify(const CertifyOptions& options);
 
 // Re-creates a token's case and judges `variant` on it (the token's own

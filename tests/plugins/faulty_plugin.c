@@ -21,7 +21,10 @@
      FAULT_BADOP      an unknown op
      FAULT_BADDTYPE   an unknown dtype
      FAULT_CTOR       crashes in its constructor, while loading
-     FAULT_FORK       correct, but leaves a child process running */
+     FAULT_FORK       correct, but leaves a child process running
+     FAULT_LATE       wrong (as FAULT_WRONG) on a few shapes alone, (31 T + D) % 17 == 3:
+                      first reached by a random case past the first few
+                      (tests/mpi: a counterexample on rank 1) */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -65,6 +68,8 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
     for (int64_t d = 0; d < D; ++d) ss += (double)xd[t * D + d] * xd[t * D + d];
 #if defined(FAULT_WRONG)
     const double r = 1;
+#elif defined(FAULT_LATE)
+    const double r = (31 * T + D) % 17 == 3 ? 1 : 1 / sqrt(ss / (double)D + eps);
 #else
     const double r = 1 / sqrt(ss / (double)D + eps);
 #endif

@@ -41,6 +41,9 @@ NOT_CLI = ["bench", "tests", "fuzz", "reference", "oracle", "kernels", "properti
            "simt", "include", "examples", "files"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+# Heavy headers stay in their rooms: each is included by its one adaptor.
+ADAPTORS = {"mpi.h": "cli/mpi_ranks.cpp"}
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 SOURCES = {".hpp", ".h", ".cpp", ".cc", ".cu", ".cuh", ".c", ".inl"}
 
 
@@ -50,31 +53,48 @@ def rules():
         yield folder, allowed, rule or f"{folder}/ includes nothing of cli/ (only cli/ composes)"
 
 
+def source_lines(root: pathlib.Path, folder: str):
+    """(path, line number, line) of every source file under root/folder."""
+    base = root / folder
+    if not base.is_dir():
+        return
+    for path in sorted(base.rglob("*")):
+        if path.suffix not in SOURCES or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            yield path, number, line
+
+
 def violations(root: pathlib.Path):
     for folder, allowed, rule in rules():
-        base = root / folder
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*")):
-            if path.suffix not in SOURCES or not path.is_file():
+        for path, number, line in source_lines(root, folder):
+            m = INCLUDE.match(line)
+            if not m:
                 continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-            for number, line in enumerate(text.splitlines(), start=1):
-                m = INCLUDE.match(line)
-                if not m:
-                    continue
-                target = m.group(1)
-                if target.split("/", 1)[0] not in PROJECT or "/" not in target:
-                    continue  # a third party's header, or one beside the file
-                if not any(target.startswith(a) for a in allowed):
-                    yield f"{path.relative_to(root)}:{number}: includes \"{target}\": {rule}"
+            target = m.group(1)
+            if target.split("/", 1)[0] not in PROJECT or "/" not in target:
+                continue  # a third party's header, or one beside the file
+            if not any(target.startswith(a) for a in allowed):
+                yield f"{path.relative_to(root)}:{number}: includes \"{target}\": {rule}"
+
+
+def adaptor_violations(root: pathlib.Path):
+    for folder in sorted(PROJECT):
+        for path, number, line in source_lines(root, folder):
+            m = ANY_INCLUDE.match(line)
+            adaptor = ADAPTORS.get(m.group(1)) if m else None
+            if adaptor and path.relative_to(root).as_posix() != adaptor:
+                yield (f"{path.relative_to(root)}:{number}: includes <{m.group(1)}>, "
+                       f"which only {adaptor} includes")
 
 
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    found = list(violations(pathlib.Path(sys.argv[1])))
+    root = pathlib.Path(sys.argv[1])
+    found = list(violations(root)) + list(adaptor_violations(root))
     for v in found:
         print(v)
     print(f"include rules: {len(found)} violation(s)")
