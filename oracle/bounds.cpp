@@ -400,42 +400,57 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* 
 }
 
 // C = A B with a bound on C's error given bounds ea (and eb, optional) on
-// A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb).
+// A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb). `rows` (optional)
+// limits the rows of C bounded; the others are left 0. Each row's sums run
+// over p ascending, B read row by row.
 Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const Units& u, Mat* c_val,
-                bool store = true) {
+                bool store = true, const std::vector<std::uint8_t>* rows = nullptr) {
   const extent_t m = a.shape()[0], k = a.shape()[1], n = bmat.shape()[1];
   Mat r(Shape{m, n});
   if (c_val) *c_val = Mat(Shape{m, n});
   const double gk = u.gamma(double(k));
+  std::vector<double> abs(n), val(n), prop(n);  // (n)
   for (extent_t i = 0; i < m; ++i) {
-    for (extent_t j = 0; j < n; ++j) {
-      double abs = 0, val = 0, prop = 0;
-      for (extent_t p = 0; p < k; ++p) {
-        const double av = a.view()(i, p), bv = bmat.view()(p, j);
-        val += av * bv;
-        abs += std::fabs(av * bv);
-        if (ea) prop += ea->view()(i, p) * std::fabs(bv);
+    if (rows && !(*rows)[std::size_t(i)]) continue;
+    std::fill(abs.begin(), abs.end(), 0.0);
+    std::fill(val.begin(), val.end(), 0.0);
+    std::fill(prop.begin(), prop.end(), 0.0);
+    for (extent_t p = 0; p < k; ++p) {
+      const double av = a.view()(i, p), eav = ea ? ea->view()(i, p) : 0;
+      const double* bp = row_of(bmat, {p, 0});  // (n)
+      for (extent_t j = 0; j < n; ++j) {
+        const double bv = bp[j];
+        val[j] += av * bv;
+        abs[j] += std::fabs(av * bv);
       }
-      double e = gk * (abs + prop) + prop + double(k) * u.eta_a;
-      if (store) e = e * (1 + u.us) + u.us * std::fabs(val) + u.eta_s / 2;
-      r.view()(i, j) = kEvalSlack * e;
-      if (c_val) c_val->view()(i, j) = val;
+      if (ea)
+        for (extent_t j = 0; j < n; ++j) prop[j] += eav * std::fabs(bp[j]);
     }
+    double* ri = row_of(r, {i, 0});
+    for (extent_t j = 0; j < n; ++j) {
+      double e = gk * (abs[j] + prop[j]) + prop[j] + double(k) * u.eta_a;
+      if (store) e = e * (1 + u.us) + u.us * std::fabs(val[j]) + u.eta_s / 2;
+      ri[j] = kEvalSlack * e;
+    }
+    if (c_val) std::copy(val.begin(), val.end(), row_of(*c_val, {i, 0}));
   }
   return r;
 }
 
-// docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null.
+// docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null;
+// rows: the rows t bounded (the sampled oracle's), or null for all.
 Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const Units& u,
-               Mat* y_val, const Mat* ex = nullptr) {
+               Mat* y_val, const Mat* ex = nullptr,
+               const std::vector<std::uint8_t>* rows = nullptr) {
   const extent_t T = x.shape()[0], F = w1.shape()[1];
   Mat g, up;
-  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false);
-  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false);
+  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false, rows);
+  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false, rows);
   Mat hv(Shape{T, F}), eh(Shape{T, F});
   const double eps_silu = compose(u.eps_exp, power(u.ua, 3));
   const double overflow = std::log(u.ua == 0x1p-53 ? 0x1p1023 : 0x1p127) - 1;  // exp(-z) overflows
   for (extent_t t = 0; t < T; ++t) {
+    if (rows && !(*rows)[std::size_t(t)]) continue;
     for (extent_t f = 0; f < F; ++f) {
       const double z = g.view()(t, f), uv = up.view()(t, f);
       const double s = dnf::silu(z);
@@ -448,7 +463,7 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
       eh.view()(t, f) = e;
     }
   }
-  return gemm_bounds(hv, w2, &eh, u, y_val);
+  return gemm_bounds(hv, w2, &eh, u, y_val, /*store=*/true, rows);
 }
 
 }  // namespace
@@ -456,8 +471,9 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
 std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k,
                                                 const Selection* selection) {
   const Problem& p = c.problem;
-  // The forward of attention.fwd and decode bounds the selected rows only;
-  // the backward's key rows need every query row's forward.
+  // The forward of attention.fwd and decode, and mlp.swiglu, bound the
+  // selected rows only; the backward's key rows need every query row's
+  // forward.
   std::vector<std::uint8_t> wanted;
   if (selection) {
     wanted.assign(std::size_t(query_row_count(p)), 0);
@@ -501,7 +517,7 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
     case Op::rmsnorm:
       return {rav(rmsnorm_bounds(x[0], x[1], p.params.eps, u, nullptr))};
     case Op::mlp_swiglu:
-      return {rav(mlp_bounds(x[0], x[1], x[2], x[3], u, nullptr))};
+      return {rav(mlp_bounds(x[0], x[1], x[2], x[3], u, nullptr, nullptr, only))};
     case Op::block: {
       // docs/bounds.md#block: each stage's bound, with the errors of its
       // inputs propagated to first order (doubled for the second).
