@@ -4,10 +4,14 @@
 // figures come from until `certify --shape` reaches this path.
 //
 //   sampled_certify_bench OP VARIANT B H HKV N M D [causal] [f32|f64|bf16|f16]
+//   sampled_certify_bench OP VARIANT NAME=E,NAME=E,... [causal] [FORMAT]
 //
+// The second form names the extents (B H Hkv N M D T Dm F; L for M), for
+// the ops without attention's six (rmsnorm: T, D; mlp.swiglu: T, Dm, F).
 // attention.decode reads M as L and gives the batches ragged lens from L/2
 // to L. Prints the phases' seconds and the certificate's per-tensor sample;
 // exits 1 when the certificate fails, 2 on bad arguments.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,9 +22,37 @@
 
 using namespace moacert;
 
+namespace {
+
+// "T=512,Dm=1024,F=2816" onto d; false on a name or number it does not know.
+bool parse_named(const std::string& text, Dims& d) {
+  const std::pair<const char*, moa::extent_t Dims::*> fields[] = {
+      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
+      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) return false;
+    const auto field = std::find_if(std::begin(fields), std::end(fields),
+                                    [&](const auto& f) { return item.substr(0, eq) == f.first; });
+    char* stop = nullptr;
+    const long value = std::strtol(item.c_str() + eq + 1, &stop, 10);
+    if (field == std::end(fields) || *stop != '\0' || value < 1) return false;
+    d.*(field->second) = value;
+    at = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 9) {
-    std::fprintf(stderr, "usage: %s OP VARIANT B H HKV N M D [causal] [FORMAT]\n", argv[0]);
+  const bool named = argc >= 4 && std::string(argv[3]).find('=') != std::string::npos;
+  if (argc < (named ? 4 : 9)) {
+    std::fprintf(stderr, "usage: %s OP VARIANT (B H HKV N M D | NAME=E,...) [causal] [FORMAT]\n",
+                 argv[0]);
     return 2;
   }
   const std::optional<Op> op = parse_op(argv[1]);
@@ -32,13 +64,20 @@ int main(int argc, char** argv) {
   properties::CaseSpec spec;
   Problem& p = spec.problem;
   p.op = *op;
-  p.dims = {.B = std::atol(argv[3]),
-            .H = std::atol(argv[4]),
-            .Hkv = std::atol(argv[5]),
-            .N = std::atol(argv[6]),
-            .M = std::atol(argv[7]),
-            .D = std::atol(argv[8])};
-  for (int k = 9; k < argc; ++k) {
+  if (named) {
+    if (!parse_named(argv[3], p.dims)) {
+      std::fprintf(stderr, "sampled_certify_bench: bad extents %s\n", argv[3]);
+      return 2;
+    }
+  } else {
+    p.dims = {.B = std::atol(argv[3]),
+              .H = std::atol(argv[4]),
+              .Hkv = std::atol(argv[5]),
+              .N = std::atol(argv[6]),
+              .M = std::atol(argv[7]),
+              .D = std::atol(argv[8])};
+  }
+  for (int k = named ? 4 : 9; k < argc; ++k) {
     const std::string a = argv[k];
     if (a == "causal") {
       p.params.causal = true;
@@ -48,6 +87,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "sampled_certify_bench: unknown argument %s\n", a.c_str());
       return 2;
     }
+  }
+  try {
+    validate(p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sampled_certify_bench: %s\n", e.what());
+    return 2;
   }
   for (const moa::Shape& s : input_shapes(p)) {
     spec.kinds.push_back(moa::LayoutKind::row_major);

@@ -81,9 +81,120 @@ struct ForwardBounds {
   Mat o_val, lse_val;  // the exact values (double) used for the backward
 };
 
-// The forward bound of docs/bounds.md#attention-forward for every row.
-// `lens` (decode) limits the keys of batch b; `store` adds the rounding to
-// the storage format.
+// A row-major double tensor's elements from `start` on: a row of it.
+const double* row_of(const Mat& m, const Index& start) {
+  return m.storage().data() + moa::row_major_offset(m.shape(), start);
+}
+double* row_of(Mat& m, const Index& start) {
+  return m.storage().data() + moa::row_major_offset(m.shape(), start);
+}
+
+// One query row's scratch, M keys by D: kept per thread across rows.
+struct ForwardRowScratch {
+  std::vector<double> s, a, p, delta, e_row, f_row;  // (M)
+  std::vector<double> c, f, o, vmax, ev;             // (D)
+  ForwardRowScratch(extent_t M, extent_t D)
+      : s(M), a(M), p(M), delta(M), e_row(M), f_row(M), c(D), f(D), o(D), vmax(D), ev(D) {}
+};
+
+// The forward bound of one query row (b, h, i) that sees the keys 0 .. n-1
+// (a prefix: causal and decode's lens cut it), written into r. Every sum
+// runs over j ascending from zero, as the definition's loops: the row's
+// bounds do not depend on which other rows are bounded, nor on threads.
+void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scale, extent_t b,
+                           extent_t h, extent_t g, extent_t i, extent_t n, const Units& u,
+                           const AttentionInputErrors& in, ForwardRowScratch& w, ForwardBounds& r) {
+  const extent_t D = q.shape()[3];
+  const double* qi = row_of(q, {b, h, i, 0});  // (D)
+  const double* kg = row_of(k, {b, g, 0, 0});  // (M, D)
+  const double* vg = row_of(v, {b, g, 0, 0});  // (M, D)
+  const double* eqi = in.q ? row_of(*in.q, {b, h, i, 0}) : nullptr;
+  const double* ekg = in.k ? row_of(*in.k, {b, g, 0, 0}) : nullptr;
+  const double* evg = in.v ? row_of(*in.v, {b, g, 0, 0}) : nullptr;
+  if (n == 0) {  // no visible key: exact O = 0, LSE = -inf; must match
+    r.lse_val.view()(b, h, i) = -kInf;
+    return;
+  }
+  // scores, their magnitudes a_ij, and the score error bound δ_ij
+  double smax = -kInf, dmax = 0;
+  for (extent_t j = 0; j < n; ++j) {
+    const double* kj = kg + j * D;
+    double dot = 0, mag = 0, extra = 0;
+    for (extent_t d = 0; d < D; ++d) {
+      const double qv = qi[d], kv = kj[d];
+      dot += qv * kv;
+      mag += std::fabs(qv * kv);
+    }
+    if (eqi) {
+      const double* ekj = ekg + j * D;
+      for (extent_t d = 0; d < D; ++d) {
+        const double eq = eqi[d], ek = ekj[d];
+        extra += eq * std::fabs(kj[d]) + std::fabs(qi[d]) * ek + eq * ek;
+      }
+    }
+    w.s[j] = scale * dot;
+    w.a[j] = scale * mag;
+    w.delta[j] = u.gamma(double(D + 3)) * (w.a[j] + scale * extra) + scale * extra +
+                 double(D + 1) * u.eta_a * std::max(1.0, scale);
+    smax = std::max(smax, w.s[j]);
+    dmax = std::max(dmax, w.delta[j]);
+  }
+  double l = 0;
+  for (extent_t j = 0; j < n; ++j) l += (w.p[j] = std::exp(w.s[j] - smax));
+  const double Delta = std::expm1(2 * dmax);
+  const double nn = double(n);
+  // E_ij: the weight's relative error from the exponent's rounding, the
+  // exp, and up to n online rescales (any tiling); F_ij = (1 + E_ij)(1 +
+  // γ_{n+2}) - 1, once per key (the d loop below reads them D times).
+  for (extent_t j = 0; j < n; ++j) {
+    w.e_row[j] = std::expm1(u.ua * (smax - w.s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
+                            (nn + 1) * std::log1p(u.ua));
+    w.f_row[j] = compose(w.e_row[j], u.gamma(nn + 2));
+  }
+  double L = 0;
+  for (extent_t j = 0; j < n; ++j) {
+    const double P = w.p[j] / l, e = w.e_row[j];
+    L += P * (e + u.gamma(nn) * (1 + e));
+  }
+  L = (1 + Delta) * L + nn * u.eta_a;
+  const double lse = smax + std::log(l);
+  r.lse_val.view()(b, h, i) = lse;
+  const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +
+                         4 * u.ua * (std::fabs(lse) + dmax + 1);
+  r.lse.view()(b, h, i) = kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
+  // The value sums of every d at once, each over j ascending (V row by row).
+  std::fill(w.c.begin(), w.c.end(), 0.0);
+  std::fill(w.f.begin(), w.f.end(), 0.0);
+  std::fill(w.o.begin(), w.o.end(), 0.0);
+  std::fill(w.vmax.begin(), w.vmax.end(), 0.0);
+  std::fill(w.ev.begin(), w.ev.end(), 0.0);
+  for (extent_t j = 0; j < n; ++j) {
+    const double P = w.p[j] / l, F = w.f_row[j];
+    const double* vj = vg + j * D;
+    for (extent_t d = 0; d < D; ++d) {
+      const double vv = vj[d];
+      w.c[d] += P * std::fabs(vv);
+      w.f[d] += P * std::fabs(vv) * F;
+      w.o[d] += P * vv;
+      w.vmax[d] = std::max(w.vmax[d], std::fabs(vv));
+    }
+    if (evg)
+      for (extent_t d = 0; d < D; ++d) w.ev[d] += P * evg[j * D + d];
+  }
+  double* o_val = row_of(r.o_val, {b, h, i, 0});
+  double* o_bound = row_of(r.o, {b, h, i, 0});
+  for (extent_t d = 0; d < D; ++d) {
+    const double c = w.c[d], f = w.f[d], o = w.o[d];
+    const double acc = Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
+                       (2 * nn * w.vmax[d] + nn + 2) * u.eta_a / (1 - L) +
+                       w.ev[d] * (1 + Delta) * (1 + L) / (1 - L);
+    o_val[d] = o;
+    o_bound[d] = kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
+  }
+}
+
+// The forward bound of docs/bounds.md#attention-forward for every row, the
+// rows spread over threads. `lens` (decode) limits the keys of batch b.
 // `wanted` (the sampled oracle's query rows, flat (b·H + h)·N + i) limits
 // the rows bounded; the others are left 0.
 ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
@@ -95,91 +206,20 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
   const extent_t group = H / Hkv;
   ForwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, H, N}), Mat(Shape{B, H, N, D}),
                   Mat(Shape{B, H, N})};
-  std::vector<double> s(M), a(M), p(M), delta(M), e_row(M), f_row(M);
-  for (extent_t b = 0; b < B; ++b) {
-    const extent_t len = lens ? (*lens)[b] : M;
-    for (extent_t h = 0; h < H; ++h) {
-      const extent_t g = h / group;
-      for (extent_t i = 0; i < N; ++i) {
-        if (wanted && !(*wanted)[std::size_t((b * H + h) * N + i)]) continue;
-        // scores, their magnitudes a_ij, and the score error bound δ_ij
-        extent_t n = 0;
-        double smax = -kInf, dmax = 0;
-        for (extent_t j = 0; j < len; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          double dot = 0, mag = 0, extra = 0;
-          for (extent_t d = 0; d < D; ++d) {
-            const double qv = q.view()(b, h, i, d), kv = k.view()(b, g, j, d);
-            dot += qv * kv;
-            mag += std::fabs(qv * kv);
-            if (in.q) {
-              const double eq = in.q->view()(b, h, i, d), ek = in.k->view()(b, g, j, d);
-              extra += eq * std::fabs(kv) + std::fabs(qv) * ek + eq * ek;
-            }
-          }
-          s[j] = scale * dot;
-          a[j] = scale * mag;
-          delta[j] = u.gamma(double(D + 3)) * (a[j] + scale * extra) + scale * extra +
-                     double(D + 1) * u.eta_a * std::max(1.0, scale);
-          smax = std::max(smax, s[j]);
-          dmax = std::max(dmax, delta[j]);
-          ++n;
-        }
-        if (n == 0) {  // no visible key: exact O = 0, LSE = -inf; must match
-          r.lse_val.view()(b, h, i) = -kInf;
-          continue;
-        }
-        double l = 0;
-        for (extent_t j = 0; j < len; ++j)
-          if (dnf::visible(causal, i, j, N, M)) l += (p[j] = std::exp(s[j] - smax));
-        const double Delta = std::expm1(2 * dmax);
-        const double nn = double(n);
-        // E_ij: the weight's relative error from the exponent's rounding,
-        // the exp, and up to n online rescales (any tiling).
-        auto E = [&](extent_t j) {
-          return std::expm1(u.ua * (smax - s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
-                            (nn + 1) * std::log1p(u.ua));
-        };
-        // E_ij and F_ij = (1 + E_ij)(1 + γ_{n+2}) - 1, once per key (the
-        // d loop below reads them D times).
-        for (extent_t j = 0; j < len; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          e_row[j] = E(j);
-          f_row[j] = compose(e_row[j], u.gamma(nn + 2));
-        }
-        double L = 0;
-        for (extent_t j = 0; j < len; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          const double P = p[j] / l, e = e_row[j];
-          L += P * (e + u.gamma(nn) * (1 + e));
-        }
-        L = (1 + Delta) * L + nn * u.eta_a;
-        const double lse = smax + std::log(l);
-        r.lse_val.view()(b, h, i) = lse;
-        const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +
-                               4 * u.ua * (std::fabs(lse) + dmax + 1);
-        r.lse.view()(b, h, i) =
-            kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
-        for (extent_t d = 0; d < D; ++d) {
-          double c = 0, f = 0, o = 0, vmax = 0, ev = 0;
-          for (extent_t j = 0; j < len; ++j) {
-            if (!dnf::visible(causal, i, j, N, M)) continue;
-            const double P = p[j] / l, vv = v.view()(b, g, j, d);
-            const double F = f_row[j];
-            c += P * std::fabs(vv);
-            f += P * std::fabs(vv) * F;
-            o += P * vv;
-            vmax = std::max(vmax, std::fabs(vv));
-            if (in.v) ev += P * in.v->view()(b, g, j, d);
-          }
-          const double acc =
-              Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
-              (2 * nn * vmax + nn + 2) * u.eta_a / (1 - L) + ev * (1 + Delta) * (1 + L) / (1 - L);
-          r.o_val.view()(b, h, i, d) = o;
-          r.o.view()(b, h, i, d) =
-              kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
-        }
-      }
+  std::vector<extent_t> rows;  // flat (b·H + h)·N + i
+  for (extent_t x = 0; x < B * H * N; ++x)
+    if (!wanted || (*wanted)[std::size_t(x)]) rows.push_back(x);
+  const auto count = static_cast<std::int64_t>(rows.size());
+#pragma omp parallel
+  {
+    ForwardRowScratch w(M, D);
+#pragma omp for schedule(dynamic, 4)
+    for (std::int64_t t = 0; t < count; ++t) {
+      const extent_t x = rows[std::size_t(t)];
+      const extent_t b = x / (H * N), h = x / N % H, i = x % N;
+      const extent_t len = lens ? (*lens)[std::size_t(b)] : M;
+      attention_forward_row(q, k, v, scale, b, h, h / group, i,
+                            dnf::visible_keys(causal, i, N, M, len), u, in, w, r);
     }
   }
   return r;
@@ -360,42 +400,57 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* 
 }
 
 // C = A B with a bound on C's error given bounds ea (and eb, optional) on
-// A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb).
+// A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb). `rows` (optional)
+// limits the rows of C bounded; the others are left 0. Each row's sums run
+// over p ascending, B read row by row.
 Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const Units& u, Mat* c_val,
-                bool store = true) {
+                bool store = true, const std::vector<std::uint8_t>* rows = nullptr) {
   const extent_t m = a.shape()[0], k = a.shape()[1], n = bmat.shape()[1];
   Mat r(Shape{m, n});
   if (c_val) *c_val = Mat(Shape{m, n});
   const double gk = u.gamma(double(k));
+  std::vector<double> abs(n), val(n), prop(n);  // (n)
   for (extent_t i = 0; i < m; ++i) {
-    for (extent_t j = 0; j < n; ++j) {
-      double abs = 0, val = 0, prop = 0;
-      for (extent_t p = 0; p < k; ++p) {
-        const double av = a.view()(i, p), bv = bmat.view()(p, j);
-        val += av * bv;
-        abs += std::fabs(av * bv);
-        if (ea) prop += ea->view()(i, p) * std::fabs(bv);
+    if (rows && !(*rows)[std::size_t(i)]) continue;
+    std::fill(abs.begin(), abs.end(), 0.0);
+    std::fill(val.begin(), val.end(), 0.0);
+    std::fill(prop.begin(), prop.end(), 0.0);
+    for (extent_t p = 0; p < k; ++p) {
+      const double av = a.view()(i, p), eav = ea ? ea->view()(i, p) : 0;
+      const double* bp = row_of(bmat, {p, 0});  // (n)
+      for (extent_t j = 0; j < n; ++j) {
+        const double bv = bp[j];
+        val[j] += av * bv;
+        abs[j] += std::fabs(av * bv);
       }
-      double e = gk * (abs + prop) + prop + double(k) * u.eta_a;
-      if (store) e = e * (1 + u.us) + u.us * std::fabs(val) + u.eta_s / 2;
-      r.view()(i, j) = kEvalSlack * e;
-      if (c_val) c_val->view()(i, j) = val;
+      if (ea)
+        for (extent_t j = 0; j < n; ++j) prop[j] += eav * std::fabs(bp[j]);
     }
+    double* ri = row_of(r, {i, 0});
+    for (extent_t j = 0; j < n; ++j) {
+      double e = gk * (abs[j] + prop[j]) + prop[j] + double(k) * u.eta_a;
+      if (store) e = e * (1 + u.us) + u.us * std::fabs(val[j]) + u.eta_s / 2;
+      ri[j] = kEvalSlack * e;
+    }
+    if (c_val) std::copy(val.begin(), val.end(), row_of(*c_val, {i, 0}));
   }
   return r;
 }
 
-// docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null.
+// docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null;
+// rows: the rows t bounded (the sampled oracle's), or null for all.
 Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const Units& u,
-               Mat* y_val, const Mat* ex = nullptr) {
+               Mat* y_val, const Mat* ex = nullptr,
+               const std::vector<std::uint8_t>* rows = nullptr) {
   const extent_t T = x.shape()[0], F = w1.shape()[1];
   Mat g, up;
-  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false);
-  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false);
+  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false, rows);
+  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false, rows);
   Mat hv(Shape{T, F}), eh(Shape{T, F});
   const double eps_silu = compose(u.eps_exp, power(u.ua, 3));
   const double overflow = std::log(u.ua == 0x1p-53 ? 0x1p1023 : 0x1p127) - 1;  // exp(-z) overflows
   for (extent_t t = 0; t < T; ++t) {
+    if (rows && !(*rows)[std::size_t(t)]) continue;
     for (extent_t f = 0; f < F; ++f) {
       const double z = g.view()(t, f), uv = up.view()(t, f);
       const double s = dnf::silu(z);
@@ -408,7 +463,7 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
       eh.view()(t, f) = e;
     }
   }
-  return gemm_bounds(hv, w2, &eh, u, y_val);
+  return gemm_bounds(hv, w2, &eh, u, y_val, /*store=*/true, rows);
 }
 
 }  // namespace
@@ -416,8 +471,9 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
 std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k,
                                                 const Selection* selection) {
   const Problem& p = c.problem;
-  // The forward of attention.fwd and decode bounds the selected rows only;
-  // the backward's key rows need every query row's forward.
+  // The forward of attention.fwd and decode, and mlp.swiglu, bound the
+  // selected rows only; the backward's key rows need every query row's
+  // forward.
   std::vector<std::uint8_t> wanted;
   if (selection) {
     wanted.assign(std::size_t(query_row_count(p)), 0);
@@ -461,7 +517,7 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
     case Op::rmsnorm:
       return {rav(rmsnorm_bounds(x[0], x[1], p.params.eps, u, nullptr))};
     case Op::mlp_swiglu:
-      return {rav(mlp_bounds(x[0], x[1], x[2], x[3], u, nullptr))};
+      return {rav(mlp_bounds(x[0], x[1], x[2], x[3], u, nullptr, nullptr, only))};
     case Op::block: {
       // docs/bounds.md#block: each stage's bound, with the errors of its
       // inputs propagated to first order (doubled for the second).

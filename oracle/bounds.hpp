@@ -25,8 +25,8 @@ struct BoundConstants {
 // order, an absolute error bound. Elements whose exact value is infinite
 // (LSE of a row with no visible key) get bound 0: the kernel must match.
 // With `selection` (the sampled oracle's selection), the elements of other rows
-// may be left unbounded (0): attention.fwd and decode bound only the
-// selected rows (a bound costs what the row's oracle unit costs).
+// may be left unbounded (0): attention.fwd, decode and mlp.swiglu bound
+// only the selected rows (a bound costs what the row's oracle unit costs).
 std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k = {},
                                                 const Selection* selection = nullptr);
 

@@ -35,6 +35,22 @@ int ulp_exponent(double x, Format f) {
   return e - fi.precision + 1;
 }
 
+// A double-double's value hi + lo rounded down and up to a double: the
+// sum rounded to nearest, then one step outward when TwoSum says that the
+// rounding went the other way.
+double double_below(const DD& x) {
+  const double s = x.hi + x.lo;
+  if (!std::isfinite(s)) return s;
+  const double err = (x.hi - s) + x.lo;  // exact: |x.lo| <= ulp(x.hi) / 2 or x.lo = 0
+  return err < 0 ? std::nextafter(s, -std::numeric_limits<double>::infinity()) : s;
+}
+double double_above(const DD& x) {
+  const double s = x.hi + x.lo;
+  if (!std::isfinite(s)) return s;
+  const double err = (x.hi - s) + x.lo;
+  return err > 0 ? std::nextafter(s, std::numeric_limits<double>::infinity()) : s;
+}
+
 // Refuses inputs that do not match the problem: count, shape, element type.
 void check_inputs(const Case& c) {
   validate(c.problem);
@@ -203,6 +219,13 @@ class Driver {
       }
     }
 
+    // Before MPFI, f32, bf16 and f16 targets re-run their pending units in
+    // double-doubles: where a long sum cancels, the first pass's double
+    // ends are too far apart for the DD's 2^-exact_ulp_bits ulp, while
+    // double-double ends are some 2^40 times closer, and cost a small
+    // share of MPFI's time (docs/oracle.md, "Narrowing").
+    if (!dd && case_.problem.op != Op::block && need_bits_ == 0) narrow_in_dd(units);
+
     // The Ziv loop: each level re-runs, at a higher precision, the units
     // that still hold an undecided element.
     const int cap = std::max(opt_.max_precision, 53);
@@ -269,6 +292,65 @@ class Driver {
         hi - lo > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
       refine_[out][i] = 1;
     return true;
+  }
+
+  // The double-double step for targets narrower than f64: the pending
+  // units' elements that are undecided, or decided with too coarse a DD,
+  // take the double-double enclosure rounded outward to double ends, and
+  // are decided from them as the first pass decides; a unit stays pending
+  // (on to MPFI) while one of them is still undecided or too coarse.
+  void narrow_in_dd(const std::vector<detail::Unit>& units) {
+    std::vector<detail::Unit> todo;
+    std::vector<std::size_t> index;  // todo's positions in `units`
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      if (!pending_[u]) continue;
+      todo.push_back(units[u]);
+      index.push_back(u);
+    }
+    if (todo.empty()) return;
+    // The sink stores only (it runs in the pass's threads), one element
+    // each; the first pass's ends of those elements are no longer needed.
+    std::vector<std::vector<std::uint8_t>> got;
+    for (const auto& l : lo_) got.emplace_back(l.size(), 0);
+    detail::dd_pass(case_, todo, opt_.threads,
+                    [&](std::size_t, int out, moa::extent_t flat, const DD& l, const DD& h) {
+                      const auto i = static_cast<std::size_t>(flat);
+                      const TensorAnswer& t = answer_.outputs[out];
+                      if (!t.evaluated[i] || !(t.undetermined[i] || refine_[out][i])) return;
+                      lo_[out][i] = double_below(l);
+                      hi_[out][i] = double_above(h);
+                      got[out][i] = 1;
+                    });
+    answer_.max_precision_used = std::max(answer_.max_precision_used, 106);
+    std::vector<std::uint8_t> still(units.size(), 0);
+    for (std::size_t out = 0; out < lo_.size(); ++out) {
+      for (std::size_t i = 0; i < lo_[out].size(); ++i) {
+        if (!got[out][i]) continue;
+        const TensorAnswer& t = answer_.outputs[out];
+        if (t.undetermined[i]) {
+          decide_fast(out, i);
+        } else {
+          refine_in_dd(out, i);
+        }
+        if (t.undetermined[i] || refine_[out][i]) still[unit_of_[out][i]] = 1;
+      }
+    }
+    for (std::size_t u : index) pending_[u] = still[u];
+  }
+
+  // A decided element whose first-pass DD was too coarse takes the
+  // midpoint of the double-double step's enclosure once that is accurate
+  // enough (and agrees with the decision); otherwise it stays for MPFI.
+  void refine_in_dd(std::size_t out, std::size_t i) {
+    const double lo = lo_[out][i], hi = hi_[out][i];
+    if (!std::isfinite(lo) || !std::isfinite(hi)) return;
+    const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
+    if (!same_bits(rlo, rhi) || !same_bits(rlo, answer_.outputs[out].rounded[i])) return;
+    const double m = std::min(std::fabs(lo), std::fabs(hi));
+    if (hi - lo > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1)) return;
+    answer_.outputs[out].exact[i] = DD{lo + (hi - lo) / 2, 0};
+    width_[out][i] = (lo > 0) == (hi > 0) && m > 0 ? (hi - lo) / m : 0;
+    refine_[out][i] = 0;
   }
 
   // A decision from the double-double pass's enclosure [lo, hi] (f64): an
