@@ -9,6 +9,7 @@
 
 #include "oracle/bounds.hpp"
 #include "properties/properties.hpp"
+#include "properties/regimes.hpp"
 #include "properties/sample.hpp"
 
 namespace moacert::properties {
@@ -234,9 +235,15 @@ Certificate certify(const CertifyOptions& o) {
   // A counting backend: the counts of each judged case's own run, its
   // float atomics against the cost function's, and the backend's own check
   // of its counts (the traffic law). `what` names the case.
+  for (Regime r : declared_regimes(v.op)) cert.regime_cases.push_back({std::string(name(r)), 0});
   auto judge_counted = [&](Case c, const std::string& what) {
     if (v.take_counts) v.take_counts();  // drop what earlier calls left
     if (v.take_count_mismatch) v.take_count_mismatch();
+    const auto t = Clock::now();
+    const Regimes reached = classify(c);
+    cert.generation_seconds += seconds_since(t);
+    for (std::size_t k = 0; k < declared_regimes(v.op).size(); ++k)
+      cert.regime_cases[k].second += reached.test(std::size_t(declared_regimes(v.op)[k]));
     Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence, o.whole_oracle_work);
     cert.bounds_seconds += j.bounds_seconds;
     cert.oracle_seconds += j.oracle_seconds;
