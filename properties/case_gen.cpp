@@ -623,8 +623,15 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   // rms-range: the class of row t: its sum of squares overflows (one element
   // alone squares past the largest finite), underflows (every square below
   // min_normal / D), or its mean square is below eps / 4.
+  // Where overflowing rows are held back (regimes.hpp), the classes are
+  // the other two.
+  const bool overflow_rows = !held_back(Regime::sum_of_squares_overflows, f);
+  auto rms_class = [&](extent_t row) {
+    return overflow_rows ? (std::uint64_t(row) + spec.seed) % 3
+                         : 1 + (std::uint64_t(row) + spec.seed) % 2;
+  };
   auto rms_factor = [&](extent_t row) {
-    switch ((std::uint64_t(row) + spec.seed) % 3) {
+    switch (rms_class(row)) {
       case 0:
         return std::sqrt(lim.max_finite / double(d.D));
       case 1:
@@ -649,8 +656,7 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
     if (silu_range) x *= silu_factor(i[1]);
     if (rms_range) {
       x *= rms_factor(i[0]);
-      if (i[1] == 0 && (std::uint64_t(i[0]) + spec.seed) % 3 == 0)
-        x = 2 * std::sqrt(lim.max_finite);
+      if (i[1] == 0 && rms_class(i[0]) == 0) x = 2 * std::sqrt(lim.max_finite);
     }
     if (kv_like && spec.values == Values::dominant && i[2] == dominant_key && in == "k") x *= 16;
     if (kv_like && spec.values == Values::ties && in == "k") {

@@ -45,6 +45,10 @@ std::string_view name(Regime r) {
   return "?";
 }
 
+bool held_back(Regime r, Format f) {
+  return r == Regime::sum_of_squares_overflows && f != Format::f16;
+}
+
 const std::vector<Regime>& declared_regimes(Op op) {
   using R = Regime;
   static const std::vector<R> softmax = {R::exp_overflow, R::underflowing_tile, R::no_key_row,
