@@ -9,8 +9,10 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <rapidcheck.h>
 
 #include "cli/budget.hpp"
@@ -321,6 +323,13 @@ int run_certify(const CertifyArgs& a) {
               : std::string());
     }
     if (!simt_counters.empty()) fmt::print("simt counters (all calls): {}\n", simt_counters);
+    // Regime coverage (docs/design.md#numerical-regimes): one line naming
+    // the declared regimes no case of this run reached.
+    std::vector<std::string> unreached;
+    for (const auto& [regime, cases] : cert.regime_cases)
+      if (cases == 0) unreached.push_back(regime);
+    if (!unreached.empty())
+      fmt::print("regimes not reached in this run: {}\n", fmt::join(unreached, ", "));
     // Recorded beside the verdict, not part of it (docs/design.md, certify).
     if (cert.traffic_checked)
       fmt::print("global traffic per launch and tensor vs the cost function: {}\n",

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "properties/gen_layout.hpp"
+#include "properties/regimes.hpp"
 
 namespace moacert::properties {
 
@@ -29,6 +30,20 @@ const char* name(Values v) {
       return "tiny-scale";
     case Values::extreme:
       return "extreme-magnitudes";
+    case Values::exp_overflow:
+      return "exp-overflow";
+    case Values::underflowing_tile:
+      return "underflowing-tile";
+    case Values::no_key_rows:
+      return "no-key-rows";
+    case Values::one_hot:
+      return "one-hot";
+    case Values::silu_range:
+      return "silu-range";
+    case Values::cancellation:
+      return "cancellation";
+    case Values::rms_range:
+      return "rms-range";
   }
   return "?";
 }
@@ -333,6 +348,52 @@ std::vector<extent_t> with_common_tiles(std::vector<extent_t> tiles, extent_t up
   return tiles;
 }
 
+// From generation 3, the families aimed at `op`'s numerical regimes
+// (properties/regimes.hpp), equally likely among themselves.
+std::vector<Values> regime_families(Op op) {
+  switch (op) {
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+      return {Values::exp_overflow, Values::underflowing_tile, Values::one_hot,
+              Values::no_key_rows};
+    case Op::attention_decode:  // lens >= 1: no row without a key
+      return {Values::exp_overflow, Values::underflowing_tile, Values::one_hot};
+    case Op::mlp_swiglu:
+      return {Values::silu_range, Values::cancellation};
+    case Op::rmsnorm:
+      return {Values::rms_range};
+    case Op::block:
+      return {};
+  }
+  return {};
+}
+
+// RapidCheck's nominal full size: at it, inRange draws over the whole range.
+constexpr int kFullSize = 100;
+
+// The shape a regime's family needs, where --shape allows it: causal rows
+// with no key (N > M), two whole key tiles for one to underflow.
+void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
+  Problem& p = s.problem;
+  Dims& d = p.dims;
+  if (s.values == Values::no_key_rows) {
+    p.params.causal = true;
+    if (d.N <= d.M) {
+      const extent_t half = std::max(shape.range(&Dims::M).lo, d.N / 2);
+      if (half < d.N) {
+        d.M = half;
+      } else if (shape.range(&Dims::N).contains(d.M + 1)) {
+        d.N = d.M + 1;
+      }
+    }
+  }
+  if (s.values == Values::underflowing_tile) {
+    const ExtentRange r = shape.range(&Dims::M);
+    d.M = std::clamp(std::max(d.M, 2 * kUnderflowTile), r.lo, r.hi);
+  }
+}
+
 }  // namespace
 
 int large_one_in(Op op) {
@@ -390,7 +451,18 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
         families.push_back({1, v});
     }
     if (op != Op::block) families.push_back({1, Values::extreme});
-    s.values = pick_weighted(families);
+    // From generation 3, one case in kRegimeOneIn is of a family aimed at a
+    // numerical regime, drawn at RapidCheck's full size so that the share
+    // holds at every size (pick_weighted's draw favours the first families
+    // at small sizes); the rest keep generation 2's families. Both shrink
+    // towards generation 2's.
+    const std::vector<Values> aimed = regime_families(op);
+    if (g.generation >= 3 && !aimed.empty() &&
+        *rc::gen::resize(kFullSize, rc::gen::inRange(0, kRegimeOneIn)) == kRegimeOneIn - 1) {
+      s.values = *rc::gen::resize(kFullSize, rc::gen::elementOf(aimed));
+    } else {
+      s.values = pick_weighted(families);
+    }
     if (is_attention(op)) {
       if (s.values == Values::tiny_scale) {
         p.params.scale = 0x1p-20;
@@ -398,6 +470,7 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
         p.params.scale = *rc::gen::element(0.05, 0.3, 1.0, 2.5);  // not 1/sqrt(D)
       }
     }
+    shape_for_regime(s, g.shape);
     if (op == Op::attention_decode) {
       // From generation 2, lens also straddle the tiles and splits below L.
       std::vector<std::int64_t> straddle;
@@ -414,6 +487,9 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
                 : *rc::gen::weightedOneOf<std::int64_t>(
                       {{2, any}, {1, one}, {1, all}, {1, rc::gen::elementOf(straddle)}}));
       }
+      // A whole tile past key 0's to underflow: batch 0 sees two tiles.
+      if (s.values == Values::underflowing_tile)
+        s.lens[0] = std::max<std::int64_t>(s.lens[0], std::min(2 * kUnderflowTile, d.M));
     }
     const auto shapes = input_shapes(p);
     for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
@@ -483,9 +559,29 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   // One draw per logical element; for ties, every key of a head repeats
   // key 0; for a dominant key, one key per head is 16x larger.
   extent_t dominant_key = 0;
-  if (spec.values == Values::dominant && kv_like) dominant_key = extent_t(rng.next() % d.M);
+  if ((spec.values == Values::dominant || spec.values == Values::one_hot) && kv_like)
+    dominant_key = extent_t(rng.next() % d.M);
+  const FormatLimits lim = limits(f);
+  // One-hot and underflowing tiles: component 0 of q is `lift` and of k
+  // `lift` for the dominant key (key 0 for a tile to underflow) and 0 for
+  // the others; the other components, below 1/sqrt(D), move a score by
+  // less than the scale. So the dominant score leads every other by more
+  // than `gap`, whatever the rounding of lift (the 1/8 covers it).
+  const bool separated =
+      qk && (spec.values == Values::one_hot || spec.values == Values::underflowing_tile);
+  double lift = 0;
+  if (separated) {
+    const double needed = spec.values == Values::one_hot
+                              ? std::log(double(d.M)) + (info(f).precision + 4) * std::log(2.0)
+                              : -lim.ln_zero;
+    const double gap = (needed + 2 * p.scale() + 1) * 1.125;
+    lift = std::sqrt(gap / p.scale());
+  }
   double factor = 1;
   switch (spec.values) {
+    case Values::exp_overflow:
+      if (qk) factor = std::sqrt(2 * lim.ln_max / logit_scale);  // |score| around 2 ln(max)
+      break;
     case Values::large_logits:
       if (qk) factor = std::sqrt(150.0 / logit_scale);  // |score| around 150
       break;
@@ -509,10 +605,59 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   if (p.op == Op::block && in != "x" && in != "attn_norm" && in != "mlp_norm")
     factor = 1 / std::sqrt(double(shape[0]));  // keep activations O(1)
 
+  // silu-range: the class of W1's column f (and of W3's, to keep the
+  // products O(1)): ordinary, gate arguments around twice the larger of
+  // ln(max) and -ln(min subnormal / 2) (std sqrt(Dm)/3 per unit), or below u.
+  const bool silu_range = spec.values == Values::silu_range && (in == "w1" || in == "w3");
+  const double silu_huge = -2 * lim.ln_zero;
+  auto silu_factor = [&](extent_t column) {
+    switch ((std::uint64_t(column) + spec.seed) % 3) {
+      case 1:
+        return in == "w1" ? 3 * silu_huge / std::sqrt(double(d.Dm)) : 1 / silu_huge;
+      case 2:
+        return in == "w1" ? lim.unit_roundoff / (16 * double(d.Dm)) : 1.0;
+      default:
+        return 1.0;
+    }
+  };
+  // rms-range: the class of row t: its sum of squares overflows (one element
+  // alone squares past the largest finite), underflows (every square below
+  // min_normal / D), or its mean square is below eps / 4.
+  // Where overflowing rows are held back (regimes.hpp), the classes are
+  // the other two.
+  const bool overflow_rows = !held_back(Regime::sum_of_squares_overflows, f);
+  auto rms_class = [&](extent_t row) {
+    return overflow_rows ? (std::uint64_t(row) + spec.seed) % 3
+                         : 1 + (std::uint64_t(row) + spec.seed) % 2;
+  };
+  auto rms_factor = [&](extent_t row) {
+    switch (rms_class(row)) {
+      case 0:
+        return std::sqrt(lim.max_finite / double(d.D));
+      case 1:
+        return std::sqrt(lim.min_normal / double(d.D)) / 2;
+      default:
+        return std::sqrt(p.params.eps) / 2;
+    }
+  };
+  const bool rms_range = spec.values == Values::rms_range && in == "x";
+
   std::vector<double> key0;  // for ties: the values of key 0 of the current head
   for (const moa::Index& i : moa::iota(shape)) {
     double x = spec.values == Values::normal ? rng.normal() : rng.uniform();
     x *= factor;
+    if (separated) {  // (b, head, row, d)
+      if (i[3] == 0) {
+        x = in == "q" || i[2] == dominant_key ? lift : 0;
+      } else {
+        x /= std::sqrt(double(d.D));
+      }
+    }
+    if (silu_range) x *= silu_factor(i[1]);
+    if (rms_range) {
+      x *= rms_factor(i[0]);
+      if (i[1] == 0 && rms_class(i[0]) == 0) x = 2 * std::sqrt(lim.max_finite);
+    }
     if (kv_like && spec.values == Values::dominant && i[2] == dominant_key && in == "k") x *= 16;
     if (kv_like && spec.values == Values::ties && in == "k") {
       // (b, g, j, d): reuse key 0's row for every j.
@@ -524,6 +669,22 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
       }
     }
     t.set(i, x);
+  }
+}
+
+// The cancellation family: x_{0,Dm-1} = 1/2, then W1's and W3's last
+// entry of column 0 are chosen so that (x W)_{00} = 0 before they are
+// rounded to the format: what is left is that rounding, about u of the
+// terms' magnitudes (mlp.swiglu; a single term cannot cancel).
+void aim_cancellation(Case& c) {
+  const extent_t Dm = c.problem.dims.Dm, last = Dm - 1;
+  if (Dm < 2) return;
+  AnyTensor& x = c.inputs[0];
+  x.set({0, last}, 0.5);
+  for (int w : {1, 2}) {
+    double sum = 0;
+    for (extent_t k = 0; k < last; ++k) sum += x.get({0, k}) * c.inputs[w].get({k, 0});
+    c.inputs[w].set({last, 0}, -2 * sum);
   }
 }
 
@@ -545,6 +706,7 @@ Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
     }
     c.inputs.push_back(std::move(t));
   }
+  if (spec.values == Values::cancellation) aim_cancellation(c);
   if (p.op == Op::attention_bwd) {
     // o and lse: the oracle's correctly rounded forward of q, k, v.
     if (!forward) throw std::logic_error("attention.bwd cases need the oracle's forward");

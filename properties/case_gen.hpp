@@ -30,6 +30,15 @@ enum class Values {
   dominant,      // one key whose score dominates the row
   tiny_scale,    // a scale of 2^-20: nearly uniform softmax
   extreme,       // subnormal and huge magnitudes within the format
+  // From generation 3, families aimed at the numerical regimes
+  // (properties/regimes.hpp), each past its threshold in the case's format:
+  exp_overflow,       // attention: scores around 2 ln(max finite), exp(S) overflows
+  underflowing_tile,  // attention: key 0 above the rest by more than -ln(min subnormal / 2)
+  no_key_rows,        // attention: causal with N > M
+  one_hot,            // attention: one key above the rest by ln M + (p + 4) ln 2: softmax ~ one-hot
+  silu_range,         // mlp.swiglu: W1 columns whose gate arguments pass exp's thresholds, or ~ 0
+  cancellation,       // mlp.swiglu: (x W1)_00 and (x W3)_00 cancel to about u of their terms
+  rms_range,          // rmsnorm: rows whose sum of squares overflows, underflows, or is below eps
 };
 const char* name(Values v);
 
@@ -48,18 +57,28 @@ std::string describe(const CaseSpec& s);
 // The generation of the generators. 1 is that of version-1 tokens: small
 // cases that straddle the variant's declared tiles only. 2 adds a share of
 // deployment-scale cases and straddles of the common tile and split sizes
-// (docs/design.md#certify). A token names its generation, so that a case
-// comes back as it was drawn.
-inline constexpr int kGeneration = 2;
+// (docs/design.md#certify). 3 adds the value families aimed at the
+// numerical regimes (docs/design.md#numerical-regimes). A token names its
+// generation, so that a case comes back as it was drawn.
+inline constexpr int kGeneration = 3;
 
 // The tile and split sizes kernels commonly use: from generation 2 every
 // variant's cases straddle them (t-1, t, t+1), declared or not, so that a
 // plugin's tails are reached although its tiles are unknown.
 inline constexpr std::array<moa::extent_t, 7> kCommonTiles = {16, 32, 64, 128, 256, 512, 1024};
 
+// The key tile of the underflowing-tile regime (properties/regimes.hpp):
+// the smallest common tile, since a larger tile that underflows holds one.
+inline constexpr moa::extent_t kUnderflowTile = kCommonTiles.front();
+
 // The extents past which a case counts as deployment-scale: 256 (decode's
 // cache length: 4096).
 inline constexpr moa::extent_t kLargeExtent = 256, kLargeDecodeLength = 4096;
+
+// From generation 3, one random case in kRegimeOneIn draws its values from
+// a family aimed at one of the op's numerical regimes
+// (docs/design.md#generated-cases).
+inline constexpr int kRegimeOneIn = 4;
 
 // What the generator draws from, beyond the op and the format.
 struct GenSettings {

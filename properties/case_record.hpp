@@ -54,6 +54,10 @@ struct CaseRecord {
   double cost_atomics = 0;
   std::string atomics_mismatch, traffic_mismatch;
 
+  // The numerical regimes the case as drawn reached (a Regimes bitset,
+  // properties/regimes.hpp).
+  std::uint64_t regimes = 0;
+
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
          judge_seconds = 0;
 };

@@ -10,6 +10,7 @@
 #include "oracle/bounds.hpp"
 #include "properties/case_record.hpp"
 #include "properties/properties.hpp"
+#include "properties/regimes.hpp"
 #include "properties/sample.hpp"
 
 namespace moacert::properties {
@@ -291,9 +292,16 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
   // A counting backend: the counts of the case's own run, its float atomics
   // against the cost function's, and the backend's own check of its counts
   // (the traffic law). `what` names the case.
+  bool classified = false;  // the regimes are those of the case as drawn, not of its shrinks
   auto judge_counted = [&](Case c, const std::string& what) {
     if (v.take_counts) v.take_counts();  // drop what earlier calls left
     if (v.take_count_mismatch) v.take_count_mismatch();
+    if (!classified) {
+      const auto t = Clock::now();
+      r.regimes = classify(c).to_ullong();
+      r.generation_seconds += seconds_since(t);
+      classified = true;
+    }
     Judged j = judge_case(std::move(c), v, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
     r.bounds_seconds = j.bounds_seconds;
     r.oracle_seconds = j.oracle_seconds;
@@ -454,6 +462,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   cert.determinism_checked = v.deterministic;
   std::sort(records.begin(), records.end(),
             [](const CaseRecord& a, const CaseRecord& b) { return a.position < b.position; });
+  for (Regime g : declared_regimes(v.op)) cert.regime_cases.push_back({std::string(name(g)), 0});
   Accumulator acc;
   std::optional<int> worst;  // the position of the worst case, for the schedule spread
   for (std::size_t k = 0; k < records.size() && cert.holds; ++k) {
@@ -469,6 +478,9 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     cert.kernel_seconds += r.kernel_seconds;
     cert.judge_seconds += r.judge_seconds;
     add_counts(cert, r);
+    const Regimes reached(r.regimes);
+    for (std::size_t g = 0; g < cert.regime_cases.size(); ++g)
+      cert.regime_cases[g].second += reached.test(std::size_t(declared_regimes(v.op)[g]));
     if (r.accumulated) acc.add(r, v.op);
     add_equivalence(cert, r);
     if (!r.holds) {

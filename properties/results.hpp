@@ -120,6 +120,10 @@ struct Certificate {
   // included), judging. Shrinking and the schedule spread are outside.
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
          judge_seconds = 0;
+  // Regime coverage (properties/regimes.hpp): each regime the op declares,
+  // in its order, and how many judged cases reached it; a 0 is a regime
+  // this run never reached.
+  std::vector<std::pair<std::string, int>> regime_cases;
 };
 constexpr int kSpreadRuns = 20;
 

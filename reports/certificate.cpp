@@ -126,6 +126,10 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                            {"oracle", c.oracle_seconds},
                            {"kernel", c.kernel_seconds},
                            {"judge", c.judge_seconds}};
+  nlohmann::json regimes = nlohmann::json::array();  // the op's declared regimes, in order
+  for (const auto& [regime, cases] : c.regime_cases)
+    regimes.push_back({{"regime", regime}, {"cases", cases}});
+  j["regimes"] = regimes;
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
   j["provenance"] = to_json(provenance);
   return j;
@@ -170,6 +174,12 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
       md << fmt::format("| {} | {} | {} | {} | {} |\n", t.name, t.elements, t.elements_total,
                         t.cases_sampled, strata.empty() ? "-" : strata);
     }
+  }
+  if (!c.regime_cases.empty()) {
+    md << "\nNumerical regimes the judged cases reached (docs/design.md, \"Numerical "
+          "regimes\"):\n\n| regime | cases |\n| --- | ---: |\n";
+    for (const auto& [regime, cases] : c.regime_cases)
+      md << fmt::format("| {} | {}{} |\n", regime, cases, cases == 0 ? " (not reached)" : "");
   }
   md << fmt::format(
       "\nTime: generation {:.2f} s, bounds {:.2f} s, oracle {:.2f} s, kernel {:.2f} s, judge "

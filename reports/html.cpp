@@ -196,6 +196,15 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
       "(docs/certificate.md).</p>\n",
       properties::kBinsPerDecade, std::pow(10.0, 1.0 / properties::kBinsPerDecade));
 
+  if (!c.regime_cases.empty()) {
+    body << "<h2>Numerical regimes</h2>\n<table>\n<tr><th>regime</th><th>cases</th></tr>\n";
+    for (const auto& [regime, cases] : c.regime_cases)
+      body << "<tr><td>" << escape(regime) << "</td><td>" << cases
+           << (cases == 0 ? " (not reached)" : "") << "</td></tr>\n";
+    body << "</table>\n<p>The judged cases that reached each regime the op declares "
+            "(docs/design.md, \"Numerical regimes\").</p>\n";
+  }
+
   std::string figures;
   for (const auto& t : c.tensors) {
     figures += plots.add(histogram_script(t.ulp_histogram, "error (ulp)", t.name + ": ulp error"),

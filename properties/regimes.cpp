@@ -1,0 +1,250 @@
+#include "properties/regimes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "properties/case_gen.hpp"
+#include "reference/dnf/attention.hpp"
+
+namespace moacert::properties {
+
+using moa::extent_t;
+
+std::string_view name(Regime r) {
+  switch (r) {
+    case Regime::exp_overflow:
+      return "softmax.exp-overflow";
+    case Regime::underflowing_tile:
+      return "softmax.underflowing-tile";
+    case Regime::no_key_row:
+      return "softmax.no-key-row";
+    case Regime::tie:
+      return "softmax.tie";
+    case Regime::dominant_key:
+      return "softmax.dominant-key";
+    case Regime::silu_exp_z_overflows:
+      return "silu.exp(z)-overflows";
+    case Regime::silu_exp_minus_z_overflows:
+      return "silu.exp(-z)-overflows";
+    case Regime::silu_exp_z_underflows:
+      return "silu.exp(z)-underflows";
+    case Regime::silu_exp_minus_z_underflows:
+      return "silu.exp(-z)-underflows";
+    case Regime::silu_near_zero:
+      return "silu.near-zero";
+    case Regime::sum_of_squares_overflows:
+      return "rmsnorm.sum-of-squares-overflows";
+    case Regime::sum_of_squares_underflows:
+      return "rmsnorm.sum-of-squares-underflows";
+    case Regime::eps_dominates:
+      return "rmsnorm.eps-dominates";
+    case Regime::cancellation:
+      return "gemm.cancellation";
+  }
+  return "?";
+}
+
+bool held_back(Regime r, Format f) {
+  return r == Regime::sum_of_squares_overflows && f != Format::f16;
+}
+
+const std::vector<Regime>& declared_regimes(Op op) {
+  using R = Regime;
+  static const std::vector<R> softmax = {R::exp_overflow, R::underflowing_tile, R::no_key_row,
+                                         R::tie, R::dominant_key};
+  // Decode's lens are at least 1: every head sees a key.
+  static const std::vector<R> decode = {R::exp_overflow, R::underflowing_tile, R::tie,
+                                        R::dominant_key};
+  static const std::vector<R> rmsnorm = {R::sum_of_squares_overflows, R::sum_of_squares_underflows,
+                                         R::eps_dominates};
+  static const std::vector<R> swiglu = {R::silu_exp_z_overflows,  R::silu_exp_minus_z_overflows,
+                                        R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows,
+                                        R::silu_near_zero,        R::cancellation};
+  static const std::vector<R> none;
+  switch (op) {
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+      return softmax;
+    case Op::attention_decode:
+      return decode;
+    case Op::rmsnorm:
+      return rmsnorm;
+    case Op::mlp_swiglu:
+      return swiglu;
+    case Op::block:
+      return none;
+  }
+  return none;
+}
+
+FormatLimits limits(Format f) {
+  const FormatInfo fi = info(f);
+  FormatLimits l;
+  l.max_finite = std::ldexp(2 - std::ldexp(1.0, 1 - fi.precision), fi.emax);
+  l.min_normal = std::ldexp(1.0, fi.emin);
+  l.min_subnormal = std::ldexp(1.0, fi.emin - fi.precision + 1);
+  l.unit_roundoff = std::ldexp(1.0, -fi.precision);
+  l.ln_max = std::log(l.max_finite);
+  // Below half the smallest subnormal, round to nearest gives 0 (at half,
+  // the tie goes to the even 0 too).
+  l.ln_zero = double(fi.emin - fi.precision) * std::log(2.0);
+  return l;
+}
+
+namespace {
+
+// A tensor's values in row-major order of its logical shape.
+std::vector<double> dense(const AnyTensor& t) {
+  std::vector<double> out;
+  out.reserve(std::size_t(t.size()));
+  for (const moa::Index& i : moa::iota(t.shape())) out.push_back(t.get(i));
+  return out;
+}
+
+// The rows of a (rows, width) row-major block at `base` to classify: every
+// row when there are at most kClassifiedRows, else the first, the last, the
+// four of largest norm (where large logits and sums are) and evenly spaced
+// others.
+std::vector<extent_t> classified_rows(const double* base, extent_t rows, extent_t width) {
+  std::vector<extent_t> out(std::size_t(std::min<extent_t>(rows, kClassifiedRows)));
+  if (rows <= kClassifiedRows) {
+    std::iota(out.begin(), out.end(), extent_t{0});
+    return out;
+  }
+  std::vector<std::pair<double, extent_t>> norms;
+  for (extent_t r = 0; r < rows; ++r) {
+    double n = 0;
+    for (extent_t d = 0; d < width; ++d) n += base[r * width + d] * base[r * width + d];
+    norms.push_back({n, r});
+  }
+  std::partial_sort(norms.begin(), norms.begin() + 4, norms.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  out = {0, rows - 1};
+  for (int k = 0; k < 4; ++k) out.push_back(norms[std::size_t(k)].second);
+  const extent_t spaced = kClassifiedRows - extent_t(out.size());
+  for (extent_t k = 1; k <= spaced; ++k) out.push_back(k * (rows - 1) / (spaced + 1));
+  return out;
+}
+
+double dot(const double* a, const double* b, extent_t n) {
+  double s = 0;
+  for (extent_t d = 0; d < n; ++d) s += a[d] * b[d];
+  return s;
+}
+
+// One softmax row: its scaled logits over the `seen` visible keys.
+void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, Regimes& out) {
+  const double m = *std::max_element(s.begin(), s.end());
+  if (m > l.ln_max) out.set(std::size_t(Regime::exp_overflow));
+  const auto at_max = std::count(s.begin(), s.end(), m);
+  if (at_max >= 2) out.set(std::size_t(Regime::tie));
+  if (s.size() >= 2 && at_max == 1) {
+    double rest = 0;  // the weight of every key but the maximum's, relative to it
+    for (double x : s)
+      if (x != m) rest += std::exp(x - m);
+    if (rest < l.unit_roundoff) out.set(std::size_t(Regime::dominant_key));
+  }
+  const extent_t t = kUnderflowTile, seen = extent_t(s.size());
+  for (extent_t a = 0; a + t <= seen && !out.test(std::size_t(Regime::underflowing_tile)); a += t)
+    if (std::all_of(s.begin() + a, s.begin() + a + t, [&](double x) { return x - m < l.ln_zero; }))
+      out.set(std::size_t(Regime::underflowing_tile));
+}
+
+Regimes classify_attention(const Case& c, const FormatLimits& l) {
+  const Problem& p = c.problem;
+  const Dims& dm = p.dims;
+  const extent_t B = dm.B, H = dm.H, Hkv = dm.Hkv, N = dm.N, M = dm.M, D = dm.D;
+  const bool causal = p.causal();
+  const double scale = p.scale();
+  const std::vector<double> q = dense(c.inputs[0]), k = dense(c.inputs[1]);
+  std::vector<double> lens;
+  if (p.op == Op::attention_decode) lens = dense(c.inputs[3]);
+  Regimes out;
+  std::vector<double> s;
+  for (extent_t b = 0; b < B; ++b) {
+    const extent_t len = lens.empty() ? M : extent_t(lens[std::size_t(b)]);
+    for (extent_t h = 0; h < H; ++h) {
+      const double* qh = q.data() + (b * H + h) * N * D;                // (N, D)
+      const double* kg = k.data() + (b * Hkv + h / (H / Hkv)) * M * D;  // (M, D)
+      // Rows without a key depend on the shape only: check them all.
+      if (dnf::visible_keys(causal, 0, N, M, len) == 0) out.set(std::size_t(Regime::no_key_row));
+      for (extent_t i : classified_rows(qh, N, D)) {
+        const extent_t seen = dnf::visible_keys(causal, i, N, M, len);
+        if (seen == 0) continue;
+        s.assign(std::size_t(seen), 0);
+        for (extent_t j = 0; j < seen; ++j)
+          s[std::size_t(j)] = scale * dot(qh + i * D, kg + j * D, D);
+        classify_softmax_row(s, l, out);
+      }
+    }
+  }
+  return out;
+}
+
+Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
+  const extent_t T = c.problem.dims.T, D = c.problem.dims.D;
+  const std::vector<double> x = dense(c.inputs[0]);
+  Regimes out;
+  for (extent_t t = 0; t < T; ++t) {
+    const double sum_sq = dot(x.data() + t * D, x.data() + t * D, D);
+    if (sum_sq > l.max_finite) out.set(std::size_t(Regime::sum_of_squares_overflows));
+    if (sum_sq < l.min_normal) out.set(std::size_t(Regime::sum_of_squares_underflows));
+    if (c.problem.params.eps > sum_sq / double(D)) out.set(std::size_t(Regime::eps_dominates));
+  }
+  return out;
+}
+
+Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
+  const Dims& d = c.problem.dims;
+  const std::vector<double> x = dense(c.inputs[0]), w1 = dense(c.inputs[1]),
+                            w3 = dense(c.inputs[2]);
+  // Half the precision lost: the a priori bound grows with the condition
+  // number, and past 2^ceil(p/2) it exceeds sqrt(u) (docs/bounds.md#gemm).
+  const double kappa = std::ldexp(1.0, (info(c.problem.format).precision + 1) / 2);
+  Regimes out;
+  for (extent_t t : classified_rows(x.data(), d.T, d.Dm)) {
+    for (extent_t f = 0; f < d.F; ++f) {
+      for (const std::vector<double>* w : {&w1, &w3}) {
+        double sum = 0, magnitude = 0;
+        for (extent_t k = 0; k < d.Dm; ++k) {
+          const double term = x[std::size_t(t * d.Dm + k)] * (*w)[std::size_t(k * d.F + f)];
+          sum += term;
+          magnitude += std::fabs(term);
+        }
+        if (magnitude > kappa * std::fabs(sum)) out.set(std::size_t(Regime::cancellation));
+        if (w != &w1) continue;
+        const double z = sum;  // a gate argument
+        if (z > l.ln_max) out.set(std::size_t(Regime::silu_exp_z_overflows));
+        if (z < -l.ln_max) out.set(std::size_t(Regime::silu_exp_minus_z_overflows));
+        if (z < l.ln_zero) out.set(std::size_t(Regime::silu_exp_z_underflows));
+        if (z > -l.ln_zero) out.set(std::size_t(Regime::silu_exp_minus_z_underflows));
+        if (std::fabs(z) < l.unit_roundoff) out.set(std::size_t(Regime::silu_near_zero));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Regimes classify(const Case& c) {
+  const FormatLimits l = limits(c.problem.format);
+  switch (c.problem.op) {
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+    case Op::attention_decode:
+      return classify_attention(c, l);
+    case Op::rmsnorm:
+      return classify_rmsnorm(c, l);
+    case Op::mlp_swiglu:
+      return classify_swiglu(c, l);
+    case Op::block:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace moacert::properties
