@@ -48,9 +48,10 @@ std::string describe(const CaseSpec& s);
 // The generation of the generators. 1 is that of version-1 tokens: small
 // cases that straddle the variant's declared tiles only. 2 adds a share of
 // deployment-scale cases and straddles of the common tile and split sizes
-// (docs/design.md#certify). A token names its generation, so that a case
+// (docs/design.md#certify). 3 draws attention.fwd's long-only axis up to
+// 2049, past the 1024 tile. A token names its generation, so that a case
 // comes back as it was drawn.
-inline constexpr int kGeneration = 2;
+inline constexpr int kGeneration = 3;
 
 // The tile and split sizes kernels commonly use: from generation 2 every
 // variant's cases straddle them (t-1, t, t+1), declared or not, so that a

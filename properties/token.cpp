@@ -10,7 +10,8 @@ namespace moacert::properties {
 
 namespace {
 
-// The prefix names the token family; the first byte its version (1 or 2).
+// The prefix names the token family; the first byte its version (1 to
+// kGeneration: the generation of its case).
 constexpr const char* kPrefix = "mc1.";
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -129,7 +130,7 @@ std::optional<Token> Token::decode(const std::string& text, std::string* why) {
   Reader r{*bytes};
   Token t;
   t.version = r.byte();
-  if (t.version != 1 && t.version != 2) return fail("token of another version");
+  if (t.version < 1 || t.version > kGeneration) return fail("token of another version");
   const std::uint8_t op = r.byte(), fmt = r.byte(), rule = r.byte();
   if (op >= all_ops().size() || fmt > 3 || rule > 2)
     return fail("token names an unknown op, format or rule");
