@@ -15,9 +15,9 @@ builds=(faulty fixed)
 [[ $which != both ]] && builds=("$which")
 for b in "${builds[@]}"; do
   lib=$build/tests/planted/libplanted_$b.so
-  for k in attention.fwd:tiled_fwd attention.fwd:buffered_fwd attention.decode:split_decode; do
-    op=${k%%:*} name=${k#*:}
-    for seed in $(seq 1 "$seeds"); do
+  for seed in $(seq 1 "$seeds"); do
+    for k in attention.fwd:tiled_fwd attention.fwd:buffered_fwd attention.decode:split_decode; do
+      op=${k%%:*} name=${k#*:}
       start=$(date +%s.%N)
       rc=0
       "$moacert" certify "$op" --plugin "$lib#$name" --seed "$seed" --out "$out/run" \
@@ -25,7 +25,7 @@ for b in "${builds[@]}"; do
       wall=$(echo "$(date +%s.%N) - $start" | bc)
       verdict=$(grep -E ": (holds|FAILS) \(" "$out/log" | sed 's/.*: \(holds\|FAILS\) (\(.*\))/\1 (\2)/')
       shape=$(grep -A1 '^## Counterexample' -m1 "$out/run/certificate.md" >/dev/null 2>&1 &&
-        sed -n '/^```$/{n;p;q}' "$out/run/certificate.md" | sed 's/ scale=.*//' || true)
+        sed -n '/^```$/{n;p;q}' "$out/run/certificate.md" | sed -E 's/ scale=[^ ]+ values=[^ ]+ seed=[0-9]+//' || true)
       printf '%s %s seed=%s rc=%s %s %s %.1f s\n' "$b" "$name" "$seed" "$rc" "$verdict" \
         "${shape:+[$shape]}" "$wall"
       rm -rf "$out/run"
