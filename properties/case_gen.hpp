@@ -58,8 +58,9 @@ std::string describe(const CaseSpec& s);
 // cases that straddle the variant's declared tiles only. 2 adds a share of
 // deployment-scale cases and straddles of the common tile and split sizes
 // (docs/design.md#certify). 3 adds the value families aimed at the
-// numerical regimes (docs/design.md#numerical-regimes). A token names its
-// generation, so that a case comes back as it was drawn.
+// numerical regimes (docs/design.md#numerical-regimes) and draws
+// attention.fwd's long-only axis up to 2049, past the 1024 tile. A token
+// names its generation, so that a case comes back as it was drawn.
 inline constexpr int kGeneration = 3;
 
 // The tile and split sizes kernels commonly use: from generation 2 every

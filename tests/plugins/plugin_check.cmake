@@ -1,10 +1,11 @@
 # One `moacert` run with a plugin, checked from CTest:
 #   cmake -DMOACERT=... -DARGS="certify|rmsnorm|--plugin|LIB#k|..." -DEXPECT_RC=0|1|2
 #         [-DEXPECT_TEXT=regex] [-DLIB=/abs/lib.so] [-DOUT=dir] [-DREPRODUCE=LIB#k]
-#         [-DCASE_FILE=path] -P plugin_check.cmake
+#         [-DCASE_FILE=path] [-DEXPECT_CASE=regex] -P plugin_check.cmake
 # Exit 1 must print the reason and a `reproduce:` line (with CASE_FILE, a
 # run of `certify --case`: the file's name instead), and, with
-# REPRODUCE, `moacert reproduce TOKEN --plugin ...` must fail the same way.
+# REPRODUCE, `moacert reproduce TOKEN --plugin ...` must fail the same way
+# (and print a case matching EXPECT_CASE: the shrunk counterexample).
 # Exit 2 must come with exactly one line on stderr and leave no OUT folder.
 # No worker of LIB may outlive moacert (the tests run the worker without
 # its parent-death signal, so this checks moacert's own clean-up).
@@ -71,6 +72,9 @@ elseif(EXPECT_RC EQUAL 1)
     endif()
     if(DEFINED EXPECT_TEXT AND NOT "${rout}${rerr}" MATCHES "${EXPECT_TEXT}")
       message(FATAL_ERROR "reproduce does not match '${EXPECT_TEXT}':\n${rout}${rerr}")
+    endif()
+    if(DEFINED EXPECT_CASE AND NOT rout MATCHES "${EXPECT_CASE}")
+      message(FATAL_ERROR "reproduce's case does not match '${EXPECT_CASE}':\n${rout}")
     endif()
     no_worker_left("(reproduce)" ${reproduce_pid})
   endif()

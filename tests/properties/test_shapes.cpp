@@ -168,6 +168,24 @@ TEST(Shapes, VersionOneTokensNameTheCasesTheyNamed) {
   }
 }
 
+// Version-2 tokens name the cases they named: the shrunk counterexample of
+// tests/planted's buffered_fwd as `moacert reproduce` printed it at 04a0b13,
+// before generation 3 (which draws attention.fwd's long axes differently).
+TEST(Shapes, VersionTwoTokensNameTheCasesTheyNamed) {
+  const char* text =
+      "mc1.AgABAAAH-AE-CgEMAQEBAAAAAAAAAChwbHVnaW46bGlicGxhbnRlZF9mYXVsdHkuc28jYnVmZmVyZWRfZndk";
+  const std::optional<Token> t = Token::decode(text);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->version, 2);
+  EXPECT_EQ(t->encode(), text);
+  const std::optional<CaseSpec> spec = spec_of(*t);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(describe(*spec),
+            "attention.fwd f32 B=1 H=1 Hkv=1 N=1 M=1025 D=2 scale=0.3 values=uniform seed=0\n"
+            "  q (1,1,1,2):(2,2,2,1)\n  k (1,1,1025,2):(2050,2050,2,1)\n"
+            "  v (1,1,1025,2):(2050,2050,2,1)");
+}
+
 // A variant as a plugin arrives: no declared tiles.
 kernels::Variant without_tiles(Op op) {
   kernels::Variant v = *kernels::Registry::builtin().find(op, "cpu.dnf");
@@ -211,6 +229,40 @@ TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
     EXPECT_NEAR(share, expected, 3 * std::sqrt(expected * (1 - expected) / kCases)) << op.name;
     for (std::size_t k = 0; k < kCommonTiles.size(); ++k)
       EXPECT_GT(straddled[k], 0) << op.name << " never straddles " << kCommonTiles[k];
+  }
+}
+
+// attention.fwd's long-only axes (long queries or long keys): generation 2
+// stops at 1025, so past 1024 only as that straddle; generation 3 reaches
+// 2049 and passes 1024 in about one case of 20 (a sixth deployment-scale,
+// two thirds of them long-only, about 0.45 of those past 1024), where a
+// scratch of 1024 keys fails (tests/planted, buffered_fwd).
+TEST(DeploymentScale, AttentionFwdLongAxesPass1024FromGeneration3) {
+  constexpr int kCases = 1000;
+  const kernels::Variant v = without_tiles(Op::attention_fwd);
+  CertifyOptions o;
+  o.variant = &v;
+  o.seed = 5;
+  GenSettings settings = base_token(o).settings();
+  for (int generation : {2, 3}) {
+    settings.generation = generation;
+    const rc::Gen<CaseSpec> gen = gen_case_spec(Op::attention_fwd, Format::f32, settings);
+    int past_1024 = 0;
+    moa::extent_t longest = 0;
+    for (int i = 0; i < kCases; ++i) {
+      const Dims d = gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), size_for(i, kCases))
+                         .value()
+                         .problem.dims;
+      longest = std::max({longest, d.N, d.M});
+      past_1024 += std::max(d.N, d.M) > 1024;
+    }
+    if (generation == 2) {
+      EXPECT_LE(longest, 1025);
+    } else {
+      EXPECT_LE(longest, 2049);
+      // Half the expected 50: more than six standard deviations below it.
+      EXPECT_GE(past_1024, kCases / 40);
+    }
   }
 }
 
