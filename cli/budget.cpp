@@ -8,7 +8,6 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
-#include "oracle/memory.hpp"
 
 namespace moacert::cli {
 
@@ -17,7 +16,7 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
   f.tensors = double(info(p.format).bytes) *
               (3 * element_count(input_shapes(p)) + 3 * element_count(output_shapes(p)));
   if (parts.oracle)
-    f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads);
+    f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads, parts.sample);
   if (parts.variant && parts.variant->cost) f.kernel = parts.variant->cost(p).peak_extra_bytes;
   return f;
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/registry.hpp"
+#include "oracle/memory.hpp"
 #include "reference/problem.hpp"
 
 namespace moacert::cli {
@@ -24,9 +25,13 @@ struct Footprint {
 };
 
 struct BudgetParts {
-  bool oracle = true;                         // the oracle runs (certify, reproduce, oracle)
-  int oracle_precision = 1024;                // its cap, bits
-  int oracle_threads = 0;                     // 0: the machine's cores
+  bool oracle = true;           // the oracle runs (certify, reproduce, oracle)
+  int oracle_precision = 1024;  // its cap, bits
+  int oracle_threads = 0;       // 0: the machine's cores
+  // The rows the oracle evaluates: every element (null), or a sample's
+  // (certify and reproduce: properties::sample_bound of the shape; oracle:
+  // --rows).
+  const oracle::SelectionBound* sample = nullptr;
   const kernels::Variant* variant = nullptr;  // whose scratch counts, if any
 };
 Footprint footprint(const Problem& p, const BudgetParts& parts = {});

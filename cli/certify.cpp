@@ -27,6 +27,7 @@
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
+#include "properties/sample.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
@@ -145,6 +146,16 @@ kernels::Variant load_plugin(const std::string& spec, const std::string& variant
   return v;
 }
 
+// check_budget for a case certify or reproduce judges with `v`: the oracle
+// evaluates the sample its shape decides (properties::sample_bound; every
+// element where the whole oracle is cheap).
+void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
+                       const kernels::Variant& v,
+                       double whole_work = properties::kWholeOracleWork) {
+  const auto sample = properties::sample_bound(p, v.tiles, whole_work);
+  check_budget(p, max_bytes, what, {.sample = sample ? &*sample : nullptr, .variant = &v});
+}
+
 // Every case certify will run fits the memory budget: the curated specs
 // and each random case's spec (shrinks only get smaller), generated
 // without their data.
@@ -153,13 +164,14 @@ void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max
   const properties::GenSettings settings = properties::base_token(o).settings();
   const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
-    check_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k),
-                 {.variant = &v});
+    check_case_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k), v,
+                      o.whole_oracle_work);
   const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, o.format, settings);
   for (int i = 0; i < o.cases; ++i) {
     const auto s =
         gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), properties::size_for(i, o.cases));
-    check_budget(s.value().problem, max_bytes, "random case " + std::to_string(i), {.variant = &v});
+    check_case_budget(s.value().problem, max_bytes, "random case " + std::to_string(i), v,
+                      o.whole_oracle_work);
   }
 }
 
@@ -258,7 +270,8 @@ int run_certify(const CertifyArgs& a) {
     }
     if (case_files.empty()) check_certify_budget(options_for(v, f), max_memory);
     for (const auto& [path, c] : case_files)
-      check_budget(c.problem, max_memory, "--case " + path, {.variant = v});
+      check_case_budget(c.problem, max_memory, "--case " + path, *v,
+                        options_for(v, f).whole_oracle_work);
   }
   // Under mpirun the ranks share each variant's cases (cli/shared_certify.hpp)
   // and the root alone checks and writes the files, after every variant is
@@ -399,7 +412,7 @@ int run_reproduce(const ReproduceArgs& a) {
     throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
   }
   if (const auto spec = properties::spec_of(*token))
-    check_budget(spec->problem, max_memory, "the token's case", {.variant = v});
+    check_case_budget(spec->problem, max_memory, "the token's case", *v);
   const properties::Replay r = properties::replay(*token, *v);
   if (!save.empty()) {
     // The case file of docs/design.md, e.g. for tests/regressions/.

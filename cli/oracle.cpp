@@ -2,6 +2,7 @@
 // [--digits K] [--rows SEL]`: the oracle's answer to one case file, in the
 // same form (docs/design.md, "Case files"; docs/case-files.md). A bad case
 // file or selection exits 2 with one line naming it, and nothing is written.
+#include <optional>
 #include <string>
 
 #include <fmt/core.h>
@@ -36,10 +37,6 @@ int run_oracle(const OracleArgs& args) {
     throw UsageError("oracle: " + args.input + " is a case of " +
                      std::string(info(c.problem.op).name) + ", not " + args.op);
   }
-  check_budget(c.problem,
-               args.max_memory.empty() ? default_max_memory() : parse_bytes(args.max_memory),
-               "oracle: " + args.input,
-               {.oracle_precision = args.precision, .oracle_threads = args.threads});
   oracle::Options options;
   options.max_precision = args.precision;
   options.threads = args.threads;
@@ -60,6 +57,15 @@ int run_oracle(const OracleArgs& args) {
       throw UsageError(std::string("oracle: ") + e.what());
     }
   }
+  // The budget of the rows asked (--rows), known in full.
+  const std::optional<oracle::SelectionBound> sample =
+      options.rows ? std::optional(oracle::SelectionBound{*options.rows}) : std::nullopt;
+  check_budget(c.problem,
+               args.max_memory.empty() ? default_max_memory() : parse_bytes(args.max_memory),
+               "oracle: " + args.input,
+               {.oracle_precision = args.precision,
+                .oracle_threads = args.threads,
+                .sample = sample ? &*sample : nullptr});
   const oracle::Answer a = oracle::evaluate(c, options);
   try {
     files::write_atomically(args.output, oracle::case_file_text(oracle::write_answer(c, a)));

@@ -88,7 +88,7 @@ void dd_pass(const Case& c, std::span<const Unit> units, int threads, const DDSi
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
     }
   }
-  const Inputs<DDInterval> in = make_inputs<DDInterval>(c);
+  const Inputs<DDInterval> in = make_inputs<DDInterval>(c, units);
   const auto n = static_cast<std::int64_t>(units.size());
   bool failed = false;
   std::string error;

@@ -54,7 +54,7 @@ void run_pass(const Case& c, std::span<const Unit> units, int threads, const Fas
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
     }
   }
-  const Inputs<FastInterval> in = make_inputs<FastInterval>(c);
+  const Inputs<FastInterval> in = make_inputs<FastInterval>(c, units);
   const auto n = static_cast<std::int64_t>(units.size());
   bool failed = false;
   std::string error;

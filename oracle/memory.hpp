@@ -3,16 +3,31 @@
 #pragma once
 
 #include "oracle/oracle.hpp"
+#include "oracle/selection.hpp"
 #include "reference/problem.hpp"
 
 namespace moacert::oracle {
 
+// The rows a sampled oracle will evaluate, known up to some of them:
+// `rows`, and at most `more_query_rows` query rows and `more_key_rows` key
+// rows besides, anywhere. certify states a case's sample this way from its
+// shape alone, before its data exist (properties/sample.hpp, sample_bound);
+// a selection known in full has no more rows.
+struct SelectionBound {
+  Selection rows;
+  moa::extent_t more_query_rows = 0, more_key_rows = 0;
+};
+
 // Bytes the oracle holds at once for a case of `p` at the precision cap
-// `max_precision` (bits) with `threads` threads (0: the machine's cores):
-// its MPFI and double-interval copies of the inputs, each output element's
-// answer (enclosure, double-double, rounded value, a priori bound), and one
-// unit's scratch (detail/units.hpp) per thread, in MPFI at the cap.
-double memory_needed(const Problem& p, int max_precision = Options{}.max_precision,
-                     int threads = 0);
+// `max_precision` (bits) with `threads` threads (0: the machine's cores),
+// evaluating every element (`sample` null) or a sample's: its MPFI and
+// double-interval copies of the input rows its units read (detail/units.hpp,
+// reads_of; for a further row of a SelectionBound, the most any one row's
+// units could add), each output element's answer (enclosure,
+// double-double, rounded value, a priori bound, its `exact` string), and
+// the largest unit's scratch per thread, in MPFI at the cap.
+// Throws std::invalid_argument for a selected row out of range.
+double memory_needed(const Problem& p, int max_precision = Options{}.max_precision, int threads = 0,
+                     const SelectionBound* sample = nullptr);
 
 }  // namespace moacert::oracle

@@ -79,7 +79,7 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
   const std::lock_guard<std::mutex> lock(one_at_a_time);
   const unsigned saved = Mpfi::default_precision();
   Mpfi::default_precision(digits10);
-  const Inputs<Mpfi> in = make_inputs<Mpfi>(c);
+  const Inputs<Mpfi> in = make_inputs<Mpfi>(c, units);
   const int used = static_cast<int>(mpfi_get_prec(Mpfi(0).backend().data()));
 
   const auto n = static_cast<std::int64_t>(units.size());

@@ -66,10 +66,12 @@ void add(Sample& s, std::vector<extent_t>& rows, std::size_t before, const char*
   (key ? it->key_rows : it->query_rows) += std::int64_t(rows.size() - before);
 }
 
-void choose(const RowSpace& space, const std::vector<extent_t>& tiles, std::mt19937_64& rng,
-            bool key, Sample& sample, std::vector<extent_t>& rows) {
-  const extent_t total = space.blocks * space.len;
-  if (total == 0) return;
+// The strata a row space's shape fixes: first/last, tile edges, and the
+// rows seeing the fewest and the most keys where the shape decides them
+// (`seen`; decode's come from lens, data).
+void choose_by_shape(const RowSpace& space, const std::vector<extent_t>& tiles, bool key,
+                     Sample& sample, std::vector<extent_t>& rows) {
+  if (space.blocks * space.len == 0) return;
   auto in_every_block = [&](auto&& positions) {
     for (extent_t blk = 0; blk < space.blocks; ++blk)
       for (extent_t pos : positions)
@@ -106,12 +108,19 @@ void choose(const RowSpace& space, const std::vector<extent_t>& tiles, std::mt19
     in_every_block(positions);
   }
   add(sample, rows, before, "fewest/most keys", key);
+}
 
-  before = rows.size();
+// The strata the data decide: the largest logits (norm2) and the random
+// rows, at most kLargestLogitRows + kRandomRows rows in all.
+void choose_by_data(const RowSpace& space, std::mt19937_64& rng, bool key, Sample& sample,
+                    std::vector<extent_t>& rows) {
+  const extent_t total = space.blocks * space.len;
+  if (total == 0) return;
+  std::size_t before = rows.size();
   if (!space.norm2.empty()) {
     std::vector<extent_t> order(space.norm2.size());
     std::iota(order.begin(), order.end(), 0);
-    const std::size_t k = std::min<std::size_t>(4, order.size());
+    const std::size_t k = std::min<std::size_t>(kLargestLogitRows, order.size());
     std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(k), order.end(),
                       [&](extent_t a, extent_t b) {
                         return space.norm2[std::size_t(a)] > space.norm2[std::size_t(b)];
@@ -126,33 +135,30 @@ void choose(const RowSpace& space, const std::vector<extent_t>& tiles, std::mt19
   add(sample, rows, before, "random", key);
 }
 
-}  // namespace
-
-Sample sample_rows(const Case& c, const std::vector<extent_t>& variant_tiles, double whole_work) {
-  Sample sample;
-  const Problem& p = c.problem;
-  if (oracle_work(p) <= whole_work || p.op == Op::block) return sample;
-  const Dims& d = p.dims;
+// The tiles every sample straddles: the common ones and the variant's.
+std::vector<extent_t> tiles_for(const std::vector<extent_t>& variant_tiles) {
   std::vector<extent_t> tiles(std::begin(kCommonTiles), std::end(kCommonTiles));
   tiles.insert(tiles.end(), variant_tiles.begin(), variant_tiles.end());
   std::sort(tiles.begin(), tiles.end());
   tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+  return tiles;
+}
 
-  std::vector<TensorRef> refs;
-  for (const AnyTensor& t : c.inputs) refs.push_back(t.ref());
-  std::mt19937_64 rng(schedule_seed_of(refs));
-
+// The query and key row spaces of a problem as its shape gives them: the
+// runs, and the keys each row sees where the shape decides it (attention;
+// decode's depend on lens). No norms: those are data.
+std::pair<RowSpace, RowSpace> row_spaces(const Problem& p) {
+  const Dims& d = p.dims;
   RowSpace query, key;
   switch (p.op) {
     case Op::attention_fwd:
     case Op::attention_bwd:
     case Op::attention_fwdbwd: {
-      query = {d.B * d.H, d.N, true, {}, row_norms(c.inputs[0], d.D)};
+      query = {d.B * d.H, d.N, true, {}, {}};
       key = {d.B * d.Hkv, d.M, true, {}, {}};
       for (extent_t i = 0; i < d.N; ++i)  // one run's counts: every run has the same
         query.seen.push_back(p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M);
       if (p.op != Op::attention_fwd) {
-        key.norm2 = row_norms(c.inputs[1], d.D);
         for (extent_t j = 0; j < d.M; ++j)
           key.seen.push_back(p.causal() ? std::clamp<extent_t>(
                                               d.N - std::max<extent_t>(0, j - (d.M - d.N)), 0, d.N)
@@ -160,25 +166,89 @@ Sample sample_rows(const Case& c, const std::vector<extent_t>& variant_tiles, do
       }
       break;
     }
-    case Op::attention_decode: {  // rows (b, h); every row spans the whole cache
-      query = {1, d.B * d.H, false, {}, row_norms(c.inputs[0], d.D)};
+    case Op::attention_decode:  // rows (b, h); every row spans the whole cache
+      query = {1, d.B * d.H, false, {}, {}};
+      break;
+    case Op::rmsnorm:
+    case Op::mlp_swiglu:
+      query = {1, d.T, true, {}, {}};
+      break;
+    case Op::block:
+      break;
+  }
+  return {query, key};
+}
+
+bool has_key_rows(Op op) {
+  return op == Op::attention_bwd || op == Op::attention_fwdbwd;
+}
+
+bool judged_whole(const Problem& p, double whole_work) {
+  return oracle_work(p) <= whole_work || p.op == Op::block;
+}
+
+}  // namespace
+
+Sample sample_rows(const Case& c, const std::vector<extent_t>& variant_tiles, double whole_work) {
+  Sample sample;
+  const Problem& p = c.problem;
+  if (judged_whole(p, whole_work)) return sample;
+  const Dims& d = p.dims;
+  const std::vector<extent_t> tiles = tiles_for(variant_tiles);
+  std::vector<TensorRef> refs;
+  for (const AnyTensor& t : c.inputs) refs.push_back(t.ref());
+  std::mt19937_64 rng(schedule_seed_of(refs));
+
+  auto [query, key] = row_spaces(p);
+  switch (p.op) {  // what the data add: the norms bounding the logits, decode's keys seen
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+      query.norm2 = row_norms(c.inputs[0], d.D);
+      if (has_key_rows(p.op)) key.norm2 = row_norms(c.inputs[1], d.D);
+      break;
+    case Op::attention_decode:
+      query.norm2 = row_norms(c.inputs[0], d.D);
       for (extent_t b = 0; b < d.B; ++b)
         for (extent_t h = 0; h < d.H; ++h) query.seen.push_back(extent_t(c.inputs[3].get({b})));
       break;
-    }
     case Op::rmsnorm:
     case Op::mlp_swiglu:
-      query = {1, d.T, true, {}, row_norms(c.inputs[0], p.op == Op::rmsnorm ? d.D : d.Dm)};
+      query.norm2 = row_norms(c.inputs[0], p.op == Op::rmsnorm ? d.D : d.Dm);
       break;
     case Op::block:
       break;
   }
   oracle::Selection rows;
-  choose(query, tiles, rng, /*key=*/false, sample, rows.query_rows);
-  if (p.op == Op::attention_bwd || p.op == Op::attention_fwdbwd)
-    choose(key, tiles, rng, /*key=*/true, sample, rows.key_rows);
+  choose_by_shape(query, tiles, /*key=*/false, sample, rows.query_rows);
+  choose_by_data(query, rng, /*key=*/false, sample, rows.query_rows);
+  if (has_key_rows(p.op)) {
+    choose_by_shape(key, tiles, /*key=*/true, sample, rows.key_rows);
+    choose_by_data(key, rng, /*key=*/true, sample, rows.key_rows);
+  }
   sample.rows = oracle::normalised(std::move(rows), p);
   return sample;
+}
+
+std::optional<oracle::SelectionBound> sample_bound(const Problem& p,
+                                                   const std::vector<extent_t>& variant_tiles,
+                                                   double whole_work) {
+  if (judged_whole(p, whole_work)) return std::nullopt;
+  const std::vector<extent_t> tiles = tiles_for(variant_tiles);
+  const auto [query, key] = row_spaces(p);
+  Sample fixed;  // the strata the shape fixes
+  oracle::SelectionBound bound;
+  choose_by_shape(query, tiles, /*key=*/false, fixed, bound.rows.query_rows);
+  // The data's strata; decode's fewest/most keys too (up to three rows of
+  // its one run, see choose_by_shape).
+  const extent_t data_rows = kLargestLogitRows + kRandomRows;
+  bound.more_query_rows = data_rows + (p.op == Op::attention_decode ? 3 : 0);
+  if (has_key_rows(p.op)) {
+    choose_by_shape(key, tiles, /*key=*/true, fixed, bound.rows.key_rows);
+    bound.more_key_rows = data_rows;
+  }
+  bound.rows = oracle::normalised(std::move(bound.rows), p);
+  return bound;
 }
 
 }  // namespace moacert::properties

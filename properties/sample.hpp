@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "oracle/memory.hpp"  // SelectionBound
 #include "oracle/selection.hpp"
 #include "properties/case_gen.hpp"  // kCommonTiles: the tiles every sample straddles
 #include "reference/case.hpp"
@@ -47,7 +48,7 @@ struct Sample {
 //                       (causal: the first rows, and the first that sees
 //                       one; decode: the shortest and longest lens[b]); for
 //                       key rows, the keys seen by the fewest query rows
-//   largest logits      the rows whose logits can be largest: the largest
+//   largest logits      the kLargestLogitRows rows whose logits can be largest: the largest
 //                       ||q_i|| (S_ij <= scale ||q_i|| ||k_j||), ||k_j|| for
 //                       key rows, ||x_t|| for rmsnorm and mlp.swiglu
 //   random              kRandomRows rows drawn from a seed that is a hash
@@ -56,5 +57,17 @@ struct Sample {
 Sample sample_rows(const Case& c, const std::vector<moa::extent_t>& variant_tiles,
                    double whole_work = kWholeOracleWork);
 inline constexpr int kRandomRows = 16;
+inline constexpr int kLargestLogitRows = 4;
+
+// What sample_rows will choose for any case of problem `p`, from its shape
+// alone (certify's memory budget checks every case before its data exist):
+// nullopt where the case is judged whole; else the rows the shape fixes
+// (first/last, tile edges, and the fewest/most keys where the shape decides
+// them) and how many more the data can add (largest logits, random rows;
+// decode's fewest/most keys). Every sample_rows(c, ...) of a case c of `p`
+// is those rows and at most that many more.
+std::optional<oracle::SelectionBound> sample_bound(const Problem& p,
+                                                   const std::vector<moa::extent_t>& variant_tiles,
+                                                   double whole_work = kWholeOracleWork);
 
 }  // namespace moacert::properties

@@ -28,6 +28,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "oracle/selection.hpp"
@@ -125,23 +128,27 @@ inline std::vector<Unit> units_of(const Problem& p, const Selection* rows = null
 
 // The most scratch one unit's DNF call holds at once, in elements of the
 // enclosure type (oracle/memory.cpp multiplies by an element's size): a
-// query row's scores and probabilities, a kv group's probabilities and their
-// gradients, a row's hidden layer, a batch's attention and MLP.
-inline double unit_scratch_elements(const Problem& p) {
+// query row's scores and probabilities (and, for a dQ row, the partial dK,
+// dV it drops), a kv group's probabilities and their gradients, the key
+// rows' dK, dV with one query row's statistics, a row's hidden layer, a
+// batch's attention and MLP.
+inline double unit_scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_decode:
-      return 4.0 * double(d.M) + 2.0 * double(d.D);
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
+  const double row = 4.0 * double(d.M) + 2.0 * double(d.D);  // one query row's softmax
+  switch (u.kind) {
+    case UnitKind::fwd_row:
+    case UnitKind::decode_head:
+      return row;
+    case UnitKind::bwd_group:
       return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
-    case Op::rmsnorm:
-      return 2.0 * double(d.D);
-    case Op::mlp_swiglu:
-      return 3.0 * double(d.F) + double(d.Dm);
-    case Op::block:
+    case UnitKind::bwd_query_row:
+      return row + 2.0 * double(d.M) * double(d.D);
+    case UnitKind::bwd_key_rows:
+      return row + 2.0 * double(u.keys.size()) * double(d.D);
+    case UnitKind::row:
+      return p.op == Op::rmsnorm ? 2.0 * double(d.D) : 3.0 * double(d.F) + double(d.Dm);
+    case UnitKind::batch:
       return 2.0 * double(d.H) * double(d.N) * double(d.N) +
              double(d.N) *
                  (4.0 * double(d.H) * double(d.D) + 3.0 * double(d.F) + 4.0 * double(d.Dm));
@@ -149,23 +156,171 @@ inline double unit_scratch_elements(const Problem& p) {
   return 0;
 }
 
+// What a unit reads of one (non-index) input: the sub-array at `start` of
+// extents `extent`. Every read is a run of whole consecutive rows of the
+// input (a row: the elements that share every index but the last), which
+// is what lets Inputs convert only the rows some unit reads and still hand
+// each unit a strided view.
+struct Read {
+  int input;  // ops-table order
+  Index start;
+  Shape extent;
+};
+
+// The reads of one unit, in the order run_unit takes them (see there).
+inline std::vector<Read> reads_of(const Problem& p, const Unit& u) {
+  const Dims& d = p.dims;
+  const bool fused = p.op == Op::attention_fwdbwd;
+  const int do_input = fused ? 3 : 5;  // bwd: q k v o lse do; fwdbwd: q k v do
+  const extent_t group = d.H / std::max<extent_t>(1, d.Hkv);
+  // Keys query row i sees: all, or the causal prefix j <= i + (M - N).
+  auto seen = [&](extent_t i) {
+    return p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M;
+  };
+  auto whole = [&](int k) {
+    const Shape s = input_shapes(p)[static_cast<std::size_t>(k)];
+    Index zero;
+    for (int a = 0; a < s.rank(); ++a) zero.push_back(0);
+    return Read{k, zero, s};
+  };
+  switch (u.kind) {
+    case UnitKind::fwd_row: {  // q row, then the keys and values it sees
+      const extent_t b = u.a, h = u.b, i = u.c, g = h / group;
+      return {{0, {b, h, i, 0}, {1, 1, 1, d.D}},
+              {1, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
+              {2, {b, g, 0, 0}, {1, 1, seen(i), d.D}}};
+    }
+    case UnitKind::bwd_group:
+    case UnitKind::bwd_key_rows: {  // the group's q, its k, v, the group's do
+      const extent_t b = u.a, g = u.b;
+      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
+      return {{0, {b, g * group, 0, 0}, qs},
+              {1, {b, g, 0, 0}, ks},
+              {2, {b, g, 0, 0}, ks},
+              {do_input, {b, g * group, 0, 0}, qs}};
+    }
+    case UnitKind::bwd_query_row: {  // q row, the keys and values it sees, do row
+      const extent_t b = u.a, h = u.b, i = u.c, g = h / group;
+      return {{0, {b, h, i, 0}, {1, 1, 1, d.D}},
+              {1, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
+              {2, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
+              {do_input, {b, h, i, 0}, {1, 1, 1, d.D}}};
+    }
+    case UnitKind::decode_head: {  // q, the whole cache of its kv head (lens: Inputs::lens)
+      const extent_t b = u.a, h = u.b, g = h / group;
+      return {{0, {b, h, 0, 0}, {1, 1, 1, d.D}},
+              {1, {b, g, 0, 0}, {1, 1, d.M, d.D}},
+              {2, {b, g, 0, 0}, {1, 1, d.M, d.D}}};
+    }
+    case UnitKind::row: {  // row t of x, then every weight whole
+      const extent_t t = u.a, width = p.op == Op::rmsnorm ? d.D : d.Dm;
+      std::vector<Read> r{{0, {t, 0}, {1, width}}};
+      for (int k = 1; k < static_cast<int>(input_shapes(p).size()); ++k) r.push_back(whole(k));
+      return r;
+    }
+    case UnitKind::batch: {  // batch b of x, then every weight whole
+      std::vector<Read> r{{0, {u.a, 0, 0}, {1, d.N, d.Dm}}};
+      for (int k = 1; k < static_cast<int>(input_shapes(p).size()); ++k) r.push_back(whole(k));
+      return r;
+    }
+  }
+  return {};
+}
+
+// The rows of one input a read covers: [first, first + count).
+struct RowRun {
+  extent_t first = 0, count = 0;
+};
+inline RowRun rows_of(const Shape& input, const Read& r) {
+  const extent_t width = input[input.rank() - 1];
+  if (width == 0) return {};
+  return {moa::row_major_offset(input, r.start) / width, moa::tau(r.extent) / width};
+}
+
+// How many rows an input has (the product of its extents but the last).
+inline extent_t row_count(const Shape& input) {
+  extent_t rows = 1;
+  for (int a = 0; a + 1 < input.rank(); ++a) rows *= input[a];
+  return rows;
+}
+
+// Which rows of each input the units read, as prefix counts: kept[k][r] is
+// how many rows of input k before row r some unit reads (size rows + 1, so
+// that kept[k][r + n] - kept[k][r] == n says rows r .. r + n - 1 are all
+// read). Index inputs (decode's lens) have none: they are kept whole.
+using RowsRead = std::vector<std::vector<extent_t>>;
+inline RowsRead rows_read(const Problem& p, std::span<const Unit> units) {
+  const std::vector<Shape> shapes = input_shapes(p);
+  RowsRead kept(shapes.size());
+  // Each read adds 1 over its run (a difference array), then the runs
+  // covered at least once count.
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    if (!is_index_input(p, static_cast<int>(k)))
+      kept[k].assign(static_cast<std::size_t>(row_count(shapes[k]) + 1), 0);
+  for (const Unit& u : units) {
+    for (const Read& r : reads_of(p, u)) {
+      const RowRun run = rows_of(shapes[static_cast<std::size_t>(r.input)], r);
+      auto& diff = kept[static_cast<std::size_t>(r.input)];
+      diff[static_cast<std::size_t>(run.first)] += 1;
+      diff[static_cast<std::size_t>(run.first + run.count)] -= 1;
+    }
+  }
+  for (auto& prefix : kept) {
+    extent_t cover = 0, before = 0;
+    for (extent_t& x : prefix) {
+      cover += x;
+      x = before;
+      before += cover > 0 ? 1 : 0;
+    }
+  }
+  return kept;
+}
+
+// A unit asked for rows its pass did not convert: a bug in reads_of or in
+// the units the pass was given, never a property of the case.
+[[noreturn, gnu::cold, gnu::noinline]] inline void not_converted(int input) {
+  throw std::logic_error("oracle: a unit reads rows of input " + std::to_string(input) +
+                         " that were not converted");
+}
+
 // The case's inputs as row-major tensors of the enclosure type T (points:
-// every input value is exact in T), and decode's lens.
+// every input value is exact in T), holding only the rows the units read
+// (rows_read), and decode's lens: the sampled oracle converts the q rows of
+// its selected rows and the k, v of their kv heads, not the whole case.
 //
 // `scale` is Problem::scale() computed here, once: make_inputs runs under
 // the default rounding mode, while the first pass runs the units under
 // round-upward, where 1/sqrt(D) would come out as another double.
 template <class T>
 struct Inputs {
-  std::vector<moa::Tensor<T>> t;  // ops-table order; lens' slot left empty
+  struct Converted {
+    Shape shape;                 // the input's whole shape
+    std::vector<extent_t> kept;  // rows_read's prefix counts
+    std::vector<T> rows;         // the kept rows, in order, row-major
+  };
+  std::vector<Converted> t;  // ops-table order; lens' slot left empty
   moa::Tensor<std::int64_t> lens;
   double scale = 0;
+
+  // The read's sub-array, strided as in the whole row-major input.
+  // @pre every row of the read was kept (a unit among those make_inputs had)
+  View<const T> view(const Read& r) const {
+    const Converted& in = t[static_cast<std::size_t>(r.input)];
+    const RowRun run = rows_of(in.shape, r);
+    const auto first = static_cast<std::size_t>(run.first);
+    if (in.kept[first + static_cast<std::size_t>(run.count)] - in.kept[first] != run.count)
+      not_converted(r.input);
+    const extent_t width = in.shape[in.shape.rank() - 1];
+    return View<const T>(in.rows.data() + in.kept[first] * width,
+                         Layout::strided(r.extent, Layout::row_major(in.shape).strides()));
+  }
 };
 
 template <class T>
-Inputs<T> make_inputs(const Case& c) {
+Inputs<T> make_inputs(const Case& c, std::span<const Unit> units) {
   Inputs<T> in;
   in.scale = c.problem.scale();
+  RowsRead kept = rows_read(c.problem, units);
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
     const AnyTensor& src = c.inputs[k];
     if (is_index_input(c.problem, static_cast<int>(k))) {
@@ -175,9 +330,15 @@ Inputs<T> make_inputs(const Case& c) {
         in.lens.view()(idx) = static_cast<std::int64_t>(src.get(idx));
       continue;
     }
-    moa::Tensor<T> t(src.shape());
-    for (const Index& idx : moa::iota(src.shape()))
-      t.view()(idx) = dnf::ScalarTraits<T>::from_double(src.get(idx));
+    typename Inputs<T>::Converted t{src.shape(), std::move(kept[k]), {}};
+    const extent_t width = t.shape[t.shape.rank() - 1];
+    t.rows.reserve(static_cast<std::size_t>(t.kept.back() * width));
+    extent_t n = 0;  // row-major position
+    for (const Index& idx : moa::iota(t.shape)) {
+      const auto row = static_cast<std::size_t>(n++ / width);
+      if (t.kept[row + 1] > t.kept[row])
+        t.rows.push_back(dnf::ScalarTraits<T>::from_double(src.get(idx)));
+    }
     in.t.push_back(std::move(t));
   }
   return in;
@@ -192,48 +353,47 @@ View<T> slice(const View<T>& v, const Index& start, const Shape& extent) {
 }
 
 // Runs the DNF on one unit and hands every output element it produces to
-// emit(output, row_major_flat_index, value).
+// emit(output, row_major_flat_index, value). The unit's inputs are its
+// reads (reads_of), in their order.
 template <class T, class Emit>
 void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit) {
   using Tensor = moa::Tensor<T>;
   const Dims& d = p.dims;
-  auto input = [&](int k) { return View<const T>(in.t[static_cast<std::size_t>(k)].view()); };
-  auto flat = [](const Shape& s, const Index& i) { return moa::row_major_offset(s, i); };
+  const std::vector<Read> reads = reads_of(p, u);
+  auto input = [&](std::size_t n) { return in.view(reads[n]); };
+  // Output k's row-major offset of index i (its shape from the ops table).
+  const std::vector<Shape> outputs = output_shapes(p);
+  auto flat = [&](int k, const Index& i) {
+    return moa::row_major_offset(outputs[static_cast<std::size_t>(k)], i);
+  };
 
   switch (u.kind) {
     case UnitKind::fwd_row: {
-      const extent_t b = u.a, h = u.b, i = u.c, g = h / (d.H / d.Hkv);
-      // Keys row i sees: all, or the causal prefix j <= i + (M - N).
-      extent_t seen = d.M;
-      if (p.causal()) seen = std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M);
-      const auto q = slice(input(0), {b, h, i, 0}, {1, 1, 1, d.D});     // (1,1,1,D)
-      const auto k = slice(input(1), {b, g, 0, 0}, {1, 1, seen, d.D});  // (1,1,seen,D)
-      const auto v = slice(input(2), {b, g, 0, 0}, {1, 1, seen, d.D});
+      // The keys row i sees: all, or the causal prefix (reads_of).
+      const extent_t b = u.a, h = u.b, i = u.c;
+      const auto q = input(0);  // (1,1,1,D)
+      const auto k = input(1);  // (1,1,seen,D)
+      const auto v = input(2);  // (1,1,seen,D)
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
       dnf::attention_fwd<T>(q, k, v, in.scale, /*causal=*/false, o.view(), lse.view());
-      const Shape os{d.B, d.H, d.N, d.D}, ls{d.B, d.H, d.N};
-      for (extent_t x = 0; x < d.D; ++x) emit(0, flat(os, {b, h, i, x}), o.view()(0, 0, 0, x));
-      emit(1, flat(ls, {b, h, i}), lse.view()(0, 0, 0));
+      for (extent_t x = 0; x < d.D; ++x) emit(0, flat(0, {b, h, i, x}), o.view()(0, 0, 0, x));
+      emit(1, flat(1, {b, h, i}), lse.view()(0, 0, 0));
       return;
     }
     case UnitKind::bwd_group: {
       const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
       // attention.bwd: q k v o lse do -> dq dk dv; fwdbwd: q k v do -> o lse dq dk dv
-      const bool fused = p.op == Op::attention_fwdbwd;
-      const int do_input = fused ? 3 : 5, first_output = fused ? 2 : 0;
-      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
-      const auto q = slice(input(0), {b, g * group, 0, 0}, qs);
-      const auto k = slice(input(1), {b, g, 0, 0}, ks);
-      const auto v = slice(input(2), {b, g, 0, 0}, ks);
-      const auto dout = slice(input(do_input), {b, g * group, 0, 0}, qs);
+      const int first_output = p.op == Op::attention_fwdbwd ? 2 : 0;
+      const auto q = input(0), k = input(1), v = input(2), dout = input(3);
+      const Shape qs = q.shape(), ks = k.shape();  // (1,G,N,D), (1,1,M,D)
       Tensor dq(qs), dk(ks), dv(ks);
       dnf::attention_bwd<T>(q, k, v, dout, in.scale, p.causal(), dq.view(), dk.view(), dv.view());
-      const Shape qfull{d.B, d.H, d.N, d.D}, kfull{d.B, d.Hkv, d.M, d.D};
       for (const Index& x : moa::iota(qs))
-        emit(first_output, flat(qfull, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
+        emit(first_output, flat(first_output, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
       for (const Index& x : moa::iota(ks)) {
-        emit(first_output + 1, flat(kfull, {b, g, x[2], x[3]}), dk.view()(x));
-        emit(first_output + 2, flat(kfull, {b, g, x[2], x[3]}), dv.view()(x));
+        const auto at = flat(first_output + 1, {b, g, x[2], x[3]});  // dk and dv alike
+        emit(first_output + 1, at, dk.view()(x));
+        emit(first_output + 2, at, dv.view()(x));
       }
       return;
     }
@@ -241,41 +401,27 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       // dq row (b, h, i): the DNF backward on that query row against the
       // keys it sees (as fwd_row); the dk, dv it also computes are partial
       // and dropped.
-      const extent_t b = u.a, h = u.b, i = u.c, g = h / (d.H / d.Hkv);
-      const bool fused = p.op == Op::attention_fwdbwd;
-      const int do_input = fused ? 3 : 5, dq_output = fused ? 2 : 0;
-      extent_t seen = d.M;
-      if (p.causal()) seen = std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M);
-      const Shape qs{1, 1, 1, d.D}, ks{1, 1, seen, d.D};
-      const auto q = slice(input(0), {b, h, i, 0}, qs);
-      const auto k = slice(input(1), {b, g, 0, 0}, ks);
-      const auto v = slice(input(2), {b, g, 0, 0}, ks);
-      const auto dout = slice(input(do_input), {b, h, i, 0}, qs);
-      Tensor dq(qs), dk(ks), dv(ks);
+      const extent_t b = u.a, h = u.b, i = u.c;
+      const int dq_output = p.op == Op::attention_fwdbwd ? 2 : 0;
+      const auto q = input(0), k = input(1), v = input(2), dout = input(3);
+      Tensor dq(q.shape()), dk(k.shape()), dv(k.shape());  // (1,1,1,D), (1,1,seen,D)
       dnf::attention_bwd<T>(q, k, v, dout, in.scale, /*causal=*/false, dq.view(), dk.view(),
                             dv.view());
-      const Shape qfull{d.B, d.H, d.N, d.D};
       for (extent_t x = 0; x < d.D; ++x)
-        emit(dq_output, flat(qfull, {b, h, i, x}), dq.view()(0, 0, 0, x));
+        emit(dq_output, flat(dq_output, {b, h, i, x}), dq.view()(0, 0, 0, x));
       return;
     }
     case UnitKind::bwd_key_rows: {
-      const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
-      const bool fused = p.op == Op::attention_fwdbwd;
-      const int do_input = fused ? 3 : 5, dk_output = fused ? 3 : 1;
-      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
-      const auto q = slice(input(0), {b, g * group, 0, 0}, qs);
-      const auto k = slice(input(1), {b, g, 0, 0}, ks);
-      const auto v = slice(input(2), {b, g, 0, 0}, ks);
-      const auto dout = slice(input(do_input), {b, g * group, 0, 0}, qs);
+      const extent_t b = u.a, g = u.b;
+      const int dk_output = p.op == Op::attention_fwdbwd ? 3 : 1;
+      const auto q = input(0), k = input(1), v = input(2), dout = input(3);
       const auto rows = static_cast<extent_t>(u.keys.size());
       Tensor dk(Shape{rows, d.D}), dv(Shape{rows, d.D});
       dnf::attention_bwd_key_rows<T>(q, k, v, dout, in.scale, p.causal(), u.keys, dk.view(),
                                      dv.view());
-      const Shape kfull{d.B, d.Hkv, d.M, d.D};
       for (extent_t t = 0; t < rows; ++t) {
         for (extent_t x = 0; x < d.D; ++x) {
-          const auto at = flat(kfull, {b, g, u.keys[static_cast<std::size_t>(t)], x});
+          const auto at = flat(dk_output, {b, g, u.keys[static_cast<std::size_t>(t)], x});
           emit(dk_output, at, dk.view()(t, x));
           emit(dk_output + 1, at, dv.view()(t, x));
         }
@@ -283,28 +429,27 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       return;
     }
     case UnitKind::decode_head: {
-      const extent_t b = u.a, h = u.b, g = h / (d.H / d.Hkv);
-      const auto q = slice(input(0), {b, h, 0, 0}, {1, 1, 1, d.D});
-      const auto k = slice(input(1), {b, g, 0, 0}, {1, 1, d.M, d.D});
-      const auto v = slice(input(2), {b, g, 0, 0}, {1, 1, d.M, d.D});
+      const extent_t b = u.a, h = u.b;
+      const auto q = input(0), k = input(1), v = input(2);  // (1,1,1,D), (1,1,L,D)
       const View<const std::int64_t> lens =
           slice(View<const std::int64_t>(in.lens.view()), {b}, {1});
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
       dnf::attention_decode<T>(q, k, v, lens, in.scale, o.view(), lse.view());
-      const Shape os{d.B, d.H, 1, d.D}, ls{d.B, d.H, 1};
-      for (extent_t x = 0; x < d.D; ++x) emit(0, flat(os, {b, h, 0, x}), o.view()(0, 0, 0, x));
-      emit(1, flat(ls, {b, h, 0}), lse.view()(0, 0, 0));
+      // o (B,H,1,D) and lse (B,H,1), row-major: head b·H + h.
+      const extent_t head = b * d.H + h;
+      for (extent_t x = 0; x < d.D; ++x) emit(0, head * d.D + x, o.view()(0, 0, 0, x));
+      emit(1, head, lse.view()(0, 0, 0));
       return;
     }
     case UnitKind::row: {
       const extent_t t = u.a;
       if (p.op == Op::rmsnorm) {
-        const auto x = slice(input(0), {t, 0}, {1, d.D});
+        const auto x = input(0);  // (1,D)
         Tensor y(Shape{1, d.D});
         dnf::rmsnorm<T>(x, input(1), p.params.eps, y.view());
         for (extent_t c = 0; c < d.D; ++c) emit(0, t * d.D + c, y.view()(0, c));
       } else {
-        const auto x = slice(input(0), {t, 0}, {1, d.Dm});
+        const auto x = input(0);  // (1,Dm)
         Tensor y(Shape{1, d.Dm});
         dnf::mlp_swiglu<T>(x, input(1), input(2), input(3), y.view());
         for (extent_t c = 0; c < d.Dm; ++c) emit(0, t * d.Dm + c, y.view()(0, c));
@@ -313,7 +458,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
     }
     case UnitKind::batch: {
       const extent_t b = u.a;
-      const auto x = slice(input(0), {b, 0, 0}, {1, d.N, d.Dm});
+      const auto x = input(0);  // (1,N,Dm)
       Tensor y(Shape{1, d.N, d.Dm});
       dnf::block<T>(x, input(1), input(2), input(3), input(4), input(5), input(6), input(7),
                     input(8), input(9), d.H, d.Hkv, p.params.eps, y.view());

@@ -9,6 +9,8 @@
 #include <random>
 
 #include "oracle/bounds.hpp"
+#include "oracle/detail/units.hpp"
+#include "oracle/memory.hpp"
 #include "oracle/oracle.hpp"
 #include "oracle/selection.hpp"
 #include "tests/support/harness.hpp"
@@ -137,6 +139,76 @@ TEST(SampledOracle, BoundsOfSelectedRowsAreTheWholeBounds) {
       }
     }
   }
+}
+
+// The sampled oracle converts only the input rows its units read
+// (detail/units.hpp, make_inputs): for a query row of the forward, its q
+// row and the keys and values it sees of its own kv head, nothing of the
+// other heads; for the backward's key rows, the group's q and dO and the
+// head's k, v, and never o or lse (the backward recomputes them).
+TEST(SampledOracle, ConvertsOnlyTheRowsItsUnitsRead) {
+  const Dims d{.B = 1, .H = 2, .Hkv = 2, .N = 5, .M = 6, .D = 3};
+  auto converted = [](const Case& c, const Selection* rows) {
+    const std::vector<detail::Unit> units = detail::units_of(c.problem, rows);
+    const detail::Inputs<double> in = detail::make_inputs<double>(c, units);
+    std::vector<std::size_t> n;
+    for (const auto& t : in.t) n.push_back(t.rows.size());
+    return n;
+  };
+  using Sizes = std::vector<std::size_t>;
+  const auto D = std::size_t(d.D), M = std::size_t(d.M), N = std::size_t(d.N);
+  const Case fwd = test::make_case(Op::attention_fwd, Format::f32, d, 3);
+  const Selection row_7{{7}, {}};  // (b 0, h 1, i 2): kv head 1
+  EXPECT_EQ(converted(fwd, &row_7), (Sizes{D, M * D, M * D}));
+  EXPECT_EQ(converted(fwd, nullptr), (Sizes{2 * N * D, 2 * M * D, 2 * M * D}));
+  // Causal: row i sees keys j <= i + (M - N), the first row two of them.
+  const Case causal = test::make_case(Op::attention_fwd, Format::f32, d, 3, /*causal=*/true);
+  const Selection row_0{{0}, {}};
+  EXPECT_EQ(converted(causal, &row_0), (Sizes{D, 2 * D, 2 * D}));
+
+  const Case bwd = test::make_case(Op::attention_bwd, Format::f32, d, 4);
+  const Selection key_row_8{{}, {8}};  // (b 0, g 1, j 2)
+  // q k v o lse do: one head's q and do, its k and v; o and lse not at all.
+  EXPECT_EQ(converted(bwd, &key_row_8), (Sizes{N * D, M * D, M * D, 0, 0, N * D}));
+
+  // Decode: a (b, h) reads its q and its kv head's whole cache.
+  const Dims dd{.B = 2, .H = 4, .Hkv = 2, .N = 1, .M = 7, .D = 3};
+  const Case decode = test::make_case(Op::attention_decode, Format::f32, dd, 5);
+  const Selection head_5{{5}, {}};  // (b 1, h 1): kv head (1, 0)
+  EXPECT_EQ(converted(decode, &head_5), (Sizes{D, 7 * D, 7 * D, 0}));
+}
+
+// A unit may read only rows that were converted for it: a view of others
+// is refused, never handed out.
+TEST(SampledOracle, RefusesAViewOfRowsNotConverted) {
+  const Dims d{.B = 1, .H = 2, .Hkv = 2, .N = 5, .M = 6, .D = 3};
+  const Case c = test::make_case(Op::attention_fwd, Format::f32, d, 3);
+  const Selection row_7{{7}, {}};
+  const std::vector<detail::Unit> units = detail::units_of(c.problem, &row_7);
+  const detail::Inputs<double> in = detail::make_inputs<double>(c, units);
+  const detail::Unit other{detail::UnitKind::fwd_row, 0, 0, 1};  // head 0: not converted
+  for (const detail::Read& r : detail::reads_of(c.problem, other))
+    EXPECT_THROW((void)in.view(r), std::logic_error) << "input " << r.input;
+}
+
+// The statement of a sample grows with the rows its units read: below the
+// whole oracle's when the sample leaves heads out, and a bound with more
+// rows states at least what any of those rows adds.
+TEST(SampledOracle, MemoryStatementCountsTheRowsRead) {
+  Problem p;
+  p.op = Op::attention_decode;
+  p.dims = {.B = 4, .H = 4, .Hkv = 4, .N = 1, .M = 1000, .D = 64};
+  const SelectionBound one{{{5}, {}}}, two{{{5, 6}, {}}}, one_and_more{{{5}, {}}, 1, 0};
+  const double whole = memory_needed(p, 1024, 1), a = memory_needed(p, 1024, 1, &one),
+               b = memory_needed(p, 1024, 1, &two),
+               bound = memory_needed(p, 1024, 1, &one_and_more);
+  EXPECT_LT(a, b);
+  EXPECT_LE(b, bound);
+  EXPECT_LT(bound, whole);
+  // Every row in the selection: the whole oracle's inputs exactly.
+  SelectionBound all;
+  for (extent_t r = 0; r < query_row_count(p); ++r) all.rows.query_rows.push_back(r);
+  EXPECT_DOUBLE_EQ(memory_needed(p, 1024, 1, &all), whole);
 }
 
 TEST(SampledOracle, RefusesRowsOutOfRange) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "oracle/memory.hpp"
 #include "properties/certify.hpp"
 #include "properties/sample.hpp"
 #include "tests/support/harness.hpp"
@@ -125,6 +126,70 @@ TEST(SampledCertify, FewestAndMostKeys) {
   s = sample_rows(c, {}, 0);
   EXPECT_TRUE(has(s.rows->query_rows, 5 * 2));      // lens 2: the fewest keys
   EXPECT_TRUE(has(s.rows->query_rows, 7 * 2 + 1));  // lens 31: the most, last head
+}
+
+// sample_bound, from the shape alone, bounds what sample_rows chooses on
+// any data: its rows are in every sample, the sample adds at most its
+// `more` rows of each kind, and so memory_needed of the bound is at least
+// the sample's. Over every sampled op, causal or not, GQA, ragged lens, a
+// variant tile, and several seeds (whole_work 0 samples small shapes).
+TEST(SampledCertify, TheShapesBoundHoldsEverySample) {
+  const std::vector<extent_t> tiles{24};
+  for (const OpInfo& op : all_ops()) {
+    if (op.op == Op::block) {  // judged whole: no bound
+      EXPECT_FALSE(sample_bound(
+          test::make_case(op.op, Format::f32, test::small_dims(op.op), 1).problem, tiles, 0));
+      continue;
+    }
+    Dims d = test::small_dims(op.op);
+    if (op.op == Op::attention_decode) d = {.B = 3, .H = 8, .Hkv = 4, .N = 1, .M = 40, .D = 4};
+    if (op.op == Op::rmsnorm || op.op == Op::mlp_swiglu) d.T = 70;
+    if (op.op == Op::attention_fwd || op.op == Op::attention_bwd || op.op == Op::attention_fwdbwd)
+      d = {.B = 2, .H = 4, .Hkv = 2, .N = 70, .M = 50, .D = 4};
+    for (const bool causal : {false, true}) {
+      for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE(std::string(op.name) + (causal ? " causal" : "") + " seed " +
+                     std::to_string(seed));
+        const Case c = test::make_case(op.op, Format::f32, d, seed, causal);
+        const Sample sample = sample_rows(c, tiles, /*whole_work=*/0);
+        const auto bound = sample_bound(c.problem, tiles, /*whole_work=*/0);
+        ASSERT_TRUE(sample.rows);
+        ASSERT_TRUE(bound);
+        auto beyond = [](const std::vector<extent_t>& rows, const std::vector<extent_t>& fixed) {
+          extent_t n = 0;
+          for (extent_t r : fixed) EXPECT_TRUE(has(rows, r)) << "fixed row " << r;
+          for (extent_t r : rows) n += !has(fixed, r);
+          return n;
+        };
+        EXPECT_LE(beyond(sample.rows->query_rows, bound->rows.query_rows), bound->more_query_rows);
+        EXPECT_LE(beyond(sample.rows->key_rows, bound->rows.key_rows), bound->more_key_rows);
+        const oracle::SelectionBound judged{*sample.rows};
+        EXPECT_LE(oracle::memory_needed(c.problem, 1024, 2, &judged),
+                  oracle::memory_needed(c.problem, 1024, 2, &*bound));
+      }
+    }
+  }
+}
+
+// At deployment scale the sample's statement is a fraction of the whole
+// oracle's: long-cache decode over many kv heads reads the caches of a few
+// dozen heads of 256, the forward at N = M = 16384 reads every head's k, v
+// but only its sampled q rows. (certify's refusal and acceptance at such a
+// shape: bad_input.certify_sampled_shape_budget.)
+TEST(SampledCertify, ADeploymentShapesSampleNeedsAFractionOfTheWholeOracle) {
+  Problem decode, forward;
+  decode.op = Op::attention_decode;
+  decode.dims = {.B = 16, .H = 16, .Hkv = 16, .N = 1, .M = 16384, .D = 128};
+  forward.op = Op::attention_fwd;
+  forward.dims = {.B = 1, .H = 8, .Hkv = 1, .N = 16384, .M = 16384, .D = 128};
+  for (const Problem& p : {decode, forward}) {
+    SCOPED_TRACE(std::string(info(p.op).name));
+    const auto bound = sample_bound(p, {});
+    ASSERT_TRUE(bound);
+    const double whole = oracle::memory_needed(p, 1024, 2),
+                 sampled = oracle::memory_needed(p, 1024, 2, &*bound);
+    EXPECT_LT(sampled, whole / 2) << sampled << " of " << whole;
+  }
 }
 
 TEST(SampledCertify, SmallCasesAreJudgedWhole) {

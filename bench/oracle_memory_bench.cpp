@@ -1,0 +1,106 @@
+// The sampled oracle's peak memory (docs/performance.md#oracle-memory):
+// one case per run, so that the process's peak resident set (getrusage's
+// ru_maxrss) after making the case and after the oracle gives what the
+// oracle itself added. Beside it, what
+// oracle::memory_needed states for the sample (the one judged, and the
+// bound certify checks from the shape alone) and for the whole oracle.
+//
+//   oracle_memory_bench OP B H HKV N M D [THREADS]
+//
+// attention.decode reads M as L. The sample is certify's (sample_rows of the
+// common tiles). Prints one line; exits 2 on bad arguments, 1 when the oracle throws.
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "oracle/memory.hpp"
+#include "oracle/oracle.hpp"
+#include "properties/properties.hpp"
+#include "properties/sample.hpp"
+
+using namespace moacert;
+
+namespace {
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;  // kilobytes on Linux
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+void measure(const Problem& p, int threads) {
+  properties::CaseSpec spec;
+  spec.problem = p;
+  for (const moa::Shape& s : input_shapes(p)) {
+    spec.kinds.push_back(moa::LayoutKind::row_major);
+    spec.layouts.push_back(moa::Layout::row_major(s));
+  }
+  if (p.op == Op::attention_decode)
+    for (moa::extent_t b = 0; b < p.dims.B; ++b) spec.lens.push_back(p.dims.M);
+  spec.seed = 17;
+  const Case c = properties::make_case(spec);
+  const properties::Sample sample = properties::sample_rows(c, {});
+  const double before = peak_rss_mib();
+  const oracle::Answer a = oracle::evaluate(c, {.threads = threads, .rows = sample.rows});
+  const double after = peak_rss_mib();
+
+  const std::optional<oracle::SelectionBound> bound = properties::sample_bound(p, {});
+  const std::optional<oracle::SelectionBound> judged =
+      sample.rows ? std::optional(oracle::SelectionBound{*sample.rows}) : std::nullopt;
+  const oracle::Options defaults;
+  auto stated = [&](const std::optional<oracle::SelectionBound>& s) {
+    return oracle::memory_needed(p, defaults.max_precision, threads, s ? &*s : nullptr) / kMiB;
+  };
+  std::printf(
+      "%s B=%lld H=%lld Hkv=%lld N=%lld M=%lld D=%lld: %lld of %lld query rows, %lld key rows; "
+      "case %.1f MiB, oracle peak +%.1f MiB; stated %.1f MiB (sample), %.1f MiB (shape's "
+      "bound), %.1f MiB (whole oracle); first pass decided %lld of %lld\n",
+      std::string(info(p.op).name).c_str(), (long long)p.dims.B, (long long)p.dims.H,
+      (long long)p.dims.Hkv, (long long)p.dims.N, (long long)p.dims.M, (long long)p.dims.D,
+      (long long)(sample.rows ? sample.rows->query_rows.size() : 0),
+      (long long)oracle::query_row_count(p),
+      (long long)(sample.rows ? sample.rows->key_rows.size() : 0), before, after - before,
+      stated(judged), stated(bound), stated(std::nullopt), (long long)a.decided_first,
+      (long long)a.elements);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 8) {
+    std::fprintf(stderr, "usage: %s OP B H HKV N M D [THREADS]\n", argv[0]);
+    return 2;
+  }
+  const std::optional<Op> op = parse_op(argv[1]);
+  if (!op) {
+    std::fprintf(stderr, "oracle_memory_bench: unknown op %s\n", argv[1]);
+    return 2;
+  }
+  Problem p;
+  p.op = *op;
+  p.format = Format::f32;
+  p.dims = {.B = std::atol(argv[2]),
+            .H = std::atol(argv[3]),
+            .Hkv = std::atol(argv[4]),
+            .N = std::atol(argv[5]),
+            .M = std::atol(argv[6]),
+            .D = std::atol(argv[7])};
+  const int threads = argc > 8 ? std::atoi(argv[8]) : 1;
+  try {
+    validate(p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "oracle_memory_bench: %s\n", e.what());
+    return 2;
+  }
+  try {
+    measure(p, threads);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "oracle_memory_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
