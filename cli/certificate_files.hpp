@@ -9,11 +9,16 @@
 
 #include "properties/results.hpp"
 #include "reports/certificate.hpp"
+#include "reports/html.hpp"
 #include "reports/provenance.hpp"
 
 namespace moacert::cli {
 
 reports::BuildInfo build_info();
+
+// Writes a report page; a page without its plots (no gnuplot) is said on
+// stderr, and is no error: the tables hold every figure.
+void write_page(const std::filesystem::path& path, const reports::Page& page);
 
 // Writes `cert` into `dir` and returns its JSON; `simt_counters` (the
 // emulator's counters as JSON text, or empty) joins it. Says on stderr when

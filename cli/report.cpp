@@ -76,10 +76,11 @@ std::vector<Planned> plan(const ReportArgs& a) {
   return out;
 }
 
-void write_tables(const fs::path& out, const std::vector<reports::TableRow>& rows) {
+void write_tables(const fs::path& out, const std::vector<reports::TableRow>& rows,
+                  const std::vector<nlohmann::json>& certificates) {
   files::write_atomically(out / "report.md", reports::table_markdown(rows));
   files::write_atomically(out / "report.tex", reports::table_latex(rows));
-  files::write_atomically(out / "report.html", reports::table_html(rows));
+  write_page(out / "report.html", reports::report_page(rows, certificates));
   fmt::print("report: {} rows in {}/report.{{md,tex,html}}\n", rows.size(), out.string());
 }
 
@@ -106,7 +107,7 @@ int run_report(const ReportArgs& a) {
     for (const auto& c : certificates)
       for (auto& r : reports::rows_of(c)) rows.push_back(std::move(r));
     require_folder(out);
-    write_tables(out, rows);
+    write_tables(out, rows, certificates);
     return 0;
   }
   if (a.cases < 1)
@@ -115,6 +116,7 @@ int run_report(const ReportArgs& a) {
   require_folder(out);
   const reports::Provenance provenance = reports::gather_provenance(command_line());
   bool all_hold = true;
+  std::vector<nlohmann::json> certificates;
   for (const Planned& p : planned) {
     properties::CertifyOptions o;
     o.variant = p.variant;
@@ -126,13 +128,13 @@ int run_report(const ReportArgs& a) {
                          std::string(name(p.format)) / p.variant->name;
     require_folder(dir);
     const std::string counters = p.variant->simt_counters ? p.variant->simt_counters() : "";
-    for (auto& r : reports::rows_of(write_certificate(dir, cert, counters, provenance)))
-      rows.push_back(std::move(r));
+    certificates.push_back(write_certificate(dir, cert, counters, provenance));
+    for (auto& r : reports::rows_of(certificates.back())) rows.push_back(std::move(r));
     fmt::print("{} {} {}: {}\n", info(p.op).name, p.variant->name, name(p.format),
                cert.holds ? "holds" : "FAILS");
     all_hold = all_hold && cert.holds;
   }
-  write_tables(out, rows);
+  write_tables(out, rows, certificates);
   return all_hold ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
+#include "properties/plot_samples.hpp"
 #include "properties/properties.hpp"
 #include "properties/sample.hpp"
 
@@ -33,6 +34,7 @@ struct Judged {
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
   bool hang = false;                              // the kernel timed out (an isolated plugin)
   Sample sample;                                  // the rows judged (all, at a small shape)
+  std::vector<kernels::LaunchCounts> launches;    // a counting backend's, of this case's run
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
 };
 
@@ -99,22 +101,12 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
 std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std::size_t count) {
   std::vector<std::pair<double, ElementReport>> all;
   const auto names = info(j.c.problem.op).outputs;
-  const Format f = j.c.problem.format;
-  const auto allowed = allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors);
-  for (std::size_t t = 0; t < j.outputs.size(); ++t) {
-    std::size_t n = 0;
-    for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {
-      if (!j.exact.outputs[t].evaluated[n]) {  // not in the sample
-        ++n;
-        continue;
-      }
-      const oracle::DD& x = j.exact.outputs[t].exact[n];
-      const double y = j.outputs[t].get(i);
-      const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
-      all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed[t][n]}});
-      ++n;
-    }
-  }
+  for_each_judged_element(
+      j.c, j.exact, j.outputs, allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors), rule,
+      [&](std::size_t t, std::size_t, const moa::Index& i, const oracle::DD& x, double y,
+          double allowed, const ElementJudgement& e) {
+        all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed}});
+      });
   const std::size_t k = std::min(count, all.size());
   std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(k), all.end(),
                     [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -144,7 +136,9 @@ void add_equivalence(Certificate& cert, const Judged& j) {
 
 struct Accumulator {
   std::vector<TensorSummary> tensors;
+  int cases = 0;  // added
   void add(const Verdict& v, Op op, const Sample& sample) {
+    ++cases;
     if (tensors.empty())
       for (const TensorStats& s : v.tensors) tensors.push_back({s.name});
     for (std::size_t t = 0; t < v.tensors.size(); ++t) {
@@ -237,7 +231,9 @@ Certificate certify(const CertifyOptions& o) {
   auto judge_counted = [&](Case c, const std::string& what) {
     if (v.take_counts) v.take_counts();  // drop what earlier calls left
     if (v.take_count_mismatch) v.take_count_mismatch();
+    if (v.take_launch_counts) v.take_launch_counts();
     Judged j = judge_case(std::move(c), v, o.rule, o.threads, equivalence, o.whole_oracle_work);
+    if (v.take_launch_counts) j.launches = v.take_launch_counts();
     cert.bounds_seconds += j.bounds_seconds;
     cert.oracle_seconds += j.oracle_seconds;
     cert.kernel_seconds += j.kernel_seconds;
@@ -279,6 +275,15 @@ Certificate certify(const CertifyOptions& o) {
                                                 : std::vector<CaseSpec>{};
   const int total = int(curated.size()) + (from_files ? int(o.case_files.size()) : o.cases);
   Accumulator acc;
+  PlotSampler plots(v.op);
+  // A judged case joins the statistics and the plots' samples, numbered in
+  // run order.
+  auto accept = [&](const Judged& j) {
+    acc.add(j.verdict, v.op, j.sample);
+    const auto allowed = allowances(j.c, j.exact, o.rule, &j.allowed, &j.torch_errors);
+    plots.add(plot_case(acc.cases - 1, j.c, j.exact, j.outputs, o.rule, allowed,
+                        j.allowed.empty() ? nullptr : &j.allowed, j.torch_outputs, j.launches));
+  };
   cert.determinism_checked = v.deterministic;
   auto ratio_of = [](const Judged& j) {
     double ratio = 0;
@@ -308,7 +313,7 @@ Certificate certify(const CertifyOptions& o) {
     t.index = -std::int32_t(k) - 1;
     const Judged j = judge_generated(curated[k]);
     ++cert.curated_run;
-    if (j.error.empty()) acc.add(j.verdict, v.op, j.sample);
+    if (j.error.empty()) accept(j);
     add_equivalence(cert, j);
     if (!j.verdict.holds) {
       fail(j, t, curated[k]);
@@ -335,7 +340,7 @@ Certificate certify(const CertifyOptions& o) {
     const Judged j = judge_counted(c, "case file " + path);
     ++cert.case_files_run;
     add_equivalence(cert, j);
-    if (j.error.empty()) acc.add(j.verdict, v.op, j.sample);
+    if (j.error.empty()) accept(j);
     if (!j.verdict.holds) {
       cert.holds = false;
       cert.failure = j.verdict.why;
@@ -368,7 +373,7 @@ Certificate certify(const CertifyOptions& o) {
       break;
     }
     if (j.verdict.holds) {
-      acc.add(j.verdict, v.op, j.sample);
+      accept(j);
       note_worst(j, t);
       if (o.progress) o.progress(int(curated.size()) + i + 1, total, "random");
       continue;
@@ -401,7 +406,7 @@ Certificate certify(const CertifyOptions& o) {
         break;
       }
     }
-    acc.add(j.verdict, v.op, j.sample);
+    accept(j);
     fail(j, t, s.value());
   }
   // 3. The schedule spread of the worst case (a seedable schedule, no
@@ -448,6 +453,7 @@ Certificate certify(const CertifyOptions& o) {
   }
   acc.finish();
   cert.tensors = acc.tensors;
+  cert.plots = plots.finish();
   cert.seconds = seconds_since(start);
   return cert;
 }
