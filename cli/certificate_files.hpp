@@ -16,6 +16,10 @@ namespace moacert::cli {
 
 reports::BuildInfo build_info();
 
+// Writes a report page; a page without its plots (no gnuplot) is said on
+// stderr, and is no error: the tables hold every figure.
+void write_page(const std::filesystem::path& path, const reports::Page& page);
+
 // A certificate's three files as text: what certify writes, and what a
 // rank of `moacert report` sends the root to write.
 struct CertificateFiles {

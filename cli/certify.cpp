@@ -40,17 +40,11 @@ reports::BuildInfo build_info() {
   return {MOACERT_VERSION, MOACERT_BUILD_FLAGS};
 }
 
-namespace {
-
-// Writes a report page; a page without its plots (no gnuplot) is said on
-// stderr, and is no error: the tables hold every figure.
 void write_page(const fs::path& path, const reports::Page& page) {
   files::write_atomically(path, page.html);
   if (!page.no_plots.empty())
     fmt::print(stderr, "moacert: {}: {} has no plots\n", page.no_plots, path.string());
 }
-
-}  // namespace
 
 CertificateFiles render_certificate(const properties::Certificate& cert,
                                     const std::string& simt_counters,

@@ -80,10 +80,11 @@ std::vector<Planned> plan(const ReportArgs& a) {
   return out;
 }
 
-void write_tables(const fs::path& out, const std::vector<reports::TableRow>& rows) {
+void write_tables(const fs::path& out, const std::vector<reports::TableRow>& rows,
+                  const std::vector<nlohmann::json>& certificates) {
   files::write_atomically(out / "report.md", reports::table_markdown(rows));
   files::write_atomically(out / "report.tex", reports::table_latex(rows));
-  files::write_atomically(out / "report.html", reports::table_html(rows));
+  write_page(out / "report.html", reports::report_page(rows, certificates));
   fmt::print("report: {} rows in {}/report.{{md,tex,html}}\n", rows.size(), out.string());
 }
 
@@ -110,7 +111,7 @@ int run_report(const ReportArgs& a) {
     for (const auto& c : certificates)
       for (auto& r : reports::rows_of(c)) rows.push_back(std::move(r));
     require_folder(out);
-    write_tables(out, rows);
+    write_tables(out, rows, certificates);
     return 0;
   }
   if (a.cases < 1)
@@ -164,6 +165,7 @@ int run_report(const ReportArgs& a) {
     }
   }
   bool all_hold = true;
+  std::vector<nlohmann::json> certificates;
   for (std::size_t j = 0; j < planned.size(); ++j) {
     const Planned& p = planned[j];
     const auto& [holds, files] = done[j];
@@ -171,12 +173,13 @@ int run_report(const ReportArgs& a) {
                          std::string(name(p.format)) / p.variant->name;
     require_folder(dir);
     write_certificate_files(dir, files);
+    certificates.push_back(files.json);
     for (auto& r : reports::rows_of(files.json)) rows.push_back(std::move(r));
     fmt::print("{} {} {}: {}\n", info(p.op).name, p.variant->name, name(p.format),
                holds ? "holds" : "FAILS");
     all_hold = all_hold && holds;
   }
-  write_tables(out, rows);
+  write_tables(out, rows, certificates);
   return world.share(all_hold ? 0 : 1);
 }
 

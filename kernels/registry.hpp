@@ -57,6 +57,14 @@ using RunFn = std::function<void(const Problem&, std::span<const TensorRef> inpu
                                  std::span<const TensorRef> outputs, const RunOptions&)>;
 using CostFn = std::function<Cost(const Problem&)>;
 
+// One kernel launch as a counting backend saw it: its float atomics and
+// global bytes (loads and stores), counted and as its cost function
+// models them.
+struct LaunchCounts {
+  std::string kernel;
+  double atomics = 0, model_atomics = 0, bytes = 0, model_bytes = 0;
+};
+
 struct Variant {
   std::string name;  // "cpu.flash", "torch", "cuda.fused_v1", "plugin:lib.so#name"
   Op op;
@@ -104,6 +112,11 @@ struct Variant {
   // for the case's own schedule (what `reproduce` replays). For measuring
   // a result's spread over schedules. Null otherwise.
   std::function<void(std::uint64_t)> set_schedule_seed;
+  // Backends that count each launch and model it (kernels/cuda/'s simt.*
+  // variants): every launch since the last take, its counts beside its
+  // cost function's, for the certificate's plot of counted against
+  // modelled. Null otherwise.
+  std::function<std::vector<LaunchCounts>()> take_launch_counts;
 
   bool supports(Format f) const;
 };

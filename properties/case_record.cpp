@@ -26,13 +26,38 @@ template <class Io, class E>
 void fields(Io& io, E& e) requires std::is_same_v<std::remove_const_t<E>, ElementReport> {
   io(e.tensor), io(e.index), io(e.exact), io(e.computed), io(e.ulps), io(e.allowed);
 }
+template <class Io, class E>
+void fields(Io& io, E& e) requires std::is_same_v<std::remove_const_t<E>, ElementPoint> {
+  io(e.ordinal), io(e.element), io(e.ulps), io(e.abs_error), io(e.bound), io(e.torch_ulps);
+}
+template <class Io, class L>
+void fields(Io& io, L& l) requires std::is_same_v<std::remove_const_t<L>, LaunchPoint> {
+  io(l.ordinal), io(l.launch), io(l.kernel), io(l.atomics), io(l.model_atomics), io(l.bytes);
+  io(l.model_bytes);
+}
+template <class Io, class C>
+void fields(Io& io, C& c) requires std::is_same_v<std::remove_const_t<C>, CaseErrors> {
+  io(c.ordinal), io(c.extents), io(c.max_ulp), io(c.max_ratio);
+}
+template <class T>
+inline constexpr bool is_bounded_sample = false;
+template <class T>
+inline constexpr bool is_bounded_sample<BoundedSample<T>> = true;
+template <class Io, class S>
+void fields(Io& io, S& s) requires is_bounded_sample<std::remove_const_t<S>> {
+  std::remove_const_t<S>::serialize(io, s);
+}
+template <class Io, class P>
+void fields(Io& io, P& p) requires std::is_same_v<std::remove_const_t<P>, CasePlot> {
+  io(p.errors), io(p.elements), io(p.launches);
+}
 template <class Io, class R>
 void fields(Io& io, R& r) requires std::is_same_v<std::remove_const_t<R>, CaseRecord> {
   io(r.position), io(r.kind), io(r.holds), io(r.determinism_failed), io(r.accumulated);
   io(r.tensors), io(r.sampled), io(r.strata), io(r.has_equivalence), io(r.equivalence);
   io(r.ratio), io(r.token), io(r.why), io(r.failure_case), io(r.failure_elements);
   io(r.counted), io(r.traffic_checked), io(r.counts), io(r.cost_atomics);
-  io(r.atomics_mismatch), io(r.traffic_mismatch), io(r.regimes);
+  io(r.atomics_mismatch), io(r.traffic_mismatch), io(r.plot), io(r.regimes);
   io(r.generation_seconds), io(r.bounds_seconds), io(r.oracle_seconds), io(r.kernel_seconds);
   io(r.judge_seconds);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "properties/check.hpp"
+#include "properties/plot_samples.hpp"
 #include "properties/results.hpp"
 #include "properties/sample.hpp"
 
@@ -53,6 +54,9 @@ struct CaseRecord {
   std::vector<std::pair<std::string, double>> counts;
   double cost_atomics = 0;
   std::string atomics_mismatch, traffic_mismatch;
+
+  // Its share of the plots' samples (when `accumulated`).
+  CasePlot plot;
 
   // The numerical regimes the case as drawn reached (a Regimes bitset,
   // properties/regimes.hpp).

@@ -9,6 +9,7 @@
 
 #include "oracle/bounds.hpp"
 #include "properties/case_record.hpp"
+#include "properties/plot_samples.hpp"
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"
@@ -35,6 +36,7 @@ struct Judged {
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
   bool hang = false;                              // the kernel timed out (an isolated plugin)
   Sample sample;                                  // the rows judged (all, at a small shape)
+  std::vector<kernels::LaunchCounts> launches;    // a counting backend's, of this case's run
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
 };
 
@@ -110,22 +112,12 @@ Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& r
 std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std::size_t count) {
   std::vector<std::pair<double, ElementReport>> all;
   const auto names = info(j.c.problem.op).outputs;
-  const Format f = j.c.problem.format;
-  const auto allowed = allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors);
-  for (std::size_t t = 0; t < j.outputs.size(); ++t) {
-    std::size_t n = 0;
-    for (const moa::Index& i : moa::iota(j.outputs[t].shape())) {
-      if (!j.exact.outputs[t].evaluated[n]) {  // not in the sample
-        ++n;
-        continue;
-      }
-      const oracle::DD& x = j.exact.outputs[t].exact[n];
-      const double y = j.outputs[t].get(i);
-      const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
-      all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed[t][n]}});
-      ++n;
-    }
-  }
+  for_each_judged_element(
+      j.c, j.exact, j.outputs, allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors), rule,
+      [&](std::size_t t, std::size_t, const moa::Index& i, const oracle::DD& x, double y,
+          double allowed, const ElementJudgement& e) {
+        all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed}});
+      });
   const std::size_t k = std::min(count, all.size());
   std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(k), all.end(),
                     [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -302,7 +294,9 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
       r.generation_seconds += seconds_since(t);
       classified = true;
     }
+    if (v.take_launch_counts) v.take_launch_counts();
     Judged j = judge_case(std::move(c), v, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
+    if (v.take_launch_counts) j.launches = v.take_launch_counts();
     r.bounds_seconds = j.bounds_seconds;
     r.oracle_seconds = j.oracle_seconds;
     r.kernel_seconds = j.kernel_seconds;
@@ -337,6 +331,9 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
     r.tensors = j.verdict.tensors;
     r.sampled = j.sample.rows.has_value();
     r.strata = j.sample.strata;
+    const auto allowed = allowances(j.c, j.exact, o_.rule, &j.allowed, &j.torch_errors);
+    r.plot = plot_case(position, j.c, j.exact, j.outputs, o_.rule, allowed,
+                       j.allowed.empty() ? nullptr : &j.allowed, j.torch_outputs, j.launches);
   };
   auto keep_equivalence = [&](const Judged& j) {
     if (j.torch_outputs.empty() || !j.error.empty()) return;
@@ -464,6 +461,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
             [](const CaseRecord& a, const CaseRecord& b) { return a.position < b.position; });
   for (Regime g : declared_regimes(v.op)) cert.regime_cases.push_back({std::string(name(g)), 0});
   Accumulator acc;
+  PlotSampler plots(v.op);
   std::optional<int> worst;  // the position of the worst case, for the schedule spread
   for (std::size_t k = 0; k < records.size() && cert.holds; ++k) {
     const CaseRecord& r = records[k];
@@ -481,7 +479,10 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     const Regimes reached(r.regimes);
     for (std::size_t g = 0; g < cert.regime_cases.size(); ++g)
       cert.regime_cases[g].second += reached.test(std::size_t(declared_regimes(v.op)[g]));
-    if (r.accumulated) acc.add(r, v.op);
+    if (r.accumulated) {
+      acc.add(r, v.op);
+      plots.add(r.plot);
+    }
     add_equivalence(cert, r);
     if (!r.holds) {
       cert.holds = false;
@@ -554,6 +555,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   }
   acc.finish();
   cert.tensors = acc.tensors;
+  cert.plots = plots.finish();
   cert.seconds = seconds_since(start_);
   return cert;
 }

@@ -30,8 +30,8 @@ std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int
 
 struct TensorStats {
   std::string name;
-  std::int64_t elements = 0;        // judged: those the oracle evaluated (oracle::Options::rows)
-  std::int64_t elements_total = 0;  // in the tensor
+  std::int64_t elements = 0;         // judged: those the oracle evaluated (oracle::Options::rows)
+  std::int64_t elements_total = 0;   // in the tensor
   double max_ulp = 0, mean_ulp = 0;  // of this case (the run's quantiles: the histograms)
   // Every element's ulp error and error / allowed, for the run's exact
   // statistics (the certificate's quantiles are read from their sum).
@@ -67,6 +67,28 @@ struct ElementJudgement {
 };
 ElementJudgement judge_element(double y, const oracle::DD& x, double allowed, const Rule& rule,
                                Format f);
+
+// Calls fn(tensor, n, index, exact, computed, allowed, judgement) for every
+// element of every output that the oracle evaluated (n: its row-major
+// position), judged under `rule` against `allowed` (allowances()).
+template <class Fn>
+void for_each_judged_element(const Case& c, const oracle::Answer& exact,
+                             const std::vector<AnyTensor>& outputs,
+                             const std::vector<std::vector<double>>& allowed, const Rule& rule,
+                             Fn&& fn) {
+  for (std::size_t t = 0; t < outputs.size(); ++t) {
+    std::size_t n = 0;
+    for (const moa::Index& i : moa::iota(outputs[t].shape())) {
+      if (exact.outputs[t].evaluated[n]) {  // else not in the sample: not judged
+        const oracle::DD& x = exact.outputs[t].exact[n];
+        const double y = outputs[t].get(i);
+        fn(t, n, i, x, y, allowed[t][n],
+           judge_element(y, x, allowed[t][n], rule, c.problem.format));
+      }
+      ++n;
+    }
+  }
+}
 
 // Judges outputs against the oracle's answer, the elements it evaluated
 // only (TensorAnswer::evaluated). `bounds` are the a priori

@@ -6,6 +6,7 @@
 // error histogram, itself a plain value).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -70,6 +71,50 @@ struct ElementReport {
   double exact = 0, computed = 0, ulps = 0, allowed = 0;
 };
 
+// The plots' data (docs/certificate.md#plot-data): bounded samples kept in
+// the certificate, so that a report draws its plots from certificates alone
+// (`moacert report --from`). properties/plot_samples.hpp chooses them.
+
+// One judged case: its extents and, per output tensor, its largest ulp
+// error and error / allowed (error against N and D, with a fitted growth).
+struct CaseErrors {
+  int ordinal = 0;                         // the case's position in the run, from 0
+  std::vector<std::int64_t> extents;       // PlotData::dims' extents, in that order
+  std::vector<double> max_ulp, max_ratio;  // per output tensor (PlotData::tensors)
+};
+
+// One judged element: its error in ulps and absolute, its a priori bound
+// and PyTorch's ulp error on it, each NaN where the run has none (the
+// max-ulp rule computes no bound; PyTorch ran only for the vs-torch rule or
+// the equivalence report).
+struct ElementPoint {
+  int ordinal = 0;           // its case
+  std::int64_t element = 0;  // its row-major position in the tensor
+  double ulps = 0, abs_error = 0;
+  double bound = NAN, torch_ulps = NAN;
+};
+
+// One kernel launch of a counting backend: its float atomics and global
+// bytes (loads and stores) as counted against its cost function's model.
+struct LaunchPoint {
+  int ordinal = 0, launch = 0;  // its case, and its place among the case's launches
+  std::string kernel;
+  double atomics = 0, model_atomics = 0, bytes = 0, model_bytes = 0;
+};
+
+struct PlotData {
+  std::vector<std::string> dims;     // the op's dimensions (dims_of), CaseErrors::extents' names
+  std::vector<std::string> tensors;  // the output tensors, CaseErrors' and elements' order
+  int cases_seen = 0;                // cases judged; `cases` keeps a bounded sample of them
+  std::vector<CaseErrors> cases;
+  // Per output tensor: the elements judged and a bounded sample of them
+  // (the worst ones and a reservoir of the rest).
+  std::vector<std::int64_t> elements_seen;
+  std::vector<std::vector<ElementPoint>> elements;
+  int launches_seen = 0;  // launches counted; `launches` keeps a bounded sample
+  std::vector<LaunchPoint> launches;
+};
+
 struct Certificate {
   Op op = Op::attention_fwd;
   std::string variant;
@@ -124,6 +169,7 @@ struct Certificate {
   // in its order, and how many judged cases reached it; a 0 is a regime
   // this run never reached.
   std::vector<std::pair<std::string, int>> regime_cases;
+  PlotData plots;
 };
 constexpr int kSpreadRuns = 20;
 

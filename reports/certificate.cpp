@@ -5,16 +5,12 @@
 
 #include <fmt/core.h>
 
+#include "reports/json_figure.hpp"
+#include "reports/plot_data.hpp"
+
 namespace moacert::reports {
 
 namespace {
-
-// JSON has no infinity: an unbounded figure is written as the string "inf".
-nlohmann::json number(double x) {
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  if (std::isnan(x)) return "nan";
-  return x;
-}
 
 std::string hexfloat(double x) {
   return fmt::format("{:a}", x);
@@ -130,6 +126,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   for (const auto& [regime, cases] : c.regime_cases)
     regimes.push_back({{"regime", regime}, {"cases", cases}});
   j["regimes"] = regimes;
+  j["plot_data"] = plot_data_json(c.plots);
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
   j["provenance"] = to_json(provenance);
   return j;

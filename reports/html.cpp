@@ -5,42 +5,21 @@
 
 #include <fmt/core.h>
 
-#include "reports/gnuplot.hpp"
+#include "reports/html_escape.hpp"
+#include "reports/plot_data.hpp"
+#include "reports/plots.hpp"
 
 namespace moacert::reports {
 
 namespace {
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
 std::string figure(double x) {
   return fmt::format("{:.3g}", x);
 }
 
-// The page's style and the check a browser runs on it: every plot present
-// and drawn at a non-zero size (tests/reports/browser_check.py reads the
-// result from the body's data-plots-drawn attribute).
+// The page's style; its closing script (kPlotCheckScript) is the check a
+// browser runs on it: every plot present and drawn with its marks
+// (tests/reports/browser_check.py reads the body's data-plots-drawn).
 constexpr const char* kHead = R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{}</title>
@@ -49,6 +28,7 @@ body {{ font-family: sans-serif; margin: 2em; max-width: 72em; color: #222; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; }}
 th, td {{ border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
+table.bounds td:nth-child(-n+4) {{ text-align: left; }}
 .plots {{ display: flex; flex-wrap: wrap; gap: 1em; }}
 figure {{ margin: 0; border: 1px solid #ddd; padding: 0.5em; }}
 figure svg {{ width: 640px; height: 360px; }}
@@ -58,75 +38,43 @@ code {{ word-break: break-all; }}
 <body data-plots="{}">
 )";
 
-constexpr const char* kTail = R"(<script>
-// Counts the plots a browser actually drew (a non-empty box with marks).
-const drawn = [...document.querySelectorAll('figure svg')].filter(s => {
-  const r = s.getBoundingClientRect();
-  return r.width > 0 && r.height > 0 && s.querySelectorAll('path, rect, polyline').length > 0;
-}).length;
-document.body.dataset.plotsDrawn = String(drawn);
-</script>
-</body></html>
-)";
-
-// Gathers a page's plots; without gnuplot, none, and says why once.
-class Plots {
- public:
-  Plots() : available_(gnuplot_available()) {
-    if (!available_) why_ = "gnuplot is not on the PATH";
-  }
-  // `script` draws from its inline data; the figure gets `caption`. An
-  // empty script is a plot with nothing to draw: no figure.
-  std::string add(const std::string& script, const std::string& caption) {
-    if (!available_ || script.empty()) return "";
-    std::string why;
-    const auto svg = gnuplot_svg(script, &why);
-    if (!svg) {
-      if (why_.empty()) why_ = why;
-      return "";
-    }
-    ++count_;
-    return "<figure>" + *svg + "<figcaption>" + escape(caption) + "</figcaption></figure>\n";
-  }
-  int count() const { return count_; }
-  const std::string& why() const { return why_; }
-
- private:
-  bool available_;
-  int count_ = 0;
-  std::string why_;
-};
-
 // A histogram as boxes over a log axis; `what` labels the x axis. Empty
 // when every value lies below the axis (all exact, say): a log axis cannot
 // show them, and the table counts them.
 std::string histogram_script(const properties::ErrorHistogram& h, const std::string& what,
-                             const std::string& title) {
+                             const std::string& title, int* marks) {
   std::ostringstream s;
   s << "$d << EOD\n";
   const auto& axis = h.axis();
   bool any = false;
+  *marks = 0;
   for (int i = 0; i < axis.size(); ++i) {
     if (h.at(i) == 0) continue;
     any = true;
+    ++*marks;
     s << fmt::format("{:.17g} {:.17g} {}\n", axis.bin(i).lower(), axis.bin(i).upper(), h.at(i));
   }
   if (!any) return "";
   s << "EOD\n"
     << "set title '" << title << "' noenhanced\nset logscale x\nset logscale y\n"
     << "set xlabel '" << what << "'\nset ylabel 'elements'\nset style fill solid 0.6\n"
-    << "set format x '10^{%L}'\nset grid\n"
+    << "set format x '10^{%L}'\nset grid\nset yrange [0.5:*]\n"  // a bin of 1 shows
     << "plot $d using (sqrt($1*$2)):3:($2-$1) with boxes lc rgb '#3060a0' notitle\n";
   return s.str();
 }
 
-// Bars of named pairs: (label, first, second), titled `a` and `b`.
+// Bars of named pairs: (label, first, second), titled `a` and `b`; `marks`
+// the bars of nonzero height.
 std::string pair_bars_script(const std::vector<std::tuple<std::string, double, double>>& rows,
                              const std::string& a, const std::string& b, const std::string& ylabel,
-                             const std::string& title) {
+                             const std::string& title, int* marks) {
   std::ostringstream s;
   s << "$d << EOD\n";
-  for (const auto& [label, x, y] : rows) s << fmt::format("\"{}\" {:.17g} {:.17g}\n", label, x, y);
+  *marks = 0;
+  for (const auto& [label, x, y] : rows) {
+    s << fmt::format("\"{}\" {:.17g} {:.17g}\n", label, x, y);
+    *marks += (x != 0) + (y != 0);
+  }
   s << "EOD\n"
     << "set title '" << title << "' noenhanced\nset style data histograms\n"
     << "set style histogram clustered gap 1\nset style fill solid 0.7\nset ylabel '" << ylabel
@@ -140,7 +88,7 @@ std::string provenance_table(const Provenance& p) {
   std::ostringstream h;
   h << "<h2>Provenance</h2>\n<table>\n";
   auto row = [&](const std::string& k, const std::string& v) {
-    h << "<tr><td>" << escape(k) << "</td><td style=\"text-align:left\">" << escape(v)
+    h << "<tr><td>" << html_escape(k) << "</td><td style=\"text-align:left\">" << html_escape(v)
       << "</td></tr>\n";
   };
   row("CPU", fmt::format("{} ({} packages, {} cores, {} hardware threads, {} NUMA nodes)",
@@ -160,7 +108,7 @@ std::string provenance_table(const Provenance& p) {
 
 std::string no_plots_note(const Plots& plots) {
   if (plots.why().empty()) return "";
-  return "<p><strong>This report has no plots: " + escape(plots.why()) +
+  return "<p><strong>This report has no plots: " + html_escape(plots.why()) +
          ".</strong> The tables hold every figure.</p>\n";
 }
 
@@ -171,20 +119,21 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
   const std::string title = fmt::format("{} / {} / {}", info(c.op).name, c.variant, name(c.format));
   std::ostringstream body;
   Plots plots;
-  body << "<h1>Certificate: " << escape(title) << "</h1>\n";
+  body << "<h1>Certificate: " << html_escape(title) << "</h1>\n";
   body << fmt::format(
       "<p class=\"{}\"><strong>Verdict: {}</strong> under rule <code>{}</code>, {} curated and "
       "{} random cases{} (seed {}), {:.1f} s, ran on {}.</p>\n",
-      c.holds ? "holds" : "fails", c.holds ? "holds" : "FAILS", escape(c.rule.str()), c.curated_run,
-      c.random_run, c.case_files_run > 0 ? fmt::format(" and {} case files", c.case_files_run) : "",
-      c.seed, c.seconds, escape(c.ran_on));
+      c.holds ? "holds" : "fails", c.holds ? "holds" : "FAILS", html_escape(c.rule.str()),
+      c.curated_run, c.random_run,
+      c.case_files_run > 0 ? fmt::format(" and {} case files", c.case_files_run) : "", c.seed,
+      c.seconds, html_escape(c.ran_on));
 
   body << "<h2>Error per output tensor</h2>\n<table>\n<tr><th>output</th><th>elements</th>"
           "<th>max ulp</th><th>mean ulp</th><th>p50 ulp</th><th>p99 ulp</th><th>p99.9 ulp</th>"
           "<th>max error / allowed</th><th>max normwise error (u)</th><th>below 1e-6 ulp</th>"
           "</tr>\n";
   for (const auto& t : c.tensors) {
-    body << "<tr><td>" << escape(t.name) << "</td><td>" << t.elements << "</td><td>"
+    body << "<tr><td>" << html_escape(t.name) << "</td><td>" << t.elements << "</td><td>"
          << figure(t.max_ulp) << "</td><td>" << figure(t.mean_ulp) << "</td><td>"
          << figure(t.p50_ulp) << "</td><td>" << figure(t.p99_ulp) << "</td><td>"
          << figure(t.p999_ulp) << "</td><td>" << figure(t.max_ratio) << "</td><td>"
@@ -206,19 +155,24 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
   }
 
   std::string figures;
+  int marks = 0;
   for (const auto& t : c.tensors) {
-    figures += plots.add(histogram_script(t.ulp_histogram, "error (ulp)", t.name + ": ulp error"),
+    std::string script =
+        histogram_script(t.ulp_histogram, "error (ulp)", t.name + ": ulp error", &marks);
+    figures += plots.add("ulp-histogram-" + t.name, script, marks,
                          t.name + ": the ulp error of every judged element (log-log).");
-    figures += plots.add(
-        histogram_script(t.ratio_histogram, "error / allowed", t.name + ": error / allowed"),
-        t.name + ": each element's error against what the rule allows (" + c.rule.str() +
-            "): how tight the bound is; 1 is the limit.");
+    script = histogram_script(t.ratio_histogram, "error / allowed", t.name + ": error / allowed",
+                              &marks);
+    figures += plots.add("ratio-histogram-" + t.name, script, marks,
+                         t.name + ": each element's error against what the rule allows (" +
+                             c.rule.str() + "): how tight the bound is; 1 is the limit.");
   }
   if (c.vs_torch_cases > 0) {
     std::vector<std::tuple<std::string, double, double>> rows;
     for (const auto& e : c.vs_torch) rows.push_back({e.name, e.kernel_max_ulp, e.torch_max_ulp});
-    figures += plots.add(pair_bars_script(rows, c.variant, "PyTorch", "max error (ulp)",
-                                          "largest error against the oracle"),
+    const std::string script = pair_bars_script(rows, c.variant, "PyTorch", "max error (ulp)",
+                                                "largest error against the oracle", &marks);
+    figures += plots.add("vs-torch-max", script, marks,
                          fmt::format("The kernel's and PyTorch's largest error per output over "
                                      "the {} cases PyTorch ran on.",
                                      c.vs_torch_cases));
@@ -227,30 +181,35 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
     double counted = 0;
     for (const auto& [what, n] : c.counts)
       if (what == "float atomics") counted = n;
+    const std::string script = pair_bars_script(
+        {{"float atomics", counted, c.cost_atomics}}, "counted (emulator)", "cost function",
+        "total over the cases", "atomics against the cost function", &marks);
     figures += plots.add(
-        pair_bars_script({{"float atomics", counted, c.cost_atomics}}, "counted (emulator)",
-                         "cost function", "total over the cases",
-                         "atomics against the cost function"),
+        "atomics-total", script, marks,
         fmt::format("Float atomics counted by the emulator against the cost function's, over {} "
                     "cases.",
                     c.counted_cases));
   }
   if (!figures.empty()) body << "<div class=\"plots\">\n" << figures << "</div>\n";
+  body << "<h2>Error growth, per element and per launch</h2>\n"
+       << plot_data_figures(plots, c.plots, c.variant);
   body << no_plots_note(plots);
 
   if (!c.worst_token.empty()) {
     body << "<h2>Worst case</h2>\n<p>Error / allowed " << figure(c.worst_ratio)
-         << ". reproduce: <code>moacert reproduce " << escape(c.worst_token) << "</code></p>\n";
+         << ". reproduce: <code>moacert reproduce " << html_escape(c.worst_token)
+         << "</code></p>\n";
   }
   if (!c.holds) {
-    body << "<h2>Counterexample</h2>\n<p>" << escape(c.failure) << "</p>\n<pre>"
-         << escape(c.failure_case) << "</pre>\n<table>\n<tr><th>tensor</th><th>index</th>"
+    body << "<h2>Counterexample</h2>\n<p>" << html_escape(c.failure) << "</p>\n<pre>"
+         << html_escape(c.failure_case) << "</pre>\n<table>\n<tr><th>tensor</th><th>index</th>"
          << "<th>exact</th><th>computed</th><th>ulps</th><th>allowed</th></tr>\n";
     for (const auto& e : c.failure_elements) {
       body << fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{:.9g}</td><td>{:.9g}</td><td>{:.3g}</td><td>{:.3g}</td>"
           "</tr>\n",
-          escape(e.tensor), escape(e.index.str()), e.exact, e.computed, e.ulps, e.allowed);
+          html_escape(e.tensor), html_escape(e.index.str()), e.exact, e.computed, e.ulps,
+          e.allowed);
     }
     body << "</table>\n";
   }
@@ -258,15 +217,16 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
     body << "<h2>Equivalence with PyTorch</h2>\n<table>\n<tr><th>output</th><th>kernel max ulp</th>"
             "<th>PyTorch max ulp</th><th>max |kernel - PyTorch| ulp</th></tr>\n";
     for (const auto& e : c.vs_torch) {
-      body << "<tr><td>" << escape(e.name) << "</td><td>" << figure(e.kernel_max_ulp) << "</td><td>"
-           << figure(e.torch_max_ulp) << "</td><td>" << figure(e.max_diff_ulp) << "</td></tr>\n";
+      body << "<tr><td>" << html_escape(e.name) << "</td><td>" << figure(e.kernel_max_ulp)
+           << "</td><td>" << figure(e.torch_max_ulp) << "</td><td>" << figure(e.max_diff_ulp)
+           << "</td></tr>\n";
     }
     body << "</table>\n";
   }
   if (c.counted_cases > 0) {
     body << "<h2>Counts</h2>\n<table>\n<tr><th>count</th><th>total</th></tr>\n";
     for (const auto& [what, n] : c.counts)
-      body << "<tr><td>" << escape(what) << "</td><td>" << fmt::format("{:.0f}", n)
+      body << "<tr><td>" << html_escape(what) << "</td><td>" << fmt::format("{:.0f}", n)
            << "</td></tr>\n";
     body << fmt::format("<tr><td>cost function's float atomics</td><td>{:.0f}</td></tr>\n",
                         c.cost_atomics)
@@ -277,12 +237,14 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
                                  : "not claimed by the variant, not checked")
        << ".</p>\n";
   body << provenance_table(provenance);
-  body << "<p>moacert " << escape(build.version) << " (" << escape(build.flags) << ").</p>\n";
+  body << "<p>moacert " << html_escape(build.version) << " (" << html_escape(build.flags)
+       << ").</p>\n";
 
   Page page;
   page.plots = plots.count();
   page.no_plots = plots.why();
-  page.html = fmt::format(kHead, escape("moacert: " + title), page.plots) + body.str() + kTail;
+  page.html = fmt::format(kHead, html_escape("moacert: " + title), page.plots) + body.str() +
+              kPlotCheckScript + "</body></html>\n";
   return page;
 }
 
@@ -291,20 +253,43 @@ Page summary_html(const std::vector<properties::Certificate>& cs, const BuildInf
   const std::string op =
       cs.empty() ? std::string("no variant") : std::string(info(cs.front().op).name);
   std::ostringstream body;
-  body << "<h1>Certificate: " << escape(op) << "</h1>\n<table>\n<tr><th>variant</th>"
+  body << "<h1>Certificate: " << html_escape(op) << "</h1>\n<table>\n<tr><th>variant</th>"
        << "<th>format</th><th>verdict</th><th>cases</th><th>worst error / allowed</th></tr>\n";
   for (const auto& c : cs) {
     body << fmt::format(
         "<tr><td><a href=\"{}/report.html\">{}</a></td><td>{}</td><td class=\"{}\">{}</td>"
         "<td>{}</td><td>{:.3g}</td></tr>\n",
-        escape(c.variant), escape(c.variant), name(c.format), c.holds ? "holds" : "fails",
+        html_escape(c.variant), html_escape(c.variant), name(c.format), c.holds ? "holds" : "fails",
         c.holds ? "holds" : "FAILS", c.curated_run + c.random_run + c.case_files_run,
         c.worst_ratio);
   }
   body << "</table>\n" << provenance_table(provenance);
-  body << "<p>moacert " << escape(build.version) << " (" << escape(build.flags) << ").</p>\n";
+  body << "<p>moacert " << html_escape(build.version) << " (" << html_escape(build.flags)
+       << ").</p>\n";
   Page page;
-  page.html = fmt::format(kHead, escape("moacert: " + op), 0) + body.str() + kTail;
+  page.html = fmt::format(kHead, html_escape("moacert: " + op), 0) + body.str() + kPlotCheckScript +
+              "</body></html>\n";
+  return page;
+}
+
+Page report_page(const std::vector<TableRow>& rows,
+                 const std::vector<nlohmann::json>& certificates) {
+  std::ostringstream body;
+  Plots plots;
+  body << "<h1>Error bounds</h1>\n" << table_html(rows);
+  for (const nlohmann::json& c : certificates) {
+    const std::string title =
+        fmt::format("{} / {} / {}", c["op"].get<std::string>(), c["variant"].get<std::string>(),
+                    c["format"].get<std::string>());
+    body << "<h2>" << html_escape(title) << "</h2>\n"
+         << plot_data_figures(plots, plot_data_of(c), c["variant"].get<std::string>());
+  }
+  body << no_plots_note(plots);
+  Page page;
+  page.plots = plots.count();
+  page.no_plots = plots.why();
+  page.html = fmt::format(kHead, "moacert: error bounds", page.plots) + body.str() +
+              kPlotCheckScript + "</body></html>\n";
   return page;
 }
 

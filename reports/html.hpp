@@ -9,6 +9,7 @@
 #include "properties/results.hpp"
 #include "reports/certificate.hpp"
 #include "reports/provenance.hpp"
+#include "reports/table.hpp"
 
 namespace moacert::reports {
 
@@ -24,5 +25,10 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
 // The summary of several variants: their verdicts, linked to each one's page.
 Page summary_html(const std::vector<properties::Certificate>& cs, const BuildInfo& build,
                   const Provenance& provenance);
+
+// `moacert report`'s page: the error-bound table, then each certificate's
+// plots, drawn from its JSON alone (plot_data, reports/plot_data.hpp).
+Page report_page(const std::vector<TableRow>& rows,
+                 const std::vector<nlohmann::json>& certificates);
 
 }  // namespace moacert::reports

@@ -7,6 +7,9 @@
 #include <fmt/core.h>
 
 #include "reports/certificate.hpp"
+#include "reports/html_escape.hpp"
+#include "reports/json_figure.hpp"
+#include "reports/plot_data.hpp"
 
 namespace moacert::reports {
 
@@ -29,16 +32,6 @@ json parse_file(const fs::path& file) {
   } catch (const json::parse_error& e) {
     bad(file, std::string("not JSON: ") + e.what());
   }
-}
-
-// A figure of docs/certificate.md: a number or "inf", "-inf", "nan".
-bool is_figure(const json& j) {
-  return j.is_number() || (j.is_string() && (j == "inf" || j == "-inf" || j == "nan"));
-}
-
-double figure_of(const json& j) {
-  if (j.is_number()) return j.get<double>();
-  return j == "inf" ? INFINITY : j == "-inf" ? -INFINITY : NAN;
 }
 
 // A certificate or summary of a schema version this moacert reads.
@@ -64,6 +57,11 @@ void check_fields(const fs::path& file, const json& c) {
     for (const char* key : {"max_ulp", "mean_ulp", "p99_ulp", "max_error_to_allowed"})
       if (!t.is_object() || !t.contains(key) || !is_figure(t[key]))
         bad(file, fmt::format("tensors.{}.{} missing or not a number", name, key));
+  }
+  try {  // the plots' data, which the page draws from
+    plot_data_of(c);
+  } catch (const std::invalid_argument& e) {
+    bad(file, e.what());
   }
 }
 
@@ -102,21 +100,6 @@ std::string latex_escape(const std::string& s) {
       default:
         out += ch;
     }
-  }
-  return out;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '&')
-      out += "&amp;";
-    else if (ch == '<')
-      out += "&lt;";
-    else if (ch == '>')
-      out += "&gt;";
-    else
-      out += ch;
   }
   return out;
 }
@@ -235,11 +218,7 @@ std::string table_latex(const std::vector<TableRow>& rows) {
 
 std::string table_html(const std::vector<TableRow>& rows) {
   std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>moacert: error "
-       "bounds</title>\n<style>body { font-family: sans-serif; margin: 2em; } table { "
-       "border-collapse: collapse; } th, td { border: 1px solid #bbb; padding: 0.2em 0.6em; } "
-       "td { text-align: right; } td:nth-child(-n+4) { text-align: left; } .fails { color: "
-       "#b00; }</style></head>\n<body>\n<h1>Error bounds</h1>\n<table>\n<tr>";
+  h << "<table class=\"bounds\">\n<tr>";
   for (const auto& c : kHeader) h << "<th>" << html_escape(c) << "</th>";
   h << "</tr>\n";
   for (const auto& r : rows) {
@@ -247,7 +226,7 @@ std::string table_html(const std::vector<TableRow>& rows) {
     for (const auto& c : cells(r)) h << "<td>" << html_escape(c) << "</td>";
     h << "</tr>\n";
   }
-  h << "</table>\n</body></html>\n";
+  h << "</table>\n";
   return h.str();
 }
 

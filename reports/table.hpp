@@ -37,6 +37,6 @@ std::vector<TableRow> rows_of(const nlohmann::json& certificate);
 
 std::string table_markdown(const std::vector<TableRow>& rows);
 std::string table_latex(const std::vector<TableRow>& rows);  // a booktabs table
-std::string table_html(const std::vector<TableRow>& rows);   // a self-contained page
+std::string table_html(const std::vector<TableRow>& rows);   // a <table>, for report_page
 
 }  // namespace moacert::reports

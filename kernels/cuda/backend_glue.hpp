@@ -181,6 +181,7 @@ struct BackendHooks {
   std::function<std::vector<std::pair<std::string, double>>()> take_counts;
   std::function<std::string()> take_count_mismatch;
   std::function<void(std::uint64_t)> set_schedule_seed;
+  std::function<std::vector<LaunchCounts>()> take_launch_counts;
 };
 
 inline void register_onfs(Registry& r, const std::string& backend, const std::string& where,
@@ -253,6 +254,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .take_counts = hooks.take_counts,
         .take_count_mismatch = hooks.take_count_mismatch,
         .set_schedule_seed = hooks.set_schedule_seed,
+        .take_launch_counts = hooks.take_launch_counts,
     };
     r.add(std::move(v));
   }

@@ -71,16 +71,30 @@ void register_simt_kernels(Registry& r) {
   // (kernels/cuda/traffic_law.hpp): its own launches, from the log's length
   // when it started; decode's lens read from its input, so that its model
   // is exact. The first difference is kept for take_count_mismatch.
+  // Each launch's counts beside the model are kept too, for the
+  // certificate's plot (Variant::take_launch_counts): paired in launch
+  // order, as the law pairs them.
   static std::size_t call_start = 0;
   static std::string first_mismatch;
+  static std::vector<LaunchCounts> launch_counts;
   auto after_run = [](const std::string& onf, const Problem& p, std::span<const TensorRef> in) {
     std::vector<std::int64_t> lens;
     if (p.op == Op::attention_decode) {
       const auto view = in[3].view<const std::int64_t>();
       for (moa::extent_t b = 0; b < p.dims.B; ++b) lens.push_back(view(b));
     }
-    const auto mismatches = cuda_cost::traffic_mismatches(
-        onf, p, p.op == Op::attention_decode ? &lens : nullptr, simt::launch_log_from(call_start));
+    const std::vector<std::int64_t>* known_lens = p.op == Op::attention_decode ? &lens : nullptr;
+    const std::vector<simt::LaunchRecord> counted = simt::launch_log_from(call_start);
+    const std::vector<cuda_cost::LaunchCost> model =
+        cuda_cost::traffic_bounds(onf, p, known_lens).most;  // exact: the lens are known
+    for (std::size_t k = 0; k < std::min(counted.size(), model.size()); ++k) {
+      const simt::LaunchRecord& c = counted[k];
+      const cuda_cost::TensorTraffic m = model[k].total();
+      launch_counts.push_back({c.kernel, double(c.atomic_add_global + c.atomics_other), m.atomics,
+                               double(c.global_load_bytes + c.global_store_bytes),
+                               m.load_bytes + m.store_bytes});
+    }
+    const auto mismatches = cuda_cost::traffic_mismatches(onf, p, known_lens, counted);
     if (!mismatches.empty() && first_mismatch.empty())
       first_mismatch =
           "simt." + onf + ": " + mismatches.front() +
@@ -88,6 +102,7 @@ void register_simt_kernels(Registry& r) {
                                  : std::string());
   };
   auto take_count_mismatch = [] { return std::exchange(first_mismatch, std::string()); };
+  auto take_launch_counts = [] { return std::exchange(launch_counts, {}); };
   // The schedule: the case's seed (RunOptions::schedule_seed, so that
   // `reproduce` replays it) plus a variation the spread measurements set.
   static std::atomic<std::uint64_t> variation{0};
@@ -109,7 +124,7 @@ void register_simt_kernels(Registry& r) {
   };
   simt::register_onfs(r, "simt", "host emulator",
                       {before_run, after_run, simt_counters, take_counts, take_count_mismatch,
-                       [](std::uint64_t v) { variation.store(v); }});
+                       [](std::uint64_t v) { variation.store(v); }, take_launch_counts});
 }
 
 }  // namespace moacert::kernels

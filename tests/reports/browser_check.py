@@ -2,12 +2,14 @@
 """Opens a report.html in headless Chromium (Debian's `chromium`) and checks
 that it renders: no console message (the page logs none; an error in its
 script or a resource it failed to load shows as one), every plot present
-and drawn at a non-zero size with marks in it (the page's own script counts
-them into the body's data-plots-drawn attribute, read back from the DOM
-after the scripts ran), and nothing loaded from outside the file. Saves a
-screenshot.
+and drawn at a non-zero size with at least the marks it was given (each
+figure's data-marks: the points of its data; the page's own script counts
+them into the body's data-plots-drawn and data-plots-drawn-names attributes,
+read back from the DOM after the scripts ran), each plot NAME given present
+and drawn (so a plot drawn empty is caught by name), and nothing loaded from
+outside the file. Saves a screenshot (none when SCREENSHOT is -).
 
-    browser_check.py REPORT.html SCREENSHOT.png MIN_PLOTS
+    browser_check.py REPORT.html SCREENSHOT.png MIN_PLOTS [NAME...]
 
 Exits 0 when it renders, 1 when not (saying why), 77 when chromium is absent
 (CTest's SKIP_RETURN_CODE).
@@ -30,13 +32,14 @@ def chromium(profile, *args):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 4:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     if shutil.which("chromium") is None:
         print("browser_check: chromium is not installed: skipped")
         return SKIP
     report, screenshot, min_plots = pathlib.Path(sys.argv[1]).resolve(), sys.argv[2], int(sys.argv[3])
+    expected = sys.argv[4:]
     html = report.read_text()
     problems = []
     # Self-contained: nothing fetched from anywhere but the page itself.
@@ -54,25 +57,35 @@ def main():
         body = re.search(r"<body[^>]*>", dom)
         declared = re.search(r'data-plots="(\d+)"', body.group(0)) if body else None
         drawn = re.search(r'data-plots-drawn="(\d+)"', body.group(0)) if body else None
+        names = re.search(r'data-plots-drawn-names="([^"]*)"', body.group(0)) if body else None
+        drawn_names = names.group(1).split() if names else []
+        for name in expected:
+            marks = re.search(r'<figure data-plot="' + re.escape(name) + r'" data-marks="(\d+)"', dom)
+            if not marks:
+                problems.append(f"plot {name} is absent")
+            elif name not in drawn_names:
+                problems.append(f"plot {name} is empty: fewer marks drawn than its {marks.group(1)} points")
         if not declared or not drawn:
             problems.append("the page's script did not run (no data-plots-drawn on <body>)")
         else:
             n, m = int(declared.group(1)), int(drawn.group(1))
-            figures = len(re.findall(r"<figure>\s*<svg", dom))
+            figures = len(re.findall(r"<figure[^>]*>\s*<svg", dom))
             if n < min_plots:
                 problems.append(f"{n} plots, expected at least {min_plots}")
             if figures != n:
                 problems.append(f"the page declares {n} plots and holds {figures}")
             if m != n:
                 problems.append(f"{m} of {n} plots drawn with a non-zero size and marks")
-        shot = chromium(profile, f"--screenshot={screenshot}", "--window-size=1280,1800",
-                        "--hide-scrollbars", report.as_uri())
-        if shot.returncode != 0 or not pathlib.Path(screenshot).is_file():
-            problems.append(f"no screenshot: {shot.stderr.strip()[-400:]}")
+        if screenshot != "-":
+            shot = chromium(profile, f"--screenshot={screenshot}", "--window-size=1280,1800",
+                            "--hide-scrollbars", report.as_uri())
+            if shot.returncode != 0 or not pathlib.Path(screenshot).is_file():
+                problems.append(f"no screenshot: {shot.stderr.strip()[-400:]}")
     for p in problems:
         print(f"browser_check: {report}: {p}")
     if not problems:
-        print(f"browser_check: {report}: {n} plots drawn, no console message; screenshot {screenshot}")
+        print(f"browser_check: {report}: {n} plots drawn ({' '.join(expected) or 'none named'} "
+              f"among them), no console message; screenshot {screenshot}")
     return 1 if problems else 0
 
 
