@@ -23,6 +23,13 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(hwy REQUIRED)
+# Highway compiles each vector file once per x86 target it can dispatch to.
+# SSSE3 and SSE4 sit between the SSE2 baseline and AVX2, which every x86-64
+# CPU since 2013 has: dropping them takes two of five compilations out of
+# every vector file (the build's longest steps), and a CPU without AVX2 runs
+# the SSE2 code, correct and slower (docs/design.md#dependencies).
+set_property(TARGET hwy::hwy APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS
+  "HWY_DISABLED_TARGETS=(HWY_SSSE3|HWY_SSE4)")
 find_package(dlpack REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
