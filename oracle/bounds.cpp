@@ -340,10 +340,13 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
             dq_val.view()(b, h, i, d) += scale * ds * kv;
             dk_val.view()(b, g, j, d) += scale * ds * qv;
             dv_val.view()(b, g, j, d) += P * dov;
+            // σ·dS may underflow before its product with K or Q: that
+            // absolute η_a is scaled by |K| or |Q| (large keys or queries
+            // beside a vanishing weight), the product's own below.
             r.dq.view()(b, h, i, d) +=
-                scale * (std::fabs(ds) * gq + sigma * (1 + gq)) * std::fabs(kv);
+                (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
             r.dk.view()(b, g, j, d) +=
-                scale * (std::fabs(ds) * gk + sigma * (1 + gk)) * std::fabs(qv);
+                (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
             r.dv.view()(b, g, j, d) +=
                 P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
           }

@@ -148,7 +148,7 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
   if (!c.regime_cases.empty()) {
     body << "<h2>Numerical regimes</h2>\n<table>\n<tr><th>regime</th><th>cases</th></tr>\n";
     for (const auto& [regime, cases] : c.regime_cases)
-      body << "<tr><td>" << escape(regime) << "</td><td>" << cases
+      body << "<tr><td>" << html_escape(regime) << "</td><td>" << cases
            << (cases == 0 ? " (not reached)" : "") << "</td></tr>\n";
     body << "</table>\n<p>The judged cases that reached each regime the op declares "
             "(docs/design.md, \"Numerical regimes\").</p>\n";
