@@ -349,8 +349,9 @@ std::vector<extent_t> with_common_tiles(std::vector<extent_t> tiles, extent_t up
 }
 
 // From generation 3, the families aimed at `op`'s numerical regimes
-// (properties/regimes.hpp), equally likely among themselves.
-std::vector<Values> regime_families(Op op) {
+// (properties/regimes.hpp), equally likely among themselves; block's from
+// generation 4.
+std::vector<Values> regime_families(Op op, int generation) {
   switch (op) {
     case Op::attention_fwd:
     case Op::attention_bwd:
@@ -364,7 +365,11 @@ std::vector<Values> regime_families(Op op) {
     case Op::rmsnorm:
       return {Values::rms_range};
     case Op::block:
-      return {};
+      if (generation < 4) return {};
+      // An underflowing tile's key leads by more than a one-hot row's: it
+      // reaches softmax.dominant-key too.
+      return {Values::exp_overflow, Values::underflowing_tile, Values::ties,
+              Values::rms_range,    Values::silu_range,        Values::cancellation};
   }
   return {};
 }
@@ -377,6 +382,21 @@ constexpr int kFullSize = 100;
 void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   Problem& p = s.problem;
   Dims& d = p.dims;
+  if (p.op == Op::block) {
+    // Self-attention rows: a tie needs two keys, an underflowing tile two
+    // whole tiles, silu-range a row to negate; aim_block's rows two
+    // components of the model width.
+    const Values v = s.values;
+    const extent_t rows = v == Values::underflowing_tile                 ? 2 * kUnderflowTile
+                          : v == Values::ties || v == Values::silu_range ? 2
+                                                                         : 1;
+    const ExtentRange n = shape.range(&Dims::N), dm = shape.range(&Dims::Dm);
+    d.N = std::clamp(std::max(d.N, rows), n.lo, n.hi);
+    d.M = d.N;
+    if (v == Values::underflowing_tile || v == Values::cancellation)
+      d.Dm = std::clamp(std::max<extent_t>(d.Dm, 2), dm.lo, dm.hi);
+    return;
+  }
   if (s.values == Values::no_key_rows) {
     p.params.causal = true;
     if (d.N <= d.M) {
@@ -469,7 +489,7 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
     // holds at every size (pick_weighted's draw favours the first families
     // at small sizes); the rest keep generation 2's families. Both shrink
     // towards generation 2's.
-    const std::vector<Values> aimed = regime_families(op);
+    const std::vector<Values> aimed = regime_families(op, g.generation);
     if (g.generation >= 3 && !aimed.empty() &&
         *rc::gen::resize(kFullSize, rc::gen::inRange(0, kRegimeOneIn)) == kRegimeOneIn - 1) {
       s.values = *rc::gen::resize(kFullSize, rc::gen::elementOf(aimed));
@@ -621,7 +641,8 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   // silu-range: the class of W1's column f (and of W3's, to keep the
   // products O(1)): ordinary, gate arguments around twice the larger of
   // ln(max) and -ln(min subnormal / 2) (std sqrt(Dm)/3 per unit), or below u.
-  const bool silu_range = spec.values == Values::silu_range && (in == "w1" || in == "w3");
+  const bool silu_range =
+      spec.values == Values::silu_range && p.op == Op::mlp_swiglu && (in == "w1" || in == "w3");
   const double silu_huge = -2 * lim.ln_zero;
   auto silu_factor = [&](extent_t column) {
     switch ((std::uint64_t(column) + spec.seed) % 3) {
@@ -633,9 +654,10 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
         return 1.0;
     }
   };
-  // rms-range: the class of row t: its sum of squares overflows (one element
-  // alone squares past the largest finite), underflows (every square below
-  // min_normal / D), or its mean square is below eps / 4.
+  // rms-range: the class of row t (block's x: row b·N + n): its sum of
+  // squares overflows (one element alone squares past the largest finite),
+  // underflows (every square below min_normal / D), or its mean square is
+  // below eps / 4.
   // Where overflowing rows are held back (regimes.hpp), the classes are
   // the other two.
   const bool overflow_rows = !held_back(Regime::sum_of_squares_overflows, f);
@@ -643,12 +665,14 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
     return overflow_rows ? (std::uint64_t(row) + spec.seed) % 3
                          : 1 + (std::uint64_t(row) + spec.seed) % 2;
   };
+  const int last_axis = shape.rank() - 1;
+  const extent_t row_width = shape[last_axis];  // D (block: Dm)
   auto rms_factor = [&](extent_t row) {
     switch (rms_class(row)) {
       case 0:
-        return std::sqrt(lim.max_finite / double(d.D));
+        return std::sqrt(lim.max_finite / double(row_width));
       case 1:
-        return std::sqrt(lim.min_normal / double(d.D)) / 2;
+        return std::sqrt(lim.min_normal / double(row_width)) / 2;
       default:
         return std::sqrt(p.params.eps) / 2;
     }
@@ -668,8 +692,9 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
     }
     if (silu_range) x *= silu_factor(i[1]);
     if (rms_range) {
-      x *= rms_factor(i[0]);
-      if (i[1] == 0 && rms_class(i[0]) == 0) x = 2 * std::sqrt(lim.max_finite);
+      const extent_t row = last_axis == 2 ? i[0] * shape[1] + i[1] : i[0];
+      x *= rms_factor(row);
+      if (i[last_axis] == 0 && rms_class(row) == 0) x = 2 * std::sqrt(lim.max_finite);
     }
     if (kv_like && spec.values == Values::dominant && i[2] == dominant_key && in == "k") x *= 16;
     if (kv_like && spec.values == Values::ties && in == "k") {
@@ -701,6 +726,135 @@ void aim_cancellation(Case& c) {
   }
 }
 
+// Block's inputs reach its attention and its MLP only through an RMSNorm
+// and the projections, so its families (generation 4) are aimed on the
+// built case at the intermediates, as its forward in double sees them
+// (block_in_double). Its inputs are x 0, attn_norm 1, wq 2, wk 3, wv 4,
+// wo 5, mlp_norm 6, w1 7, w3 8, w2 9.
+void aim_block(Case& c, Values values) {
+  const Problem& p = c.problem;
+  const Dims& d = p.dims;
+  const FormatLimits lim = limits(p.format);
+  const double scale = 1 / std::sqrt(double(d.D));  // dnf::block's
+  AnyTensor &x = c.inputs[0], &attn_norm = c.inputs[1], &wq = c.inputs[2], &wk = c.inputs[3];
+  const extent_t group = d.H / d.Hkv, width = d.Dm;
+  switch (values) {
+    case Values::ties:  // every row of a batch repeats row 0: every key of a row ties
+      for (extent_t b = 0; b < d.B; ++b)
+        for (extent_t n = 1; n < d.N; ++n)
+          for (extent_t k = 0; k < width; ++k) x.set({b, n, k}, x.get({b, 0, k}));
+      break;
+    case Values::exp_overflow: {
+      // Wq and Wk scaled alike (Wk negated when the logit of largest
+      // magnitude is negative), so that the largest visible logit is
+      // 2 ln(max finite) and every other lies within ±2 ln(max finite):
+      // exp overflows unless the row's max is subtracted, and the scores
+      // stay as well conditioned as an attention.fwd exp-overflow case's.
+      const BlockInDouble fwd = block_in_double(c);
+      const std::vector<double>&q = fwd.mid.q.storage(), &k = fwd.mid.k.storage();
+      double top = 0;  // the visible logit of largest magnitude
+      for (extent_t b = 0; b < d.B; ++b)
+        for (extent_t h = 0; h < d.H; ++h)
+          for (extent_t i = 0; i < d.N; ++i)
+            for (extent_t j = 0; j <= i; ++j) {
+              double s = 0;
+              for (extent_t e = 0; e < d.D; ++e)
+                s += q[std::size_t((b * d.N + i) * d.H * d.D + h * d.D + e)] *
+                     k[std::size_t((b * d.N + j) * d.Hkv * d.D + (h / group) * d.D + e)];
+              if (std::fabs(scale * s) > std::fabs(top)) top = scale * s;
+            }
+      if (top == 0) break;
+      const double lift = std::sqrt(2 * lim.ln_max / std::fabs(top));
+      for (AnyTensor* w : {&wq, &wk})
+        for (const moa::Index& i : moa::iota(w->shape()))
+          w->set(i, w->get(i) * (w == &wk && top < 0 ? -lift : lift));
+      break;
+    }
+    case Values::underflowing_tile: {
+      if (width < 2) break;
+      // Row 0 of each batch is e_0, the others e_1, attn_norm_0 = attn_norm_1
+      // = 1: after RMSNorm row 0 is sqrt(Dm) e_0 and the others sqrt(Dm) e_1
+      // (up to eps). With Wk's row 1 zero, every key but key 0 is 0 and
+      // scores 0; with Wk's row 0 in a kv head lambda times Wq's row 1 in
+      // each of its query heads (made equal across the group), key 0 scores
+      // scale·Dm·lambda·|Wq_1|² = gap for every query row past 0: past
+      // -ln_zero, so a whole tile of keys past 16 underflows and key 0
+      // dominates.
+      for (const moa::Index& i : moa::iota(x.shape()))
+        x.set(i, i[2] == (i[1] == 0 ? 0 : 1) ? 1.0 : 0.0);
+      attn_norm.set({0}, 1.0);
+      attn_norm.set({1}, 1.0);
+      const double gap = (1 - lim.ln_zero) * 1.125;
+      for (extent_t g = 0; g < d.Hkv; ++g) {
+        const extent_t lead = g * group;  // the group's first query head
+        for (extent_t h = lead + 1; h < lead + group; ++h)
+          for (extent_t e = 0; e < d.D; ++e) wq.set({1, h * d.D + e}, wq.get({1, lead * d.D + e}));
+        double norm2 = 0;
+        for (extent_t e = 0; e < d.D; ++e)
+          norm2 += wq.get({1, lead * d.D + e}) * wq.get({1, lead * d.D + e});
+        if (norm2 == 0) {
+          for (extent_t h = lead; h < lead + group; ++h) wq.set({1, h * d.D}, 1.0);
+          norm2 = 1;
+        }
+        const double lambda = gap / (scale * double(width) * norm2);
+        for (extent_t e = 0; e < d.D; ++e) {
+          wk.set({0, g * d.D + e}, lambda * wq.get({1, lead * d.D + e}));
+          wk.set({1, g * d.D + e}, 0.0);
+        }
+      }
+      break;
+    }
+    case Values::cancellation: {
+      if (width < 2) break;
+      // (hn W)_{00} = 0 before rounding, for W1 and for W3, hn the MLP's
+      // input (W1 and W3 do not change it): the entry of column 0 at row
+      // 0's largest component of hn solves it, and what is left is its
+      // rounding, about u of the terms (mlp.swiglu's cancellation family).
+      const BlockInDouble fwd = block_in_double(c);
+      const double* hn = fwd.mid.h_normed.storage().data();  // row 0
+      extent_t pivot = 0;
+      for (extent_t k = 1; k < width; ++k)
+        if (std::fabs(hn[k]) > std::fabs(hn[pivot])) pivot = k;
+      if (hn[pivot] == 0) break;
+      for (int w : {7, 8}) {
+        double sum = 0;
+        for (extent_t k = 0; k < width; ++k)
+          if (k != pivot) sum += hn[k] * c.inputs[std::size_t(w)].get({k, 0});
+        c.inputs[std::size_t(w)].set({pivot, 0}, -sum / hn[pivot]);
+      }
+      break;
+    }
+    case Values::silu_range: {
+      // Wo = 0, so h = x, and x's odd rows negate the even ones, so the
+      // MLP's input rows do too. W1's even columns are row 0's MLP input
+      // scaled to a gate argument t past exp's overflow and underflow
+      // thresholds (-t at row 1), W3's divided by t to keep silu(z)·up
+      // O(1); W1's odd columns give row 0 a gate argument below u.
+      AnyTensor &wo = c.inputs[5], &w1 = c.inputs[7], &w3 = c.inputs[8];
+      for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
+      for (extent_t b = 0; b < d.B; ++b)
+        for (extent_t n = 1; n < d.N; n += 2)
+          for (extent_t k = 0; k < width; ++k) x.set({b, n, k}, -x.get({b, n - 1, k}));
+      const BlockInDouble fwd = block_in_double(c);
+      const double* hn = fwd.mid.h_normed.storage().data();  // row 0
+      double norm2 = 0;
+      for (extent_t k = 0; k < width; ++k) norm2 += hn[k] * hn[k];
+      if (norm2 == 0) break;
+      const double t = 1.25 * std::max(lim.ln_max, -lim.ln_zero);
+      for (extent_t f = 0; f < d.F; ++f) {
+        const double z = f % 2 == 0 ? t : lim.unit_roundoff / 4;
+        for (extent_t k = 0; k < width; ++k) {
+          w1.set({k, f}, z * hn[k] / norm2);
+          if (f % 2 == 0) w3.set({k, f}, w3.get({k, f}) / t);
+        }
+      }
+      break;
+    }
+    default:  // rms-range is drawn as it is filled
+      break;
+  }
+}
+
 }  // namespace
 
 Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
@@ -719,7 +873,11 @@ Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
     }
     c.inputs.push_back(std::move(t));
   }
-  if (spec.values == Values::cancellation) aim_cancellation(c);
+  if (p.op == Op::block) {
+    aim_block(c, spec.values);
+  } else if (spec.values == Values::cancellation) {
+    aim_cancellation(c);
+  }
   if (p.op == Op::attention_bwd) {
     // o and lse: the oracle's correctly rounded forward of q, k, v.
     if (!forward) throw std::logic_error("attention.bwd cases need the oracle's forward");

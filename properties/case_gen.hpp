@@ -39,6 +39,9 @@ enum class Values {
   silu_range,         // mlp.swiglu: W1 columns whose gate arguments pass exp's thresholds, or ~ 0
   cancellation,       // mlp.swiglu: (x W1)_00 and (x W3)_00 cancel to about u of their terms
   rms_range,          // rmsnorm: rows whose sum of squares overflows, underflows, or is below eps
+  // Block (generation 4) draws exp_overflow, underflowing_tile, ties,
+  // rms_range, silu_range and cancellation, aimed at its attention's
+  // logits, its RMSNorms' rows and its MLP's gates (case_gen.cpp, aim_block).
 };
 const char* name(Values v);
 
@@ -59,9 +62,10 @@ std::string describe(const CaseSpec& s);
 // deployment-scale cases and straddles of the common tile and split sizes
 // (docs/design.md#certify). 3 adds the value families aimed at the
 // numerical regimes (docs/design.md#numerical-regimes) and draws
-// attention.fwd's long-only axis up to 2049, past the 1024 tile. A token
+// attention.fwd's long-only axis up to 2049, past the 1024 tile. 4 aims
+// block's cases at its regimes too (every other op draws as in 3). A token
 // names its generation, so that a case comes back as it was drawn.
-inline constexpr int kGeneration = 3;
+inline constexpr int kGeneration = 4;
 
 // The tile and split sizes kernels commonly use: from generation 2 every
 // variant's cases straddle them (t-1, t, t+1), declared or not, so that a

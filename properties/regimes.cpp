@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "properties/case_gen.hpp"
-#include "reference/dnf/attention.hpp"
+#include "reference/dnf/block.hpp"
 
 namespace moacert::properties {
 
@@ -61,6 +61,14 @@ const std::vector<Regime>& declared_regimes(Op op) {
   static const std::vector<R> swiglu = {R::silu_exp_z_overflows,  R::silu_exp_minus_z_overflows,
                                         R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows,
                                         R::silu_near_zero,        R::cancellation};
+  // A block's parts: its causal self-attention (N = M: every row sees key
+  // 0), its two RMSNorms (before the attention, before the MLP), its MLP.
+  static const std::vector<R> block = {
+      R::exp_overflow,          R::underflowing_tile,           R::tie,
+      R::dominant_key,          R::sum_of_squares_overflows,    R::sum_of_squares_underflows,
+      R::eps_dominates,         R::silu_exp_z_overflows,        R::silu_exp_minus_z_overflows,
+      R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows, R::silu_near_zero,
+      R::cancellation};
   static const std::vector<R> none;
   switch (op) {
     case Op::attention_fwd:
@@ -74,7 +82,7 @@ const std::vector<Regime>& declared_regimes(Op op) {
     case Op::mlp_swiglu:
       return swiglu;
     case Op::block:
-      return none;
+      return block;
   }
   return none;
 }
@@ -152,16 +160,12 @@ void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, R
       out.set(std::size_t(Regime::underflowing_tile));
 }
 
-Regimes classify_attention(const Case& c, const FormatLimits& l) {
-  const Problem& p = c.problem;
-  const Dims& dm = p.dims;
+// The softmax regimes of attention's rows: q (B, H, N, D) and k (B, Hkv, M,
+// D) row-major; `lens` decode's cache lengths (empty: M for every batch).
+void classify_softmax(const std::vector<double>& q, const std::vector<double>& k, const Dims& dm,
+                      bool causal, double scale, const std::vector<double>& lens,
+                      const FormatLimits& l, Regimes& out) {
   const extent_t B = dm.B, H = dm.H, Hkv = dm.Hkv, N = dm.N, M = dm.M, D = dm.D;
-  const bool causal = p.causal();
-  const double scale = p.scale();
-  const std::vector<double> q = dense(c.inputs[0]), k = dense(c.inputs[1]);
-  std::vector<double> lens;
-  if (p.op == Op::attention_decode) lens = dense(c.inputs[3]);
-  Regimes out;
   std::vector<double> s;
   for (extent_t b = 0; b < B; ++b) {
     const extent_t len = lens.empty() ? M : extent_t(lens[std::size_t(b)]);
@@ -180,41 +184,55 @@ Regimes classify_attention(const Case& c, const FormatLimits& l) {
       }
     }
   }
+}
+
+Regimes classify_attention(const Case& c, const FormatLimits& l) {
+  const Problem& p = c.problem;
+  std::vector<double> lens;
+  if (p.op == Op::attention_decode) lens = dense(c.inputs[3]);
+  Regimes out;
+  classify_softmax(dense(c.inputs[0]), dense(c.inputs[1]), p.dims, p.causal(), p.scale(), lens, l,
+                   out);
   return out;
+}
+
+// The regimes of RMSNorm's rows: x (rows, D) row-major.
+void classify_sums_of_squares(const double* x, extent_t rows, extent_t D, double eps,
+                              const FormatLimits& l, Regimes& out) {
+  for (extent_t t = 0; t < rows; ++t) {
+    const double sum_sq = dot(x + t * D, x + t * D, D);
+    if (sum_sq > l.max_finite) out.set(std::size_t(Regime::sum_of_squares_overflows));
+    if (sum_sq < l.min_normal) out.set(std::size_t(Regime::sum_of_squares_underflows));
+    if (eps > sum_sq / double(D)) out.set(std::size_t(Regime::eps_dominates));
+  }
 }
 
 Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
-  const extent_t T = c.problem.dims.T, D = c.problem.dims.D;
   const std::vector<double> x = dense(c.inputs[0]);
   Regimes out;
-  for (extent_t t = 0; t < T; ++t) {
-    const double sum_sq = dot(x.data() + t * D, x.data() + t * D, D);
-    if (sum_sq > l.max_finite) out.set(std::size_t(Regime::sum_of_squares_overflows));
-    if (sum_sq < l.min_normal) out.set(std::size_t(Regime::sum_of_squares_underflows));
-    if (c.problem.params.eps > sum_sq / double(D)) out.set(std::size_t(Regime::eps_dominates));
-  }
+  classify_sums_of_squares(x.data(), c.problem.dims.T, c.problem.dims.D, c.problem.params.eps, l,
+                           out);
   return out;
 }
 
-Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
-  const Dims& d = c.problem.dims;
-  const std::vector<double> x = dense(c.inputs[0]), w1 = dense(c.inputs[1]),
-                            w3 = dense(c.inputs[2]);
+// The regimes of the gated MLP's GEMMs x W1, x W3 and of silu over its gate
+// arguments x W1: x (T, Dm), w1 and w3 (Dm, F) row-major.
+void classify_gates(const double* x, const double* w1, const double* w3, extent_t T, extent_t Dm,
+                    extent_t F, Format f, const FormatLimits& l, Regimes& out) {
   // Half the precision lost: the a priori bound grows with the condition
   // number, and past 2^ceil(p/2) it exceeds sqrt(u) (docs/bounds.md#gemm).
-  const double kappa = std::ldexp(1.0, (info(c.problem.format).precision + 1) / 2);
-  Regimes out;
-  for (extent_t t : classified_rows(x.data(), d.T, d.Dm)) {
-    for (extent_t f = 0; f < d.F; ++f) {
-      for (const std::vector<double>* w : {&w1, &w3}) {
+  const double kappa = std::ldexp(1.0, (info(f).precision + 1) / 2);
+  for (extent_t t : classified_rows(x, T, Dm)) {
+    for (extent_t col = 0; col < F; ++col) {
+      for (const double* w : {w1, w3}) {
         double sum = 0, magnitude = 0;
-        for (extent_t k = 0; k < d.Dm; ++k) {
-          const double term = x[std::size_t(t * d.Dm + k)] * (*w)[std::size_t(k * d.F + f)];
+        for (extent_t k = 0; k < Dm; ++k) {
+          const double term = x[t * Dm + k] * w[k * F + col];
           sum += term;
           magnitude += std::fabs(term);
         }
         if (magnitude > kappa * std::fabs(sum)) out.set(std::size_t(Regime::cancellation));
-        if (w != &w1) continue;
+        if (w != w1) continue;
         const double z = sum;  // a gate argument
         if (z > l.ln_max) out.set(std::size_t(Regime::silu_exp_z_overflows));
         if (z < -l.ln_max) out.set(std::size_t(Regime::silu_exp_minus_z_overflows));
@@ -224,6 +242,67 @@ Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
       }
     }
   }
+}
+
+Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
+  const Dims& d = c.problem.dims;
+  const std::vector<double> x = dense(c.inputs[0]), w1 = dense(c.inputs[1]),
+                            w3 = dense(c.inputs[2]);
+  Regimes out;
+  classify_gates(x.data(), w1.data(), w3.data(), d.T, d.Dm, d.F, c.problem.format, l, out);
+  return out;
+}
+
+// A (B·N, heads·D) row-major matrix of a block's projections as (B, heads,
+// N, D) row-major, attention's order.
+std::vector<double> heads_first(const moa::Tensor<double>& t, extent_t B, extent_t N,
+                                extent_t heads, extent_t D) {
+  std::vector<double> out;
+  out.reserve(std::size_t(B * heads * N * D));
+  for (extent_t b = 0; b < B; ++b)
+    for (extent_t h = 0; h < heads; ++h)
+      for (extent_t n = 0; n < N; ++n)
+        for (extent_t d = 0; d < D; ++d)
+          out.push_back(t.storage()[std::size_t((b * N + n) * heads * D + h * D + d)]);
+  return out;
+}
+
+}  // namespace
+
+BlockInDouble block_in_double(const Case& c) {
+  const Problem& p = c.problem;
+  const Dims& d = p.dims;
+  BlockInDouble out;
+  for (const AnyTensor& t : c.inputs)
+    out.inputs.push_back(
+        moa::Tensor<double>::from_rav(moa::Layout::row_major(t.shape()), dense(t)));
+  auto in = [&](std::size_t k) { return moa::View<const double>(out.inputs[k].view()); };
+  moa::Tensor<double> y(moa::Shape{d.B, d.N, d.Dm});
+  dnf::block<double>(in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9), d.H,
+                     d.Hkv, p.params.eps, y.view(), &out.mid);
+  return out;
+}
+
+namespace {
+
+// A block's regimes are its parts', judged on its intermediates (its
+// forward in double): both RMSNorms' rows, the causal self-attention's
+// softmax, the MLP's GEMMs and gates.
+Regimes classify_block(const Case& c, const FormatLimits& l) {
+  const Problem& p = c.problem;
+  const Dims& d = p.dims;
+  const BlockInDouble f = block_in_double(c);
+  const extent_t rows = d.B * d.N;
+  Regimes out;
+  classify_sums_of_squares(f.mid.x.storage().data(), rows, d.Dm, p.params.eps, l, out);
+  classify_sums_of_squares(f.mid.h.storage().data(), rows, d.Dm, p.params.eps, l, out);
+  Dims self = d;  // self-attention: the keys are the queries' rows
+  self.M = d.N;
+  classify_softmax(heads_first(f.mid.q, d.B, d.N, d.H, d.D),
+                   heads_first(f.mid.k, d.B, d.N, d.Hkv, d.D), self, /*causal=*/true,
+                   1.0 / std::sqrt(double(d.D)), {}, l, out);  // dnf::block's scale
+  classify_gates(f.mid.h_normed.storage().data(), f.inputs[7].storage().data(),
+                 f.inputs[8].storage().data(), rows, d.Dm, d.F, p.format, l, out);
   return out;
 }
 
@@ -242,7 +321,7 @@ Regimes classify(const Case& c) {
     case Op::mlp_swiglu:
       return classify_swiglu(c, l);
     case Op::block:
-      return {};
+      return classify_block(c, l);
   }
   return {};
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "reference/case.hpp"
+#include "reference/dnf/block.hpp"
 
 namespace moacert::properties {
 
@@ -53,7 +54,8 @@ bool held_back(Regime r, Format f);
 std::string_view name(Regime r);
 
 // The regimes of `op`'s arithmetic, in the order certificates list them.
-// Block declares none yet (its intermediates need the block's forward).
+// Block's are its parts': softmax (but for rows without a key), both
+// RMSNorms', the MLP's.
 const std::vector<Regime>& declared_regimes(Op op);
 
 // The thresholds of a format, from its definition (reference/format.hpp):
@@ -75,7 +77,17 @@ FormatLimits limits(Format f);
 // of x) — every row when there are that few, else the first, the last,
 // the rows of largest norm and evenly spaced others. A regime it reports
 // was reached; one reached only on rows outside that sample is missed.
+// Block's are judged on its intermediates, at the cost of its forward in
+// double (block_in_double).
 Regimes classify(const Case& c);
 inline constexpr int kClassifiedRows = 16;
+
+// A block case's forward in double (dnf::block) and its intermediates:
+// what its regimes are judged on, and what generation aims them with.
+struct BlockInDouble {
+  std::vector<moa::Tensor<double>> inputs;  // the case's inputs, row-major
+  dnf::BlockIntermediates<double> mid;
+};
+BlockInDouble block_in_double(const Case& c);
 
 }  // namespace moacert::properties

@@ -21,12 +21,24 @@ View<T> as_heads(View<T> flat, extent_t B, extent_t N, extent_t heads, extent_t 
                  moa::Layout::strided({B, heads, N, D}, {N * heads * D, D, heads * D, 1}));
 }
 
+// The intermediates of a block's forward, rows (b, n) as b·N + n: what the
+// regime classifier judges (properties/regimes.hpp), kept on request.
+template <class T>
+struct BlockIntermediates {
+  moa::Tensor<T> x;         // (B·N, Dm): the input
+  moa::Tensor<T> q, k;      // (B·N, H·D), (B·N, Hkv·D): the attention's queries and keys
+  moa::Tensor<T> h;         // (B·N, Dm): x + attn(rmsnorm(x))
+  moa::Tensor<T> h_normed;  // (B·N, Dm): the MLP's input, rmsnorm(h)
+};
+
 // x (B,N,Dm), attn_norm (Dm), wq (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm),
-// mlp_norm (Dm), w1, w3 (Dm,F), w2 (F,Dm) -> y (B,N,Dm)
+// mlp_norm (Dm), w1, w3 (Dm,F), w2 (F,Dm) -> y (B,N,Dm); with `keep`, also
+// its intermediates.
 template <class T>
 void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<const T> wk,
            View<const T> wv, View<const T> wo, View<const T> mlp_norm, View<const T> w1,
-           View<const T> w3, View<const T> w2, extent_t H, extent_t Hkv, double eps, View<T> y) {
+           View<const T> w3, View<const T> w2, extent_t H, extent_t Hkv, double eps, View<T> y,
+           BlockIntermediates<T>* keep = nullptr) {
   const extent_t B = x.shape()[0], N = x.shape()[1], Dm = x.shape()[2], D = wq.shape()[1] / H;
   const extent_t rows = B * N;
   using moa::Shape;
@@ -57,6 +69,7 @@ void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<cons
   mlp_swiglu<T>(hn.view(), w1, w3, w2, m.view());
   for (extent_t r = 0; r < rows; ++r)
     for (extent_t c = 0; c < Dm; ++c) y(r / N, r % N, c) = h.view()(r, c) + m.view()(r, c);
+  if (keep) *keep = {std::move(x_rows), std::move(q), std::move(k), std::move(h), std::move(hn)};
 }
 
 }  // namespace moacert::dnf

@@ -11,9 +11,11 @@
 #include <limits>
 #include <string>
 
+#include "kernels/registry.hpp"
 #include "properties/certify.hpp"
 #include "properties/regimes.hpp"
 #include "properties/token.hpp"
+#include "reference/dnf/norm_mlp.hpp"
 
 namespace moacert::properties {
 namespace {
@@ -165,6 +167,48 @@ void rmsnorm_regimes(Format f) {
   EXPECT_FALSE(reaches(norm(f, 1.0, 0.25), R::eps_dominates));
 }
 
+// A block of one batch, N = 2, Dm = 2, one head of D = 1, F = 1, whose x
+// rows are `magnitude` e_0 and e_1 and whose norms are 1: after its first
+// RMSNorm the rows are sqrt(2) e_0 and sqrt(2) e_1 (eps aside), so query 1
+// is sqrt(2)·wq_1, key 0 sqrt(2)·wk_0 and key 1 is 0: row 1's logits are
+// (`logit`, 0). With wv = wo = 0, h = x, and each row's gate argument is
+// `gate`.
+Case small_block(Format f, double logit, double gate, double magnitude = 1) {
+  Problem p{Op::block, f, {}, {}};
+  p.dims.N = p.dims.M = 2;
+  p.dims.Dm = 2;
+  const double g = gate / std::sqrt(2.0);
+  return hand_built(p, {{magnitude, 0, 0, magnitude},
+                        {1, 1},
+                        {0, 1},
+                        {logit / 2, 0},
+                        {0, 0},
+                        {0, 0},
+                        {1, 1},
+                        {g, g},
+                        {1, 1},
+                        {1, 1}});
+}
+
+// Block's regimes are judged on its intermediates: the logits and gate
+// arguments its RMSNorm and projections make, not its inputs.
+void block_regimes(Format f) {
+  const FormatLimits l = limits(f);
+  const double ln2 = std::log(2.0);
+  const int p = info(f).precision;
+  SCOPED_TRACE(std::string(name(f)));
+  using R = Regime;
+  EXPECT_TRUE(reaches(small_block(f, 1.25 * l.ln_max, 1), R::exp_overflow));
+  EXPECT_FALSE(reaches(small_block(f, 0.75 * l.ln_max, 1), R::exp_overflow));
+  EXPECT_TRUE(reaches(small_block(f, (p + 1) * ln2, 1), R::dominant_key));
+  EXPECT_FALSE(reaches(small_block(f, (p - 1) * ln2, 1), R::dominant_key));
+  EXPECT_TRUE(reaches(small_block(f, 1, 1.25 * l.ln_max), R::silu_exp_z_overflows));
+  EXPECT_FALSE(reaches(small_block(f, 1, 0.75 * l.ln_max), R::silu_exp_z_overflows));
+  const double tiny = std::sqrt(l.min_normal);
+  EXPECT_TRUE(reaches(small_block(f, 1, 1, tiny / 2), R::sum_of_squares_underflows));
+  EXPECT_FALSE(reaches(small_block(f, 1, 1, 2 * tiny), R::sum_of_squares_underflows));
+}
+
 // Each regime on inputs built past its threshold, and not short of it (one
 // test for every format: each CTest process pays the registry's start).
 TEST(Regimes, ClassifierSeesEachRegimePastItsThresholdOnly) {
@@ -172,6 +216,7 @@ TEST(Regimes, ClassifierSeesEachRegimePastItsThresholdOnly) {
     softmax_regimes(f);
     silu_and_gemm_regimes(f);
     rmsnorm_regimes(f);
+    block_regimes(f);
   }
 }
 
@@ -208,6 +253,109 @@ void default_run_reaches_every_regime(Op op, Format f) {
 TEST(Regimes, DefaultRunReachesEveryDeclaredRegime) {
   for (const OpInfo& o : all_ops())
     for (Format f : kAllFormats) default_run_reaches_every_regime(o.op, f);
+}
+
+// Generation 4 changes block's cases alone: every other op's specs are
+// generation 3's, and generation 3's block specs keep their families, so
+// that a version-3 token still names the case it was printed for.
+TEST(Regimes, Generation4AimsBlockAndChangesNothingElse) {
+  constexpr int kCases = 200;
+  for (const OpInfo& o : all_ops()) {
+    GenSettings three, four;
+    three.generation = 3;
+    four.generation = 4;
+    const rc::Gen<CaseSpec> gen3 = gen_case_spec(o.op, Format::f32, three),
+                            gen4 = gen_case_spec(o.op, Format::f32, four);
+    int differ = 0, aimed3 = 0, overflowing3 = 0;
+    for (int i = 0; i < kCases; ++i) {
+      const rc::Random random({1, std::uint64_t(i), 0, 0});
+      const CaseSpec a = gen3(random, size_for(i, kCases)).value(),
+                     b = gen4(random, size_for(i, kCases)).value();
+      differ += describe(a) != describe(b);
+      aimed3 += a.values != Values::uniform && a.values != Values::normal;
+      if (o.op == Op::block)
+        overflowing3 += classify(build_case(a)).test(std::size_t(Regime::exp_overflow));
+    }
+    if (o.op == Op::block) {
+      EXPECT_EQ(aimed3, 0) << "generation 3 drew an aimed family for block";
+      // So generation 3 never reached the planted unshifted softmax below.
+      EXPECT_EQ(overflowing3, 0) << "generation 3 reached softmax.exp-overflow in block";
+      EXPECT_GT(differ, 0) << "generation 4 drew block's cases as generation 3";
+    } else {
+      EXPECT_EQ(differ, 0) << o.name << ": generation 4 changed " << differ << " cases";
+    }
+  }
+}
+
+// A planted block in float whose attention takes exp of the raw logits, not
+// shifted by the row's max: right while every logit stays below ln(max
+// float), inf / inf = NaN past it. Its other stages are the DNF's.
+void block_with_unshifted_softmax(const Problem& p, std::span<const TensorRef> in,
+                                  std::span<const TensorRef> out, const kernels::RunOptions&) {
+  using moa::extent_t;
+  using Mat = moa::Tensor<float>;
+  const Dims& d = p.dims;
+  auto v = [&](std::size_t k) { return in[k].view<const float>(); };
+  const extent_t rows = d.B * d.N, group = d.H / d.Hkv;
+  Mat x(moa::Shape{rows, d.Dm}), xn(x.shape()), q(moa::Shape{rows, d.H * d.D}),
+      k(moa::Shape{rows, d.Hkv * d.D}), val(k.shape()), o(q.shape()), h(x.shape()), hn(x.shape()),
+      m(x.shape());
+  for (const moa::Index& i : moa::iota(v(0).shape())) x.view()(i[0] * d.N + i[1], i[2]) = v(0)(i);
+  dnf::rmsnorm<float>(x.view(), v(1), p.params.eps, xn.view());
+  dnf::matmul<float>(xn.view(), v(2), q.view());
+  dnf::matmul<float>(xn.view(), v(3), k.view());
+  dnf::matmul<float>(xn.view(), v(4), val.view());
+  const float scale = 1 / std::sqrt(float(d.D));
+  for (extent_t b = 0; b < d.B; ++b)
+    for (extent_t hd = 0; hd < d.H; ++hd)
+      for (extent_t i = 0; i < d.N; ++i) {
+        const extent_t qi = b * d.N + i, g = hd / group;
+        float l = 0;
+        std::vector<float> acc(std::size_t(d.D), 0.0f);
+        for (extent_t j = 0; j <= i; ++j) {
+          float s = 0;
+          for (extent_t e = 0; e < d.D; ++e)
+            s += q.view()(qi, hd * d.D + e) * k.view()(b * d.N + j, g * d.D + e);
+          const float w = std::exp(scale * s);  // the planted fault: no max subtracted
+          l += w;
+          for (extent_t e = 0; e < d.D; ++e)
+            acc[std::size_t(e)] += w * val.view()(b * d.N + j, g * d.D + e);
+        }
+        for (extent_t e = 0; e < d.D; ++e) o.view()(qi, hd * d.D + e) = acc[std::size_t(e)] / l;
+      }
+  dnf::matmul<float>(o.view(), v(5), h.view());
+  for (const moa::Index& i : moa::iota(h.shape())) h.view()(i) += x.view()(i);
+  dnf::rmsnorm<float>(h.view(), v(6), p.params.eps, hn.view());
+  dnf::mlp_swiglu<float>(hn.view(), v(7), v(8), v(9), m.view());
+  const moa::View<float> y = out[0].view<float>();
+  for (const moa::Index& i : moa::iota(y.shape()))
+    y(i) = h.view()(i[0] * d.N + i[1], i[2]) + m.view()(i[0] * d.N + i[1], i[2]);
+}
+
+// Block's exp-overflow family (generation 4) is what reaches the planted
+// fault: a default certify catches it and shrinks it to a case in that
+// regime, whose token fails the planted kernel and not the DNF's.
+TEST(Regimes, DefaultCertifyCatchesABlockWhoseSoftmaxIsNotShifted) {
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::block, "cpu.dnf");
+  kernels::Variant planted = *dnf;
+  planted.name = "test.block_unshifted_softmax";
+  planted.formats = {Format::f32};
+  planted.accepts_strided = true;
+  planted.run = block_with_unshifted_softmax;
+  CertifyOptions o;
+  o.variant = &planted;
+  o.format = Format::f32;
+  o.seed = 1;
+  o.curated = false;  // the random cases, whose families are aimed
+  const Certificate cert = certify(o);
+  ASSERT_FALSE(cert.holds) << "the unshifted softmax held " << cert.random_run << " random cases";
+  const std::optional<Token> token = Token::decode(cert.worst_token);
+  ASSERT_TRUE(token);
+  EXPECT_EQ(token->version, kGeneration);
+  const Replay shrunk = replay(*token, planted);
+  EXPECT_FALSE(shrunk.verdict.holds);
+  EXPECT_TRUE(classify(shrunk.c).test(std::size_t(Regime::exp_overflow))) << cert.failure_case;
+  EXPECT_TRUE(replay(*token, *dnf).verdict.holds);
 }
 
 }  // namespace
