@@ -810,6 +810,10 @@ void aim_block(Case& c, Values values) {
       // input (W1 and W3 do not change it): the entry of column 0 at row
       // 0's largest component of hn solves it, and what is left is its
       // rounding, about u of the terms (mlp.swiglu's cancellation family).
+      // Wo = 0, so h = x and hn takes no exp: a case's bits must not hang on
+      // the machine's libm (block_in_double's attention calls std::exp).
+      AnyTensor& wo = c.inputs[5];
+      for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
       const BlockInDouble fwd = block_in_double(c);
       const double* hn = fwd.mid.h_normed.storage().data();  // row 0
       extent_t pivot = 0;
@@ -825,11 +829,11 @@ void aim_block(Case& c, Values values) {
       break;
     }
     case Values::silu_range: {
-      // Wo = 0, so h = x, and x's odd rows negate the even ones, so the
-      // MLP's input rows do too. W1's even columns are row 0's MLP input
-      // scaled to a gate argument t past exp's overflow and underflow
-      // thresholds (-t at row 1), W3's divided by t to keep silu(z)·up
-      // O(1); W1's odd columns give row 0 a gate argument below u.
+      // Wo = 0, so h = x (no libm exp in the aim, as for cancellation), and
+      // x's odd rows negate the even ones, so the MLP's input rows do too. W1's even columns are
+      // row 0's MLP input scaled to a gate argument t past exp's overflow and underflow thresholds
+      // (-t at row 1), W3's divided by t to keep silu(z)·up O(1); W1's odd columns give row 0 a
+      // gate argument below u.
       AnyTensor &wo = c.inputs[5], &w1 = c.inputs[7], &w3 = c.inputs[8];
       for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
       for (extent_t b = 0; b < d.B; ++b)
