@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "reference/dnf/attention.hpp"
+#include "reference/dnf/block.hpp"
 #include "reference/dnf/norm_mlp.hpp"
 
 namespace moacert::oracle {
@@ -542,7 +543,7 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
       const Mat qh = heads(q, d.H), kh = heads(kk, d.Hkv), vh = heads(vv, d.Hkv);
       const Mat eqh = heads(eq, d.H), ekh = heads(ek, d.Hkv), evh = heads(ev, d.Hkv);
       const ForwardBounds f = attention_forward_bounds(
-          qh, kh, vh, 1 / std::sqrt(double(d.D)), /*causal=*/true, nullptr, u, {&eqh, &ekh, &evh});
+          qh, kh, vh, dnf::block_scale(d.D), /*causal=*/true, nullptr, u, {&eqh, &ekh, &evh});
       Mat o(Shape{rows, d.H * d.D}), eo(Shape{rows, d.H * d.D});
       for (const Index& i : moa::iota(f.o.shape())) {
         o.view()(i[0] * d.N + i[2], i[1] * d.D + i[3]) = f.o_val.view()(i);

@@ -726,6 +726,18 @@ void aim_cancellation(Case& c) {
   }
 }
 
+// Row 0 of a block case's MLP input, rmsnorm(h), after setting Wo = 0: then
+// h = x, and the value takes no exp, so an aim that reads it does not hang
+// the case's bits on the machine's libm (block_in_double's attention calls
+// std::exp).
+std::vector<double> mlp_input_row_0_without_attention(Case& c) {
+  AnyTensor& wo = c.inputs[5];
+  for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
+  const BlockInDouble fwd = block_in_double(c);
+  const std::vector<double>& hn = fwd.mid.h_normed.storage();
+  return {hn.begin(), hn.begin() + c.problem.dims.Dm};
+}
+
 // Block's inputs reach its attention and its MLP only through an RMSNorm
 // and the projections, so its families (generation 4) are aimed on the
 // built case at the intermediates, as its forward in double sees them
@@ -735,7 +747,7 @@ void aim_block(Case& c, Values values) {
   const Problem& p = c.problem;
   const Dims& d = p.dims;
   const FormatLimits lim = limits(p.format);
-  const double scale = 1 / std::sqrt(double(d.D));  // dnf::block's
+  const double scale = dnf::block_scale(d.D);
   AnyTensor &x = c.inputs[0], &attn_norm = c.inputs[1], &wq = c.inputs[2], &wk = c.inputs[3];
   const extent_t group = d.H / d.Hkv, width = d.Dm;
   switch (values) {
@@ -810,12 +822,7 @@ void aim_block(Case& c, Values values) {
       // input (W1 and W3 do not change it): the entry of column 0 at row
       // 0's largest component of hn solves it, and what is left is its
       // rounding, about u of the terms (mlp.swiglu's cancellation family).
-      // Wo = 0, so h = x and hn takes no exp: a case's bits must not hang on
-      // the machine's libm (block_in_double's attention calls std::exp).
-      AnyTensor& wo = c.inputs[5];
-      for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
-      const BlockInDouble fwd = block_in_double(c);
-      const double* hn = fwd.mid.h_normed.storage().data();  // row 0
+      const std::vector<double> hn = mlp_input_row_0_without_attention(c);
       extent_t pivot = 0;
       for (extent_t k = 1; k < width; ++k)
         if (std::fabs(hn[k]) > std::fabs(hn[pivot])) pivot = k;
@@ -829,18 +836,16 @@ void aim_block(Case& c, Values values) {
       break;
     }
     case Values::silu_range: {
-      // Wo = 0, so h = x (no libm exp in the aim, as for cancellation), and
-      // x's odd rows negate the even ones, so the MLP's input rows do too. W1's even columns are
-      // row 0's MLP input scaled to a gate argument t past exp's overflow and underflow thresholds
-      // (-t at row 1), W3's divided by t to keep silu(z)·up O(1); W1's odd columns give row 0 a
-      // gate argument below u.
-      AnyTensor &wo = c.inputs[5], &w1 = c.inputs[7], &w3 = c.inputs[8];
-      for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
+      // x's odd rows negate the even ones; with Wo = 0 (h = x) the MLP's
+      // input rows do too. W1's even columns are row 0's MLP input scaled
+      // to a gate argument t past exp's overflow and underflow thresholds
+      // (-t at row 1), W3's divided by t to keep silu(z)·up O(1); W1's odd
+      // columns give row 0 a gate argument below u.
+      AnyTensor &w1 = c.inputs[7], &w3 = c.inputs[8];
       for (extent_t b = 0; b < d.B; ++b)
         for (extent_t n = 1; n < d.N; n += 2)
           for (extent_t k = 0; k < width; ++k) x.set({b, n, k}, -x.get({b, n - 1, k}));
-      const BlockInDouble fwd = block_in_double(c);
-      const double* hn = fwd.mid.h_normed.storage().data();  // row 0
+      const std::vector<double> hn = mlp_input_row_0_without_attention(c);
       double norm2 = 0;
       for (extent_t k = 0; k < width; ++k) norm2 += hn[k] * hn[k];
       if (norm2 == 0) break;

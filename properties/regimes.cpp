@@ -300,7 +300,7 @@ Regimes classify_block(const Case& c, const FormatLimits& l) {
   self.M = d.N;
   classify_softmax(heads_first(f.mid.q, d.B, d.N, d.H, d.D),
                    heads_first(f.mid.k, d.B, d.N, d.Hkv, d.D), self, /*causal=*/true,
-                   1.0 / std::sqrt(double(d.D)), {}, l, out);  // dnf::block's scale
+                   dnf::block_scale(d.D), {}, l, out);
   classify_gates(f.mid.h_normed.storage().data(), f.inputs[7].storage().data(),
                  f.inputs[8].storage().data(), rows, d.Dm, d.F, p.format, l, out);
   return out;

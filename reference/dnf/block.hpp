@@ -31,6 +31,11 @@ struct BlockIntermediates {
   moa::Tensor<T> h_normed;  // (B·N, Dm): the MLP's input, rmsnorm(h)
 };
 
+// The block's attention scale: 1/sqrt(D), whatever the case's params.
+inline double block_scale(extent_t D) {
+  return 1.0 / std::sqrt(double(D));
+}
+
 // x (B,N,Dm), attn_norm (Dm), wq (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm),
 // mlp_norm (Dm), w1, w3 (Dm,F), w2 (F,Dm) -> y (B,N,Dm); with `keep`, also
 // its intermediates.
@@ -56,7 +61,7 @@ void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<cons
   matmul<T>(xn.view(), wv, v.view());
   Tensor<T> o(Shape{rows, H * D}), lse(Shape{B, H, N});
   attention_fwd<T>(as_heads<T>(q.view(), B, N, H, D), as_heads<T>(k.view(), B, N, Hkv, D),
-                   as_heads<T>(v.view(), B, N, Hkv, D), 1.0 / std::sqrt(double(D)),
+                   as_heads<T>(v.view(), B, N, Hkv, D), block_scale(D),
                    /*causal=*/true, as_heads<T>(o.view(), B, N, H, D), lse.view());
   Tensor<T> h(Shape{rows, Dm});
   matmul<T>(o.view(), wo, h.view());
