@@ -7,6 +7,7 @@
 
 #include "properties/gen_layout.hpp"
 #include "properties/regimes.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::properties {
 
@@ -98,11 +99,6 @@ T pick_weighted(const std::vector<std::pair<int, T>>& choices) {
     r -= c.first;
   }
   return choices.front().second;
-}
-
-bool is_attention(Op op) {
-  return op == Op::attention_fwd || op == Op::attention_bwd || op == Op::attention_fwdbwd ||
-         op == Op::attention_decode;
 }
 
 // An extent in `r`: mostly small (from r.lo, growing with RapidCheck's
@@ -199,8 +195,9 @@ void draw_heads(Dims& d, const ShapeConstraints& shape) {
 bool allows_broadcast(Op op, int input) {
   // Batch (and head) broadcast of the attention tensors; never of lens, nor
   // of attention.bwd's o and lse, which must stay the forward of q, k, v.
-  if (op == Op::attention_decode && input == 3) return false;
-  if (op == Op::attention_bwd && (input == 3 || input == 4)) return false;
+  if (is_index_input(op, std::size_t(input))) return false;
+  const std::string_view name = info(op).inputs.at(std::size_t(input));
+  if (op == Op::attention_bwd && (name == "o" || name == "lse")) return false;
   return is_attention(op);
 }
 

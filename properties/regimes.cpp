@@ -6,6 +6,7 @@
 
 #include "properties/case_gen.hpp"
 #include "reference/dnf/block.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::properties {
 
@@ -188,11 +189,11 @@ void classify_softmax(const std::vector<double>& q, const std::vector<double>& k
 
 Regimes classify_attention(const Case& c, const FormatLimits& l) {
   const Problem& p = c.problem;
+  const auto in = inputs_by_name(p.op, c.inputs);
   std::vector<double> lens;
-  if (p.op == Op::attention_decode) lens = dense(c.inputs[3]);
+  if (in.has("lens")) lens = dense(in["lens"]);
   Regimes out;
-  classify_softmax(dense(c.inputs[0]), dense(c.inputs[1]), p.dims, p.causal(), p.scale(), lens, l,
-                   out);
+  classify_softmax(dense(in["q"]), dense(in["k"]), p.dims, p.causal(), p.scale(), lens, l, out);
   return out;
 }
 
@@ -208,7 +209,7 @@ void classify_sums_of_squares(const double* x, extent_t rows, extent_t D, double
 }
 
 Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
-  const std::vector<double> x = dense(c.inputs[0]);
+  const std::vector<double> x = dense(inputs_by_name(c.problem.op, c.inputs)["x"]);
   Regimes out;
   classify_sums_of_squares(x.data(), c.problem.dims.T, c.problem.dims.D, c.problem.params.eps, l,
                            out);
@@ -246,8 +247,8 @@ void classify_gates(const double* x, const double* w1, const double* w3, extent_
 
 Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
   const Dims& d = c.problem.dims;
-  const std::vector<double> x = dense(c.inputs[0]), w1 = dense(c.inputs[1]),
-                            w3 = dense(c.inputs[2]);
+  const auto in = inputs_by_name(c.problem.op, c.inputs);
+  const std::vector<double> x = dense(in["x"]), w1 = dense(in["w1"]), w3 = dense(in["w3"]);
   Regimes out;
   classify_gates(x.data(), w1.data(), w3.data(), d.T, d.Dm, d.F, c.problem.format, l, out);
   return out;

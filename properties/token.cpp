@@ -243,8 +243,7 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings
   strided.strided = true;
   const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, strided);
   const moa::extent_t tile = tiles.empty() ? 16 : tiles.back();
-  const bool attention = op == Op::attention_fwd || op == Op::attention_bwd ||
-                         op == Op::attention_fwdbwd || op == Op::attention_decode;
+  const bool attention = is_attention(op);
   std::vector<Values> families{Values::uniform, Values::normal};
   if (attention) {
     for (Values v : {Values::large_logits, Values::ties, Values::dominant, Values::tiny_scale})

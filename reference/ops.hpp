@@ -1,7 +1,8 @@
-// The ops of docs/design.md: their names (part of the interface), and the
-// signature of each: its inputs and outputs in the table's order, each with
-// the axes it is indexed by, and its parameters. The problem's shapes
-// (reference/problem.hpp), the case-file reader's axis table
+// The ops of docs/design.md: their names (part of the interface), their
+// family, and the signature of each: its inputs and outputs in the table's
+// order, each with the axes it is indexed by and its element type, and its
+// parameters. The problem's shapes (reference/problem.hpp), the tensors by
+// name (reference/named.hpp), the case-file reader's axis table
 // (oracle/case_json.cpp) and `--shape` all derive from this one table.
 #pragma once
 
@@ -24,6 +25,16 @@ enum class Op {
   block
 };
 
+// The families ops fall into, which share generators, regimes and bounds:
+// attention over heads and positions (fwd, bwd, fwdbwd, decode), an op on
+// independent rows (rmsnorm, mlp.swiglu), and the whole block, which is
+// attention and rows composed.
+enum class Family { attention, rows, block };
+
+// A tensor's element type: the problem's format, or 64-bit integers (an
+// index input: decode's lens), written `lens[B]:i64` in a signature.
+enum class Element { real, i64 };
+
 // An axis names the dimension it runs over: a field of Dims (B H Hkv N M D
 // T Dm F), "L" (decode's cache length, Dims::M), "1" (decode's single
 // query) or a product "H*D", "Hkv*D" (block's projection widths).
@@ -32,15 +43,18 @@ using Axes = std::vector<std::string_view>;
 struct OpInfo {
   Op op;
   std::string_view name;
-  std::vector<std::string_view> inputs, outputs;  // names, in the table's order
-  std::vector<Axes> input_axes, output_axes;      // the axes of each, alike
+  Family family;
+  std::vector<std::string_view> inputs, outputs;         // names, in the table's order
+  std::vector<Axes> input_axes, output_axes;             // the axes of each, alike
+  std::vector<Element> input_elements, output_elements;  // the element type of each, alike
   std::vector<std::string_view> params;
 };
 
 namespace detail {
 
-// "q[B,H,N,D] k[B,Hkv,M,D] -> o[B,H,N,D]": names and axes, in order. The
-// views point into the literal, which lives as long as the program.
+// "q[B,H,N,D] k[B,Hkv,M,D] lens[B]:i64 -> o[B,H,N,D]": names, axes and
+// element types, in order. The views point into the literal, which lives as
+// long as the program.
 inline void parse_signature(std::string_view sig, OpInfo& op) {
   bool outputs = false;
   while (true) {
@@ -64,12 +78,18 @@ inline void parse_signature(std::string_view sig, OpInfo& op) {
     (outputs ? op.outputs : op.inputs).push_back(sig.substr(0, open));
     (outputs ? op.output_axes : op.input_axes).push_back(std::move(axes));
     sig.remove_prefix(close + 1);
+    Element element = Element::real;
+    if (sig.substr(0, 4) == ":i64") {
+      element = Element::i64;
+      sig.remove_prefix(4);
+    }
+    (outputs ? op.output_elements : op.input_elements).push_back(element);
   }
 }
 
-inline OpInfo op_info(Op op, std::string_view name, std::string_view signature,
+inline OpInfo op_info(Op op, std::string_view name, Family family, std::string_view signature,
                       std::vector<std::string_view> params) {
-  OpInfo o{op, name, {}, {}, {}, {}, std::move(params)};
+  OpInfo o{op, name, family, {}, {}, {}, {}, {}, {}, std::move(params)};
   parse_signature(signature, o);
   return o;
 }
@@ -79,21 +99,23 @@ inline OpInfo op_info(Op op, std::string_view name, std::string_view signature,
 inline const std::vector<OpInfo>& all_ops() {
   using detail::op_info;
   static const std::vector<OpInfo> ops = {
-      op_info(Op::attention_fwd, "attention.fwd",
+      op_info(Op::attention_fwd, "attention.fwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] -> o[B,H,N,D] lse[B,H,N]", {"scale", "causal"}),
-      op_info(Op::attention_bwd, "attention.bwd",
+      op_info(Op::attention_bwd, "attention.bwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] o[B,H,N,D] lse[B,H,N] do[B,H,N,D]"
               " -> dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
               {"scale", "causal"}),
-      op_info(Op::attention_fwdbwd, "attention.fwdbwd",
+      op_info(Op::attention_fwdbwd, "attention.fwdbwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] do[B,H,N,D]"
               " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
               {"scale", "causal"}),
-      op_info(Op::attention_decode, "attention.decode",
-              "q[B,H,1,D] k[B,Hkv,L,D] v[B,Hkv,L,D] lens[B] -> o[B,H,1,D] lse[B,H,1]", {"scale"}),
-      op_info(Op::rmsnorm, "rmsnorm", "x[T,D] w[D] -> y[T,D]", {"eps"}),
-      op_info(Op::mlp_swiglu, "mlp.swiglu", "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}),
-      op_info(Op::block, "block",
+      op_info(Op::attention_decode, "attention.decode", Family::attention,
+              "q[B,H,1,D] k[B,Hkv,L,D] v[B,Hkv,L,D] lens[B]:i64 -> o[B,H,1,D] lse[B,H,1]",
+              {"scale"}),
+      op_info(Op::rmsnorm, "rmsnorm", Family::rows, "x[T,D] w[D] -> y[T,D]", {"eps"}),
+      op_info(Op::mlp_swiglu, "mlp.swiglu", Family::rows,
+              "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}),
+      op_info(Op::block, "block", Family::block,
               "x[B,N,Dm] attn_norm[Dm] wq[Dm,H*D] wk[Dm,Hkv*D] wv[Dm,Hkv*D] wo[H*D,Dm]"
               " mlp_norm[Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[B,N,Dm]",
               {"heads", "kv_heads", "eps"}),
@@ -103,6 +125,12 @@ inline const std::vector<OpInfo>& all_ops() {
 
 inline const OpInfo& info(Op op) {
   return all_ops()[static_cast<std::size_t>(op)];
+}
+
+// An op of the attention family (not block, whose attention is one step of
+// a larger op with its own generators and bounds).
+inline bool is_attention(Op op) {
+  return info(op).family == Family::attention;
 }
 
 inline std::optional<Op> parse_op(std::string_view s) {

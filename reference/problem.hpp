@@ -127,9 +127,13 @@ inline double element_count(const std::vector<moa::Shape>& shapes) {
   return n;
 }
 
-// True for the one integer input (decode's lens).
+// True for an input of integers (decode's lens: `lens[B]:i64` in its
+// signature), which holds indices, not values of the problem's format.
+inline bool is_index_input(Op op, std::size_t input) {
+  return info(op).input_elements.at(input) == Element::i64;
+}
 inline bool is_index_input(const Problem& p, int input) {
-  return p.op == Op::attention_decode && input == 3;
+  return is_index_input(p.op, static_cast<std::size_t>(input));
 }
 
 // Refuses a problem the op does not define, with a message naming the op
@@ -143,14 +147,12 @@ inline void validate(const Problem& p) {
                             ", must be positive");
     }
   };
-  const bool attention = p.op == Op::attention_fwd || p.op == Op::attention_bwd ||
-                         p.op == Op::attention_fwdbwd || p.op == Op::attention_decode ||
-                         p.op == Op::block;
-  if (attention) {
-    positive(d.B, "B");
-    positive(d.H, "H");
-    positive(d.Hkv, "Hkv");
-    positive(d.D, "D");
+  // Every dimension the op's signature runs over (by its own name: decode's
+  // cache length is L) is positive.
+  const std::vector<std::string_view> used = dims_of(p.op);
+  for (std::string_view dim : used) positive(d.*dim_field(dim), std::string(dim).c_str());
+  // Attention and the block (whose attention it is) run over heads.
+  if (info(p.op).family != Family::rows) {
     if (d.H % d.Hkv != 0) {
       throw moa::ShapeError(op + ": H (" + std::to_string(d.H) + ") is not a multiple of Hkv (" +
                             std::to_string(d.Hkv) + ")");
@@ -160,42 +162,27 @@ inline void validate(const Problem& p) {
                             ") must be positive and finite");
     }
   }
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-    case Op::attention_decode:
-      positive(d.N, "N");
-      positive(d.M, p.op == Op::attention_decode ? "L" : "M");
-      if (p.op == Op::attention_decode && d.N != 1) {
-        throw moa::ShapeError(op + ": dimension N is " + std::to_string(d.N) + ", must be 1");
-      }
-      break;
-    case Op::rmsnorm:
-      positive(d.T, "T");
-      positive(d.D, "D");
-      break;
-    case Op::mlp_swiglu:
-      positive(d.T, "T");
-      positive(d.Dm, "Dm");
-      positive(d.F, "F");
-      break;
-    case Op::block:
-      positive(d.N, "N");
-      positive(d.Dm, "Dm");
-      positive(d.F, "F");
-      moa::extent_t width = 0;  // H·D and Hkv·D are extents of the weights
-      if (__builtin_mul_overflow(d.H, d.D, &width)) {
-        throw moa::ShapeError(op + ": H·D overflows int64");
-      }
-      break;
-  }
-  if (p.op == Op::rmsnorm || p.op == Op::block) {
+  // An attention op without a query axis N (decode: one query, `q[B,H,1,D]`).
+  if (is_attention(p.op) && std::find(used.begin(), used.end(), "N") == used.end() && d.N != 1)
+    throw moa::ShapeError(op + ": dimension N is " + std::to_string(d.N) + ", must be 1");
+  const auto& params = info(p.op).params;
+  if (std::find(params.begin(), params.end(), "eps") != params.end()) {
     if (!(p.params.eps >= 0) || !std::isfinite(p.params.eps)) {
       throw moa::ShapeError(op + ": parameter eps (" + std::to_string(p.params.eps) +
                             ") must be non-negative and finite");
     }
   }
+  // A product axis ("H*D", block's projection widths) that overflows.
+  for (const auto* list : {&info(p.op).input_axes, &info(p.op).output_axes})
+    for (const Axes& axes : *list)
+      for (std::string_view axis : axes)
+        if (axis.find('*') != std::string_view::npos) {
+          moa::extent_t width = 0;
+          const std::size_t star = axis.find('*');
+          if (__builtin_mul_overflow(extent_of(d, axis.substr(0, star)),
+                                     extent_of(d, axis.substr(star + 1)), &width))
+            throw moa::ShapeError(op + ": " + std::string(axis) + " overflows int64");
+        }
   const auto names_in = info(p.op).inputs;
   const auto shapes_in = input_shapes(p);
   for (std::size_t i = 0; i < shapes_in.size(); ++i)

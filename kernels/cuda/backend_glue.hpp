@@ -74,11 +74,6 @@ class DeviceTensor {
   std::size_t bytes_ = 0;
 };
 
-inline bool is_attention(Op op) {
-  return op == Op::attention_fwd || op == Op::attention_bwd || op == Op::attention_fwdbwd ||
-         op == Op::attention_decode;
-}
-
 // What a problem must be for these kernels; refused before any launch.
 inline void check_supported(const std::string& variant, const Problem& p) {
   if (p.format != Format::f32 && p.format != Format::bf16) {
