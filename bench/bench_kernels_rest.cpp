@@ -19,6 +19,7 @@
 
 #include "kernels/cpu/common/gemm.hpp"
 #include "kernels/registry.hpp"
+#include "reference/named.hpp"
 #include "reference/problem.hpp"
 #include "reference/tensor.hpp"
 
@@ -64,16 +65,18 @@ void fill_bwd_o_lse(const Problem& bwd, Buffers& b) {
   Problem fb = bwd;
   fb.op = Op::attention_fwdbwd;
   Buffers f = make_buffers(fb);
+  const auto fused_in = inputs_by_name(fb.op, f.in), fused_out = outputs_by_name(fb.op, f.out);
+  const auto bwd_in = inputs_by_name(bwd.op, b.in);
+  auto copy = [](AnyTensor& to, const AnyTensor& from) {
+    std::memcpy(to.data(), from.data(), from.storage_bytes());
+  };
   // q, k, v, do of the fused problem are q, k, v, do of the backward.
-  std::memcpy(f.in[0].data(), b.in[0].data(), b.in[0].storage_bytes());
-  std::memcpy(f.in[1].data(), b.in[1].data(), b.in[1].storage_bytes());
-  std::memcpy(f.in[2].data(), b.in[2].data(), b.in[2].storage_bytes());
-  std::memcpy(f.in[3].data(), b.in[5].data(), b.in[5].storage_bytes());
+  for (std::string_view name : {"q", "k", "v", "do"}) copy(fused_in[name], bwd_in[name]);
   Registry::builtin()
       .find(Op::attention_fwdbwd, "cpu.fused")
       ->run(fb, f.in_refs, f.out_refs, {bench_threads()});
-  std::memcpy(b.in[3].data(), f.out[0].data(), f.out[0].storage_bytes());  // o
-  std::memcpy(b.in[4].data(), f.out[1].data(), f.out[1].storage_bytes());  // lse
+  copy(bwd_in["o"], fused_out["o"]);
+  copy(bwd_in["lse"], fused_out["lse"]);
 }
 
 void run_variant(benchmark::State& state, const Problem& p, const char* name, Buffers& b) {
@@ -218,11 +221,12 @@ void BM_mlp_gemms_openblas(benchmark::State& state) {
   Buffers b = make_buffers(p);
   const int T = int(p.dims.T), Dm = int(p.dims.Dm), F = int(p.dims.F);
   std::vector<float> g(std::size_t(T) * F), h(std::size_t(T) * F);
-  const auto* x = static_cast<const float*>(b.in[0].data());
-  const auto* w1 = static_cast<const float*>(b.in[1].data());
-  const auto* w3 = static_cast<const float*>(b.in[2].data());
-  const auto* w2 = static_cast<const float*>(b.in[3].data());
-  auto* y = static_cast<float*>(b.out[0].data());
+  const auto in = inputs_by_name(p.op, b.in);
+  const auto* x = static_cast<const float*>(in["x"].data());
+  const auto* w1 = static_cast<const float*>(in["w1"].data());
+  const auto* w3 = static_cast<const float*>(in["w3"].data());
+  const auto* w2 = static_cast<const float*>(in["w2"].data());
+  auto* y = static_cast<float*>(outputs_by_name(p.op, b.out)["y"].data());
   openblas_set_num_threads(bench_threads());
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, F, Dm, 1.0f, x, Dm, w1, F, 0.0f,

@@ -253,9 +253,10 @@ int run_certify(const CertifyArgs& a) {
     if (rule->kind == properties::Rule::vs_torch && !properties::torch_for(*op, f)) {
       throw UsageError("rule vs-torch needs PyTorch's variant of " + a.op + " in " +
                        std::string(name(f)) +
-                       (registry.find(*op, "torch") ? ", which the LibTorch adaptor does not run"
-                                                    : ": the LibTorch adaptor is absent from "
-                                                      "this build"));
+                       (registry.find_role(*op, kernels::Role::torch)
+                            ? ", which the LibTorch adaptor does not run"
+                            : ": the LibTorch adaptor is absent from "
+                              "this build"));
     }
     try {
       properties::within_variant(shape, *v);

@@ -29,6 +29,26 @@ const Variant* Registry::find_family(Op op, std::string_view family) const {
   return nullptr;
 }
 
+const Variant* Registry::find_role(Op op, Role role) const {
+  for (const Variant& v : variants_)
+    if (v.op == op && v.role == role) return &v;
+  return nullptr;
+}
+
+std::string_view name(Role r) {
+  switch (r) {
+    case Role::dnf:
+      return "dnf";
+    case Role::onf:
+      return "onf";
+    case Role::torch:
+      return "torch";
+    case Role::plugin:
+      return "plugin";
+  }
+  return "?";
+}
+
 std::vector<const Variant*> Registry::of(Op op) const {
   std::vector<const Variant*> out;
   for (const Variant& v : variants_)

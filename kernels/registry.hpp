@@ -65,10 +65,20 @@ struct LaunchCounts {
   double atomics = 0, model_atomics = 0, bytes = 0, model_bytes = 0;
 };
 
+// What a variant is to certify, whatever its name and backend: the DNF's
+// own evaluation (cpu.dnf: the baseline, never an ONF under test in the
+// equivalence report), a built-in ONF, PyTorch (the reference the vs-torch
+// rule and the equivalence report compare with), or a user's plugin.
+enum class Role { dnf, onf, torch, plugin };
+
+// "dnf", "onf", "torch", "plugin": as the certificate writes it.
+std::string_view name(Role r);
+
 struct Variant {
   std::string name;  // "cpu.flash", "torch", "cuda.fused_v1", "plugin:lib.so#name"
   Op op;
-  std::string backend;  // "cpu", "cuda", "torch", "plugin"
+  std::string backend;  // "cpu", "cuda", "simt", "torch", "plugin"
+  Role role = Role::onf;
   std::vector<Format> formats;
   bool accepts_strided = false;
   bool deterministic = false;  // bitwise equal on every run and thread count
@@ -131,6 +141,8 @@ class Registry {
   const Variant* find(Op op, std::string_view name) const;
   // The variant of `op` of that family (Variant::family()), if any.
   const Variant* find_family(Op op, std::string_view family) const;
+  // The first variant of `op` with that role (PyTorch's, the DNF's), if any.
+  const Variant* find_role(Op op, Role role) const;
   std::vector<const Variant*> of(Op op) const;
   const std::vector<Variant>& all() const { return variants_; }
 

@@ -269,8 +269,8 @@ CaseRunner::CaseRunner(CertifyOptions options)
       curated_(o_.curated && o_.case_files.empty()
                    ? curated_specs(o_.variant->op, o_.format, base_.settings())
                    : std::vector<CaseSpec>{}),
-      // PyTorch against itself says nothing: no equivalence report for torch.
-      equivalence_(o_.equivalence && o_.variant->name != "torch"),
+      // PyTorch against itself says nothing: no equivalence report for it.
+      equivalence_(o_.equivalence && o_.variant->role != kernels::Role::torch),
       start_(Clock::now()) {}
 
 int CaseRunner::size() const {
@@ -451,6 +451,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   Certificate cert;
   cert.op = v.op;
   cert.variant = v.name;
+  cert.role = std::string(kernels::name(v.role));
   cert.format = o_.format;
   cert.rule = o_.rule;
   cert.seed = o_.seed;

@@ -210,12 +210,13 @@ bool prop_backward_consistency(Format f) {
 std::vector<const kernels::Variant*> vs_torch_variants_for(Op op, Format f) {
   std::vector<const kernels::Variant*> out;
   for (const kernels::Variant* v : variants_for(op, f))
-    if (v->backend == "cpu" && v->name != "cpu.dnf" && v->name != "cpu.naive") out.push_back(v);
+    if (v->backend == "cpu" && v->role == kernels::Role::onf && v->name != "cpu.naive")
+      out.push_back(v);
   return out;
 }
 
 const kernels::Variant* torch_for(Op op, Format f) {
-  const kernels::Variant* t = kernels::Registry::builtin().find(op, "torch");
+  const kernels::Variant* t = kernels::Registry::builtin().find_role(op, kernels::Role::torch);
   return t && t->supports(f) ? t : nullptr;
 }
 

@@ -118,6 +118,9 @@ struct PlotData {
 struct Certificate {
   Op op = Op::attention_fwd;
   std::string variant;
+  // The variant's role (kernels::Role, by its name): "dnf", "onf", "torch"
+  // or "plugin". Reports read it, never the variant's name.
+  std::string role;
   Format format = Format::f32;
   Rule rule;
   std::uint64_t seed = 0;

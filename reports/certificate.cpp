@@ -40,6 +40,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   j["schema"] = kSchemaVersion;
   j["op"] = std::string(info(c.op).name);
   j["variant"] = c.variant;
+  j["role"] = c.role;
   j["format"] = std::string(name(c.format));
   j["rule"] = c.rule.str();
   j["verdict"] = c.holds ? "holds" : "fails";

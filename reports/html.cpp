@@ -8,6 +8,7 @@
 #include "reports/html_escape.hpp"
 #include "reports/plot_data.hpp"
 #include "reports/plots.hpp"
+#include "reports/table.hpp"
 
 namespace moacert::reports {
 
@@ -192,7 +193,7 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
   }
   if (!figures.empty()) body << "<div class=\"plots\">\n" << figures << "</div>\n";
   body << "<h2>Error growth, per element and per launch</h2>\n"
-       << plot_data_figures(plots, c.plots, c.variant);
+       << plot_data_figures(plots, c.plots, c.variant, c.role);
   body << no_plots_note(plots);
 
   if (!c.worst_token.empty()) {
@@ -282,7 +283,7 @@ Page report_page(const std::vector<TableRow>& rows,
         fmt::format("{} / {} / {}", c["op"].get<std::string>(), c["variant"].get<std::string>(),
                     c["format"].get<std::string>());
     body << "<h2>" << html_escape(title) << "</h2>\n"
-         << plot_data_figures(plots, plot_data_of(c), c["variant"].get<std::string>());
+         << plot_data_figures(plots, plot_data_of(c), c["variant"].get<std::string>(), role_of(c));
   }
   body << no_plots_note(plots);
   Page page;

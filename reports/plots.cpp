@@ -208,7 +208,8 @@ bool any_element(const PlotData& d, bool (*has)(const properties::ElementPoint&)
 
 }  // namespace
 
-std::string plot_data_figures(Plots& plots, const PlotData& d, const std::string& variant) {
+std::string plot_data_figures(Plots& plots, const PlotData& d, const std::string& variant,
+                              const std::string& role) {
   std::string table, notes;
   std::string figures = growth_figures(plots, d, &table, &notes);
 
@@ -229,7 +230,7 @@ std::string plot_data_figures(Plots& plots, const PlotData& d, const std::string
                     "above the diagonal the kernel errs more. {} with a zero error are off the "
                     "log axes.",
                     variant, elements_kept(d), left_out));
-  } else if (variant != "torch") {
+  } else if (role != "torch") {
     notes += "<p>No per-element comparison with PyTorch: it did not run beside this variant.</p>\n";
   }
   if (any_element(d, [](const properties::ElementPoint& e) { return !std::isnan(e.bound); })) {

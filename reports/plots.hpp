@@ -33,11 +33,12 @@ class Plots {
   std::string why_;
 };
 
-// The figures drawn from `d` of a certificate of `variant`, with the
-// growth table and a line for each plot that cannot be drawn (too little
-// spread, PyTorch absent, no bound, nothing counted).
+// The figures drawn from `d` of a certificate of `variant` (of that role:
+// Certificate::role), with the growth table and a line for each plot that
+// cannot be drawn (too little spread, PyTorch absent, no bound, nothing
+// counted).
 std::string plot_data_figures(Plots& plots, const properties::PlotData& d,
-                              const std::string& variant);
+                              const std::string& variant, const std::string& role);
 
 // The page's closing script: counts the plots a browser drew (body's
 // data-plots-drawn) and names them (data-plots-drawn-names).

@@ -154,6 +154,11 @@ std::vector<json> read_certificates(const fs::path& dir) {
   return {top};
 }
 
+std::string role_of(const json& c) {
+  if (c.contains("role")) return c["role"].get<std::string>();
+  return c["variant"] == "torch" ? "torch" : "onf";
+}
+
 std::vector<TableRow> rows_of(const json& c) {
   std::vector<TableRow> rows;
   for (const auto& [name, t] : c["tensors"].items()) {
@@ -162,7 +167,7 @@ std::vector<TableRow> rows_of(const json& c) {
     r.mean_ulp = figure_of(t["mean_ulp"]);
     r.p99_ulp = figure_of(t["p99_ulp"]);
     r.max_error_to_allowed = figure_of(t["max_error_to_allowed"]);
-    if (r.variant == "torch") r.vs_torch = 1;
+    if (role_of(c) == "torch") r.vs_torch = 1;
     const json* eq = c.contains("vs_torch") ? &c["vs_torch"] : nullptr;
     if (eq && eq->contains("tensors") && (*eq)["tensors"].contains(name)) {
       const json& e = (*eq)["tensors"][name];

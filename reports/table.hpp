@@ -35,6 +35,11 @@ std::vector<nlohmann::json> read_certificates(const std::filesystem::path& dir);
 // The rows of one certificate (validated by read_certificates).
 std::vector<TableRow> rows_of(const nlohmann::json& certificate);
 
+// A certificate's variant role ("dnf", "onf", "torch", "plugin"). One
+// written before certificates carried it is read by the one name a role
+// could be told from then: PyTorch's variant was "torch".
+std::string role_of(const nlohmann::json& certificate);
+
 std::string table_markdown(const std::vector<TableRow>& rows);
 std::string table_latex(const std::vector<TableRow>& rows);  // a booktabs table
 std::string table_html(const std::vector<TableRow>& rows);   // a <table>, for report_page

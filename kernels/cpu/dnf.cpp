@@ -163,6 +163,7 @@ void register_dnf(Registry& r) {
         .name = "cpu.dnf",
         .op = op.op,
         .backend = "cpu",
+        .role = Role::dnf,
         .formats = {Format::f64, Format::f32, Format::bf16, Format::f16},
         .accepts_strided = true,
         .deterministic = true,

@@ -662,6 +662,7 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
   v.op = op_of[wanted];
   v.name = "plugin:" + fs::path(lib).filename().string() + "#" + wanted;
   v.backend = "plugin";
+  v.role = Role::plugin;
   v.accepts_strided = true;
   v.deterministic = false;
   v.summary = "plugin kernel '" + wanted + "' of " + path + ", run in an isolated worker";

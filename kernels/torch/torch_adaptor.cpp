@@ -368,6 +368,7 @@ void register_torch_kernels(Registry& r) {
         .name = "torch",
         .op = op,
         .backend = "torch",
+        .role = Role::torch,
         .formats = formats,
         .accepts_strided = true,
         .deterministic = false,  // LibTorch's BLAS and reductions promise no order

@@ -94,6 +94,7 @@ TEST_P(TorchOp, BitwisePyTorchIsReportedWithZeroUlps) {
   kernels::Variant clone = torch_of(op);
   clone.name = "test.torch_clone";
   clone.backend = "cpu";
+  clone.role = kernels::Role::onf;  // an ONF that computes what PyTorch does
   const Format f = Format::f32;
   const Case c = make_case(random_spec(op, f, 3, 5, 8));
   const oracle::Answer exact = oracle::evaluate(c);
@@ -154,6 +155,25 @@ kernels::Variant off_by_ulps(Op op, double ulps) {
 
 // The vs-torch rule is a law a wrong kernel fails: 3R + 8 ulps off fails it
 // on random cases, while the tuned kernel itself holds on the same cases.
+// Every op has one variant in the role of PyTorch and one in the role of
+// the DNF, found by role, and the certificate says which role it judged.
+TEST(Roles, EachOpHasPyTorchAndTheDnfByRole) {
+  for (const OpInfo& op : all_ops()) {
+    const kernels::Registry& r = kernels::Registry::builtin();
+    ASSERT_NE(r.find_role(op.op, kernels::Role::torch), nullptr) << op.name;
+    EXPECT_EQ(r.find_role(op.op, kernels::Role::torch)->backend, "torch") << op.name;
+    ASSERT_NE(r.find_role(op.op, kernels::Role::dnf), nullptr) << op.name;
+    EXPECT_EQ(r.find_role(op.op, kernels::Role::dnf)->name, "cpu.dnf") << op.name;
+  }
+  CertifyOptions o;
+  o.variant = &torch_of(Op::rmsnorm);
+  o.cases = 2;
+  o.curated = false;
+  EXPECT_EQ(certify(o).role, "torch");
+  o.variant = kernels::Registry::builtin().find_role(Op::rmsnorm, kernels::Role::dnf);
+  EXPECT_EQ(certify(o).role, "dnf");
+}
+
 TEST(VsTorch, CatchesASlightlyWrongKernel) {
   for (auto [op, tuned] :
        {std::pair{Op::attention_fwd, "cpu.flash"}, std::pair{Op::attention_bwd, "cpu.flash_bwd"},
@@ -211,7 +231,8 @@ TEST(VsTorch, DISABLED_TorchRatios) {
             for (const oracle::DD& x : exact.outputs[o].exact)
               if (std::isfinite(x.hi)) x_max = std::max(x_max, std::fabs(x.hi));
             if (x_max == 0) continue;  // no scale: the rule allows anything finite
-            const double slack = oracle::ulp(f, oracle::DD{x_max, 0});  // 1 ulp at the tensor's scale
+            const double slack =
+                oracle::ulp(f, oracle::DD{x_max, 0});  // 1 ulp at the tensor's scale
             std::size_t n = 0;
             for (const moa::Index& idx : moa::iota(k[o].shape())) {
               const oracle::DD& x = exact.outputs[o].exact[n];
