@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
 #include "reports/provenance.hpp"

@@ -15,7 +15,7 @@
 
 #include "properties/check.hpp"
 #include "properties/plot_samples.hpp"
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "properties/sample.hpp"
 
 namespace moacert::properties {

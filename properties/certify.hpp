@@ -14,7 +14,7 @@
 #include "kernels/registry.hpp"
 #include "properties/case_record.hpp"
 #include "properties/check.hpp"
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "properties/sample.hpp"
 #include "properties/token.hpp"
 
@@ -94,7 +94,7 @@ class CaseRunner {
 // "random".
 const char* phase_of(CaseRecord::Kind kind);
 
-// The certificate (properties/results.hpp) of one variant: every case in
+// The certificate (results/results.hpp) of one variant: every case in
 // turn, stopping at the first failure.
 Certificate certify(const CertifyOptions& options);
 

@@ -11,7 +11,7 @@
 #include "kernels/registry.hpp"
 #include "oracle/oracle.hpp"
 #include "oracle/ulp.hpp"
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::properties {
@@ -123,7 +123,7 @@ std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
                                             const std::vector<AnyTensor>& outputs);
 
 // How a kernel's outputs compare with PyTorch's on one case (Equivalence,
-// properties/results.hpp). Equal values (infinities and NaNs included)
+// results/results.hpp). Equal values (infinities and NaNs included)
 // differ by 0; a finite against a non-finite one by +inf.
 std::vector<Equivalence> equivalence(const Case& c, const oracle::Answer& exact,
                                      const std::vector<AnyTensor>& kernel,

@@ -1,4 +1,4 @@
-// What the certificate keeps for its plots (PlotData, properties/results.hpp),
+// What the certificate keeps for its plots (PlotData, results/results.hpp),
 // chosen case by case and bounded whatever the run's size: per case its
 // extents and worst errors; per output tensor the worst elements and a
 // reservoir of the rest; per launch of a counting backend its counts
@@ -19,7 +19,7 @@
 
 #include "kernels/registry.hpp"
 #include "oracle/oracle.hpp"
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::properties {

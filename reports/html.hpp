@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "reports/certificate.hpp"
 #include "reports/provenance.hpp"
 #include "reports/table.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "properties/results.hpp"
+#include "results/results.hpp"
 #include "reports/certificate.hpp"
 
 namespace moacert::reports {

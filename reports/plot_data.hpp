@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "properties/results.hpp"
+#include "results/results.hpp"
 
 namespace moacert::reports {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "properties/results.hpp"
+#include "results/results.hpp"
 
 namespace moacert::reports {
 

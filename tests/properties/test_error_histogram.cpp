@@ -1,4 +1,4 @@
-// The run's exact statistics (properties/error_histogram.hpp): quantiles read
+// The run's exact statistics (results/error_histogram.hpp): quantiles read
 // from the log-spaced histogram against the sorted list of the same values,
 // and a mixture where one bad case among many good ones must show in the
 // p99 — the 99th percentile of the cases' own p99s hid it.
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "properties/error_histogram.hpp"
+#include "results/error_histogram.hpp"
 
 namespace moacert::properties {
 namespace {

@@ -12,7 +12,7 @@ import sys
 
 # The project's top-level folders: a quoted include of anything else
 # ("hwy/foreach_target.h", "dlpack/dlpack.h") is a third party's.
-PROJECT = {"reference", "oracle", "kernels", "properties", "reports", "cli",
+PROJECT = {"reference", "oracle", "kernels", "properties", "results", "reports", "cli",
            "bench", "simt", "include", "tests", "fuzz", "examples", "files"}
 
 # folder -> (include prefixes it may use, the rule in words)
@@ -22,11 +22,12 @@ RULES = {
     "kernels": (["kernels/", "reference/", "include/moacert/"],
                 "kernels/ include reference/ and include/moacert/, never oracle/ "
                 "(a kernel cannot see the answer), properties/, reports/ or cli/"),
-    "properties": (["properties/", "oracle/", "kernels/", "reference/"],
-                   "properties/ includes oracle/, kernels/ and reference/ only"),
-    "reports": (["reports/", "reference/", "properties/results.hpp", "files/"],
-                "reports/ reads results (properties/results.hpp) and reference/, and may "
-                "use files/, never kernels/ or the property engine"),
+    "properties": (["properties/", "oracle/", "kernels/", "reference/", "results/"],
+                   "properties/ includes oracle/, kernels/, reference/ and results/ only"),
+    "results": (["results/", "reference/"], "results/ includes only reference/"),
+    "reports": (["reports/", "reference/", "results/", "files/"],
+                "reports/ reads results/ and reference/, and may use files/, never "
+                "kernels/, oracle/ or the property engine (properties/)"),
     "files": (["files/"], "files/ includes nothing else of the project"),
     "simt": (["simt/", "include/moacert/"],
              "simt/ includes nothing of the project but include/moacert/"),
@@ -37,8 +38,8 @@ RULES = {
 }
 # Folders that may include anything of the project but cli/ (the command
 # composes the libraries; nothing is built on top of it).
-NOT_CLI = ["bench", "tests", "fuzz", "reference", "oracle", "kernels", "properties", "reports",
-           "simt", "include", "examples", "files"]
+NOT_CLI = ["bench", "tests", "fuzz", "reference", "oracle", "kernels", "properties", "results",
+           "reports", "simt", "include", "examples", "files"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 # Heavy headers stay in their rooms: each is included by its one adaptor.

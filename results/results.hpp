@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "properties/error_histogram.hpp"
+#include "results/error_histogram.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/shape.hpp"
 #include "reference/ops.hpp"
