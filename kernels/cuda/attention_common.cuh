@@ -16,6 +16,7 @@
 #include "kernels/cuda/attention_args.hpp"
 #include "kernels/cuda/scratch.hpp"
 #include "kernels/cuda/tiles.hpp"
+#include "reference/causal.hpp"
 
 // The dynamic shared memory of every kernel here, declared once at file
 // scope: on the host emulator one arena (simt_arena.cpp) for all of them.
@@ -28,6 +29,7 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 using cuda_tiles::kBlockM;    // query rows per tile (kernels/cuda/tiles.hpp)
 using cuda_tiles::kBlockN;    // keys per tile
 using cuda_tiles::kMaxD;      // head width the shared tiles are sized for
+using cuda_tiles::tile_visible;  // the tile pairs a causal loop visits
 constexpr int kThreads = 64;  // two warps per block
 // Per-thread register tile of a (kBlockN, D) accumulator (dK, dV owned by a
 // key-block kernel): entry e of the tile belongs to thread e % kThreads.
@@ -73,17 +75,7 @@ __device__ __forceinline__ long long at(const Strides3& s, int b, int h, int n) 
 
 // Causal (bottom-right): query i sees key j iff j <= i + (M - N).
 __device__ __forceinline__ bool sees(bool causal, int i, int j, int N, int M) {
-  return !causal || j <= i + (M - N);
-}
-
-// A (query tile, key tile) pair is visited unless every entry is masked:
-// the tile's last row sees the most keys. One rule for query-major and
-// key-major loops, so that both visit the same pairs (and the cost
-// functions count them, kernels/cuda/cost.cpp).
-__host__ __device__ inline bool tile_visible(bool causal, int q_tile, int k_tile, int N, int M) {
-  if (!causal) return true;
-  const int i_last = (q_tile + 1) * kBlockM < N ? (q_tile + 1) * kBlockM - 1 : N - 1;
-  return k_tile * kBlockN <= i_last + (M - N);
+  return causal::sees(causal, i, j, N, M);
 }
 
 __host__ __device__ inline int rows_in(int tile, int extent, int block) {

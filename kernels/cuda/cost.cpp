@@ -14,12 +14,6 @@ int ceil_div(moa::extent_t a, int b) {
 int rows_in(int tile, moa::extent_t extent, int block) {
   return static_cast<int>(std::min<moa::extent_t>(block, extent - moa::extent_t(tile) * block));
 }
-// attention_common.cuh's tile_visible.
-bool tile_visible(bool causal, int q_tile, int k_tile, moa::extent_t N, moa::extent_t M) {
-  if (!causal) return true;
-  const moa::extent_t i_last = std::min<moa::extent_t>(moa::extent_t(q_tile + 1) * kBlockM, N) - 1;
-  return moa::extent_t(k_tile) * kBlockN <= i_last + (M - N);
-}
 
 // The tile walk of one (b, h) or (b, g): per query tile, the keys of the
 // visible key tiles (KV); per key tile, the rows of the visible query
@@ -42,7 +36,9 @@ Walk walk(const Problem& p) {
         w.qv_of_k[j] += rows_in(i, d.N, kBlockM);
       }
   for (moa::extent_t i = 0; i < d.N; ++i)
-    w.pairs += p.causal() ? double(std::clamp<moa::extent_t>(i + d.M - d.N + 1, 0, d.M)) : d.M;
+    w.pairs += p.causal()
+                   ? double(std::clamp<moa::extent_t>(causal::last_key(i, d.N, d.M) + 1, 0, d.M))
+                   : d.M;
   return w;
 }
 

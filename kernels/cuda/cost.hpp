@@ -24,6 +24,7 @@ using cuda_tiles::kGemmTile;
 using cuda_tiles::kMaxD;
 using cuda_tiles::kRmsThreads;
 using cuda_tiles::kSplitKeys;
+using cuda_tiles::tile_visible;
 
 // One tensor's share of a launch's global traffic: source-level loads and
 // stores of its elements, and float atomics (atomicAdd on f32) into it.

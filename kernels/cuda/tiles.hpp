@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "reference/causal.hpp"
+
 namespace moacert::kernels::cuda_tiles {
 
 constexpr int kBlockM = 16;      // attention: query rows per tile
@@ -16,6 +18,18 @@ constexpr int kMaxD = 128;       // attention: head width the shared tiles are s
 constexpr int kSplitKeys = 64;   // decode: keys per split (= threads per block)
 constexpr int kRmsThreads = 64;  // rmsnorm: threads striding a row's D
 constexpr int kGemmTile = 16;    // swiglu: output tile (kGemmTile, kGemmTile) and K-chunk
+
+// A (query tile, key tile) pair is visited unless every entry is masked:
+// the tile's last row sees the most keys. One rule for query-major and
+// key-major loops, so that both visit the same pairs, and for the kernels
+// (int) and their cost functions (int64, cost.cpp), which count them.
+template <class I>
+MOACERT_HOST_DEVICE constexpr bool tile_visible(bool causal, int q_tile, int k_tile, I N, I M) {
+  if (!causal) return true;
+  const I rows_end = I(q_tile + 1) * kBlockM;
+  const I i_last = (rows_end < N ? rows_end : N) - 1;
+  return I(k_tile) * kBlockN <= causal::last_key(i_last, N, M);
+}
 
 // The tiles an ONF runs ("flash", "fused_v1", ..., "decode", "rmsnorm",
 // "swiglu"): what its registry entry declares.

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "reference/causal.hpp"
 #include "reference/dnf/reductions.hpp"
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
@@ -32,16 +33,16 @@ struct AttentionShape {
   extent_t B, H, Hkv, N, M, D;
 };
 
-// Whether query row i sees key j.
+// Whether query row i sees key j (reference/causal.hpp).
 inline bool visible(bool causal, extent_t i, extent_t j, extent_t N, extent_t M) {
-  return !causal || j <= i + (M - N);
+  return causal::sees(causal, i, j, N, M);
 }
 
 // How many keys row i sees: the visible keys are a prefix (bottom-right
 // aligned), cut at `len` (decode's lens[b]; M otherwise).
 inline extent_t visible_keys(bool causal, extent_t i, extent_t N, extent_t M, extent_t len) {
   if (!causal) return len;
-  const extent_t last = i + (M - N);  // the last visible key, -1 or less: none
+  const extent_t last = causal::last_key(i, N, M);  // -1 or less: none
   return last < 0 ? 0 : std::min(last + 1, len);
 }
 

@@ -1,13 +1,13 @@
-// Causal visibility, the one definition the CPU kernels and their scalar
-// forms share: query row i of N sees key j of M when j <= i + (M - N)
-// (the rows align with the last N keys; reference/dnf/attention.hpp's
-// dnf::visible). Visible keys of a row form a prefix, visible rows of a key
-// a suffix. Includes only reference/, so the *_generic.hpp loop nests may
-// use it.
+// Causal visibility (reference/causal.hpp: query row i of N sees key j of M
+// when j <= i + (M - N)) as the CPU kernels and their scalar forms loop over
+// it: the prefix of keys a row sees, the suffix of rows that see a key, a
+// row's keys in a tile. Includes only reference/, so the *_generic.hpp loop
+// nests may use it.
 #pragma once
 
 #include <algorithm>
 
+#include "reference/causal.hpp"
 #include "reference/moa/moa.hpp"
 
 namespace moacert::kernels::cpu {
@@ -17,14 +17,14 @@ namespace moacert::kernels::cpu {
 //       j < result  <=>  dnf::visible(causal, i, j, N, M) for 0 <= j < M
 inline moa::extent_t key_end(bool causal, moa::extent_t i, moa::extent_t N, moa::extent_t M) {
   if (!causal) return M;
-  return std::clamp<moa::extent_t>(i + (M - N) + 1, 0, M);
+  return std::clamp<moa::extent_t>(causal::last_key(i, N, M) + 1, 0, M);
 }
 
 // The first query row that sees key j: rows [row_begin(j), N).
 // @post 0 <= result <= N;  i >= result  <=>  j < key_end(causal, i, N, M)
 inline moa::extent_t row_begin(bool causal, moa::extent_t j, moa::extent_t N, moa::extent_t M) {
   if (!causal) return 0;
-  return std::clamp<moa::extent_t>(j - (M - N), 0, N);
+  return std::clamp<moa::extent_t>(causal::first_row(j, N, M), 0, N);
 }
 
 // How many of the keys [j0, j0 + cols) row i sees: a prefix of the tile.
