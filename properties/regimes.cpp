@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "properties/block_in_double.hpp"
 #include "properties/case_gen.hpp"
 #include "reference/dnf/block.hpp"
 
