@@ -30,7 +30,7 @@ struct Judged {
   Verdict verdict;
   std::vector<AnyTensor> outputs;
   oracle::Answer exact;
-  std::vector<std::vector<double>> allowed;       // a priori bounds (rules apriori, vs-torch)
+  std::vector<std::vector<double>> bounds;        // a priori bounds (rules apriori, vs-torch)
   std::vector<std::vector<double>> torch_errors;  // PyTorch's (rule vs-torch)
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
@@ -54,7 +54,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   j.oracle_seconds = seconds_since(phase);
   phase = Clock::now();
   if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch)
-    j.allowed = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
+    j.bounds = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
   j.bounds_seconds = seconds_since(phase);
   phase = Clock::now();
   const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
@@ -79,7 +79,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
 Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false, double whole_work = kWholeOracleWork) {
   Judged j = prepare_case(std::move(c), v, rule, threads, equivalence, whole_work);
-  const auto* bounds = rule.kind == Rule::max_ulp ? nullptr : &j.allowed;
+  const auto* bounds = rule.kind == Rule::max_ulp ? nullptr : &j.bounds;
   const auto* torch = rule.kind == Rule::vs_torch ? &j.torch_errors : nullptr;
   auto phase = Clock::now();
   try {
@@ -113,7 +113,7 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
   std::vector<std::pair<double, ElementReport>> all;
   const auto names = info(j.c.problem.op).outputs;
   for_each_judged_element(
-      j.c, j.exact, j.outputs, allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors), rule,
+      j.c, j.exact, j.outputs, j.verdict.allowed, rule,
       [&](std::size_t t, std::size_t, const moa::Index& i, const oracle::DD& x, double y,
           double allowed, const ElementJudgement& e) {
         all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed}});
@@ -331,9 +331,8 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
     r.tensors = j.verdict.tensors;
     r.sampled = j.sample.rows.has_value();
     r.strata = j.sample.strata;
-    const auto allowed = allowances(j.c, j.exact, o_.rule, &j.allowed, &j.torch_errors);
-    r.plot = plot_case(position, j.c, j.exact, j.outputs, o_.rule, allowed,
-                       j.allowed.empty() ? nullptr : &j.allowed, j.torch_outputs, j.launches);
+    r.plot = plot_case(position, j.c, j.exact, j.outputs, o_.rule, j.verdict.allowed,
+                       j.bounds.empty() ? nullptr : &j.bounds, j.torch_outputs, j.launches);
   };
   auto keep_equivalence = [&](const Judged& j) {
     if (j.torch_outputs.empty() || !j.error.empty()) return;
@@ -520,7 +519,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
       v.set_schedule_seed(std::uint64_t(r));
       runs.push_back(run_variant(v, w.c, o_.threads));
       const Verdict verdict =
-          judge(w.c, w.exact, runs.back(), o_.rule, w.allowed.empty() ? nullptr : &w.allowed,
+          judge(w.c, w.exact, runs.back(), o_.rule, w.bounds.empty() ? nullptr : &w.bounds,
                 w.torch_errors.empty() ? nullptr : &w.torch_errors);
       if (!verdict.holds) {
         cert.holds = false;
