@@ -206,6 +206,18 @@ struct Accumulator {
   }
 };
 
+// A judgement's time joins its case's, summed: whatever order the phases
+// of a case are timed in (its classification is timed before its
+// judgement), none overwrites another. Shrink candidates are not added:
+// shrinking lies outside the certificate's phases (Certificate::
+// generation_seconds).
+void add_seconds(CaseRecord& r, const Judged& j) {
+  r.bounds_seconds += j.bounds_seconds;
+  r.oracle_seconds += j.oracle_seconds;
+  r.kernel_seconds += j.kernel_seconds;
+  r.judge_seconds += j.judge_seconds;
+}
+
 double ratio_of(const Judged& j) {
   double ratio = 0;
   for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
@@ -297,10 +309,7 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
     if (v.take_launch_counts) v.take_launch_counts();
     Judged j = judge_case(std::move(c), v, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
     if (v.take_launch_counts) j.launches = v.take_launch_counts();
-    r.bounds_seconds = j.bounds_seconds;
-    r.oracle_seconds = j.oracle_seconds;
-    r.kernel_seconds = j.kernel_seconds;
-    r.judge_seconds = j.judge_seconds;
+    add_seconds(r, j);
     if (!v.take_counts || !j.error.empty()) return j;
     if (v.take_count_mismatch) {
       const std::string mismatch = v.take_count_mismatch();
@@ -323,7 +332,7 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
   auto judge_generated = [&](const CaseSpec& spec) {
     const auto t = Clock::now();
     Case c = make_case(spec);
-    r.generation_seconds = seconds_since(t);
+    r.generation_seconds += seconds_since(t);
     return judge_counted(std::move(c), describe(spec));
   };
   auto keep_stats = [&](const Judged& j) {
