@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "properties/block_in_double.hpp"
 #include "properties/gen_layout.hpp"
 #include "properties/regimes.hpp"
 #include "reference/named.hpp"

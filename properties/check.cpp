@@ -139,7 +139,8 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
               const std::vector<std::vector<double>>* torch_errors) {
   Verdict v;
   const Format f = c.problem.format;
-  const auto allowed = allowances(c, exact, rule, bounds, torch_errors);
+  v.allowed = allowances(c, exact, rule, bounds, torch_errors);
+  const auto& allowed = v.allowed;
   const bool absolute = rule.kind != Rule::max_ulp;
   const auto names = info(c.problem.op).outputs;
   for (std::size_t t = 0; t < outputs.size(); ++t) {
@@ -159,6 +160,7 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
       const oracle::DD& x = ans.exact[n];
       const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
       if (ans.undetermined[n]) ++s.undetermined;
+      if (std::isinf(allowed[t][n])) ++s.unbounded;
       ulps.push_back(e.ulps);
       s.ulp_histogram(e.ulps);
       s.ratio_histogram(e.margin);

@@ -42,12 +42,19 @@ struct TensorStats {
   std::int64_t worst = -1;  // row-major index of the element nearest to failing
   double worst_exact = 0, worst_computed = 0, worst_ulp = 0, worst_bound = 0;
   std::int64_t undetermined = 0;
+  // Judged elements whose allowance is infinite (an upstream stage's bound
+  // is): the rule is vacuous there, and certify says so.
+  std::int64_t unbounded = 0;
 };
 
 struct Verdict {
   bool holds = true;
   std::string why;  // the first failing element, in words
   std::vector<TensorStats> tensors;
+  // What the rule allowed each element of each output (allowances()), as
+  // judged: computed once here, read again by the plots and the worst
+  // elements.
+  std::vector<std::vector<double>> allowed;
 };
 
 // What the rule allows each element of each output tensor: an absolute

@@ -255,6 +255,16 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
   auto output = [&](std::string_view name) {
     return static_cast<int>(output_position(p.op, name));
   };
+  // A backward unit's inputs, q k v do, and the positions of its outputs
+  // dq dk dv (attention.bwd's 0 1 2, fwdbwd's 2 3 4).
+  struct Backward {
+    View<const T> q, k, v, dout;
+    int dq, dk, dv;  // output positions
+  };
+  auto backward = [&] {
+    return Backward{input("q"),   input("k"),   input("v"),  input("do"),
+                    output("dq"), output("dk"), output("dv")};
+  };
 
   switch (u.kind) {
     case UnitKind::fwd_row: {
@@ -273,17 +283,17 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
     }
     case UnitKind::bwd_group: {
       const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
-      const int dq_out = output("dq"), dk_out = output("dk"), dv_out = output("dv");
-      const auto q = input("q"), k = input("k"), v = input("v"), dout = input("do");
-      const Shape qs = q.shape(), ks = k.shape();  // (1,G,N,D), (1,1,M,D)
+      const Backward bwd = backward();
+      const Shape qs = bwd.q.shape(), ks = bwd.k.shape();  // (1,G,N,D), (1,1,M,D)
       Tensor dq(qs), dk(ks), dv(ks);
-      dnf::attention_bwd<T>(q, k, v, dout, in.scale, p.causal(), dq.view(), dk.view(), dv.view());
+      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
+                            dk.view(), dv.view());
       for (const Index& i : moa::iota(qs))
-        emit(dq_out, flat(dq_out, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
+        emit(bwd.dq, flat(bwd.dq, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
       for (const Index& i : moa::iota(ks)) {
-        const auto at = flat(dk_out, {b, g, i[2], i[3]});  // dk and dv alike
-        emit(dk_out, at, dk.view()(i));
-        emit(dv_out, at, dv.view()(i));
+        const auto at = flat(bwd.dk, {b, g, i[2], i[3]});  // dk and dv alike
+        emit(bwd.dk, at, dk.view()(i));
+        emit(bwd.dv, at, dv.view()(i));
       }
       return;
     }
@@ -292,28 +302,27 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       // keys it sees (as fwd_row); the dk, dv it also computes are partial
       // and dropped.
       const extent_t b = u.a, h = u.b, i = u.c;
-      const int dq_out = output("dq");
-      const auto q = input("q"), k = input("k"), v = input("v"), dout = input("do");
-      Tensor dq(q.shape()), dk(k.shape()), dv(k.shape());  // (1,1,1,D), (1,1,seen,D)
-      dnf::attention_bwd<T>(q, k, v, dout, in.scale, /*causal=*/false, dq.view(), dk.view(),
-                            dv.view());
+      const Backward bwd = backward();
+      // (1,1,1,D), (1,1,seen,D)
+      Tensor dq(bwd.q.shape()), dk(bwd.k.shape()), dv(bwd.k.shape());
+      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, /*causal=*/false, dq.view(),
+                            dk.view(), dv.view());
       for (extent_t x = 0; x < d.D; ++x)
-        emit(dq_out, flat(dq_out, {b, h, i, x}), dq.view()(0, 0, 0, x));
+        emit(bwd.dq, flat(bwd.dq, {b, h, i, x}), dq.view()(0, 0, 0, x));
       return;
     }
     case UnitKind::bwd_key_rows: {
       const extent_t b = u.a, g = u.b;
-      const int dk_out = output("dk"), dv_out = output("dv");
-      const auto q = input("q"), k = input("k"), v = input("v"), dout = input("do");
+      const Backward bwd = backward();
       const auto rows = static_cast<extent_t>(u.keys.size());
       Tensor dk(Shape{rows, d.D}), dv(Shape{rows, d.D});
-      dnf::attention_bwd_key_rows<T>(q, k, v, dout, in.scale, p.causal(), u.keys, dk.view(),
-                                     dv.view());
+      dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), u.keys,
+                                     dk.view(), dv.view());
       for (extent_t t = 0; t < rows; ++t) {
         for (extent_t x = 0; x < d.D; ++x) {
-          const auto at = flat(dk_out, {b, g, u.keys[static_cast<std::size_t>(t)], x});
-          emit(dk_out, at, dk.view()(t, x));
-          emit(dv_out, at, dv.view()(t, x));
+          const auto at = flat(bwd.dk, {b, g, u.keys[static_cast<std::size_t>(t)], x});
+          emit(bwd.dk, at, dk.view()(t, x));
+          emit(bwd.dv, at, dv.view()(t, x));
         }
       }
       return;

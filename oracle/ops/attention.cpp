@@ -145,13 +145,17 @@ std::vector<Read> reads(const Problem& p, const Unit& u) {
   auto seen = [&](extent_t i) {
     return p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M;
   };
+  // Query row (b, h, i), then the keys and the values it sees: a forward
+  // row's reads, and a backward query row's but its do row.
+  auto query_row = [&](extent_t b, extent_t h, extent_t i) {
+    const extent_t g = h / group;
+    return std::vector<Read>{read("q", {b, h, i, 0}, {1, 1, 1, d.D}),
+                             read("k", {b, g, 0, 0}, {1, 1, seen(i), d.D}),
+                             read("v", {b, g, 0, 0}, {1, 1, seen(i), d.D})};
+  };
   switch (u.kind) {
-    case UnitKind::fwd_row: {  // q row, then the keys and values it sees
-      const extent_t b = u.a, h = u.b, i = u.c, g = h / group;
-      return {read("q", {b, h, i, 0}, {1, 1, 1, d.D}),
-              read("k", {b, g, 0, 0}, {1, 1, seen(i), d.D}),
-              read("v", {b, g, 0, 0}, {1, 1, seen(i), d.D})};
-    }
+    case UnitKind::fwd_row:  // q row, then the keys and values it sees
+      return query_row(u.a, u.b, u.c);
     case UnitKind::bwd_group:
     case UnitKind::bwd_key_rows: {  // the group's q, its k, v, the group's do
       const extent_t b = u.a, g = u.b;
@@ -160,10 +164,9 @@ std::vector<Read> reads(const Problem& p, const Unit& u) {
               read("v", {b, g, 0, 0}, ks), read("do", {b, g * group, 0, 0}, qs)};
     }
     case UnitKind::bwd_query_row: {  // q row, the keys and values it sees, do row
-      const extent_t b = u.a, h = u.b, i = u.c, g = h / group;
-      return {
-          read("q", {b, h, i, 0}, {1, 1, 1, d.D}), read("k", {b, g, 0, 0}, {1, 1, seen(i), d.D}),
-          read("v", {b, g, 0, 0}, {1, 1, seen(i), d.D}), read("do", {b, h, i, 0}, {1, 1, 1, d.D})};
+      std::vector<Read> r = query_row(u.a, u.b, u.c);
+      r.push_back(read("do", {u.a, u.b, u.c, 0}, {1, 1, 1, d.D}));
+      return r;
     }
     case UnitKind::decode_head: {  // q, the whole cache of its kv head (lens: Inputs::lens)
       const extent_t b = u.a, h = u.b, g = h / group;
