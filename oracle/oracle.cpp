@@ -15,7 +15,9 @@
 #include "oracle/detail/mpfr_var.hpp"
 #include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
+#include "oracle/ops/table.hpp"
 #include "oracle/rounding.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::oracle {
 
@@ -74,8 +76,9 @@ void check_inputs(const Case& c) {
                                   std::string(name(want)));
     }
   }
-  if (c.problem.op == Op::attention_decode) {
-    const AnyTensor& lens = c.inputs[3];
+  const auto inputs = inputs_by_name(c.problem.op, c.inputs);
+  if (inputs.has("lens")) {  // attention.decode
+    const AnyTensor& lens = inputs["lens"];
     for (const moa::Index& i : moa::iota(lens.shape())) {
       const double len = lens.get(i);
       if (!(len >= 1 && len <= double(c.problem.dims.M))) {
@@ -174,11 +177,13 @@ class Driver {
     pending_.assign(units.size(), 0);
 
     // First pass: store the enclosures (the sink runs under round-upward),
-    // then decide under round-to-nearest. Block has none (passes.hpp).
+    // then decide under round-to-nearest. An op whose row of the table says
+    // so has none (block: passes.hpp).
     // Double ends cannot decide a rounding to double: f64 targets take the
     // double-double pass, whose ends are stored beside (dd_lo_, dd_hi_).
     const bool dd = fmt_ == Format::f64;
-    if (case_.problem.op == Op::block) {
+    const bool first_pass = oracle_op(case_.problem.op).first_pass;
+    if (!first_pass) {
       pending_.assign(units.size(), 1);
     } else {
       // A unit may compute elements of rows not selected (the sampled
@@ -224,7 +229,7 @@ class Driver {
     // ends are too far apart for the DD's 2^-exact_ulp_bits ulp, while
     // double-double ends are some 2^40 times closer, and cost a small
     // share of MPFI's time (docs/oracle.md, "Narrowing").
-    if (!dd && case_.problem.op != Op::block && need_bits_ == 0) narrow_in_dd(units);
+    if (!dd && first_pass && need_bits_ == 0) narrow_in_dd(units);
 
     // The Ziv loop: each level re-runs, at a higher precision, the units
     // that still hold an undecided element.

@@ -5,37 +5,24 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "oracle/ops/table.hpp"
+
 namespace moacert::oracle {
 
 using moa::extent_t;
 
 extent_t query_row_count(const Problem& p) {
-  const Dims& d = p.dims;
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      return d.B * d.H * d.N;
-    case Op::attention_decode:
-      return d.B * d.H;
-    case Op::rmsnorm:
-    case Op::mlp_swiglu:
-      return d.T;
-    case Op::block:
-      return d.B * d.N;
-  }
-  return 0;
+  return oracle_op(p.op).query_row_count(p);
 }
 
 extent_t key_row_count(const Problem& p) {
-  const bool backward = p.op == Op::attention_bwd || p.op == Op::attention_fwdbwd;
-  return backward ? p.dims.B * p.dims.Hkv * p.dims.M : 0;
+  return oracle_op(p.op).key_row_count(p);
 }
 
 bool is_key_output(Op op, int out) {
-  if (op == Op::attention_bwd) return out == 1 || out == 2;     // dq dk dv
-  if (op == Op::attention_fwdbwd) return out == 3 || out == 4;  // o lse dq dk dv
-  return false;
+  const std::string_view name = info(op).outputs[static_cast<std::size_t>(out)];
+  const std::vector<std::string_view>& keys = oracle_op(op).key_outputs;
+  return std::find(keys.begin(), keys.end(), name) != keys.end();
 }
 
 extent_t row_length(const Problem& p, int out) {

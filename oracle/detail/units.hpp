@@ -2,7 +2,9 @@
 // DNF is called unchanged. Each output element belongs to exactly one unit,
 // so the passes can run units in parallel (deterministically: an element's
 // enclosure never depends on the schedule) and the Ziv loop can narrow only
-// the units that still hold an undecided element.
+// the units that still hold an undecided element. Each op lists its units,
+// their scratch and their reads in its row of the op table
+// (oracle/ops/table.hpp, written in oracle/ops/<family>.cpp):
 //
 //   attention.fwd        one unit per query row (b, h, i): the DNF on q_i
 //                        against the keys row i sees, which under the causal
@@ -24,6 +26,9 @@
 // (b, kv head) are one unit, dnf::attention_bwd_key_rows, which goes once
 // over the group's query rows (a key row's dS needs every row's softmax
 // normaliser and D_i: O(G·N·M·D) for the group, then O(G·N·D) per key row).
+//
+// This file holds what is common to every op: the table's lookups, the
+// conversion of the rows the units read, and the running of a unit.
 #pragma once
 
 #include <algorithm>
@@ -33,11 +38,13 @@
 #include <string>
 #include <vector>
 
+#include "oracle/ops/table.hpp"
 #include "oracle/selection.hpp"
 #include "reference/case.hpp"
 #include "reference/dnf/attention.hpp"
 #include "reference/dnf/block.hpp"
 #include "reference/dnf/norm_mlp.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::oracle::detail {
 
@@ -47,186 +54,49 @@ using moa::Layout;
 using moa::Shape;
 using moa::View;
 
-enum class UnitKind : std::uint8_t {
-  fwd_row,
-  bwd_group,
-  bwd_query_row,  // sampled: dq[b,h,i,:]
-  bwd_key_rows,   // sampled: dk, dv rows `keys` of (b, g)
-  decode_head,
-  row,
-  batch
-};
-
-struct Unit {
-  UnitKind kind;
-  extent_t a = 0, b = 0, c = 0;  // (b, h, i) for fwd_row; (b, g) for bwd_group; ...
-  std::vector<extent_t> keys;    // bwd_key_rows: the key rows j, ascending
-};
-
 // The units that hold the selected rows (every unit without a selection).
 inline std::vector<Unit> units_of(const Problem& p, const Selection* rows = nullptr) {
-  const Dims& d = p.dims;
-  std::vector<Unit> units;
-  // Query row r = (b·H + h)·N + i, selected or all.
-  auto each_query_row = [&](auto&& f) {
-    if (!rows) {
-      for (extent_t r = 0; r < query_row_count(p); ++r) f(r);
-    } else {
-      for (extent_t r : rows->query_rows) f(r);
-    }
-  };
-  auto fwd_rows = [&] {
-    each_query_row([&](extent_t r) {
-      units.push_back({UnitKind::fwd_row, r / (d.H * d.N), r / d.N % d.H, r % d.N});
-    });
-  };
-  auto bwd_groups = [&] {
-    if (!rows) {
-      for (extent_t b = 0; b < d.B; ++b)
-        for (extent_t g = 0; g < d.Hkv; ++g) units.push_back({UnitKind::bwd_group, b, g, 0});
-      return;
-    }
-    for (extent_t r : rows->query_rows)
-      units.push_back({UnitKind::bwd_query_row, r / (d.H * d.N), r / d.N % d.H, r % d.N});
-    for (extent_t r : rows->key_rows) {  // ascending: one unit per (b, g) met
-      const extent_t bg = r / d.M;
-      if (units.empty() || units.back().kind != UnitKind::bwd_key_rows ||
-          units.back().a * d.Hkv + units.back().b != bg)
-        units.push_back({UnitKind::bwd_key_rows, bg / d.Hkv, bg % d.Hkv, 0});
-      units.back().keys.push_back(r % d.M);
-    }
-  };
-  switch (p.op) {
-    case Op::attention_fwd:
-      fwd_rows();
-      break;
-    case Op::attention_bwd:
-      bwd_groups();
-      break;
-    case Op::attention_fwdbwd:
-      fwd_rows();
-      bwd_groups();
-      break;
-    case Op::attention_decode:
-      each_query_row([&](extent_t r) {
-        units.push_back({UnitKind::decode_head, r / d.H, r % d.H, 0});
-      });
-      break;
-    case Op::rmsnorm:
-    case Op::mlp_swiglu:
-      each_query_row([&](extent_t t) { units.push_back({UnitKind::row, t, 0, 0}); });
-      break;
-    case Op::block:  // a batch holds rows b·N .. b·N + N - 1
-      each_query_row([&](extent_t r) {
-        if (units.empty() || units.back().a != r / d.N)
-          units.push_back({UnitKind::batch, r / d.N, 0, 0});
-      });
-      break;
-  }
-  return units;
+  return oracle_op(p.op).units(p, rows);
 }
 
 // The most scratch one unit's DNF call holds at once, in elements of the
-// enclosure type (oracle/memory.cpp multiplies by an element's size): a
-// query row's scores and probabilities (and, for a dQ row, the partial dK,
-// dV it drops), a kv group's probabilities and their gradients, the key
-// rows' dK, dV with one query row's statistics, a row's hidden layer, a
-// batch's attention and MLP.
+// enclosure type (oracle/memory.cpp multiplies by an element's size).
 inline double unit_scratch_elements(const Problem& p, const Unit& u) {
-  const Dims& d = p.dims;
-  const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
-  const double row = 4.0 * double(d.M) + 2.0 * double(d.D);  // one query row's softmax
-  switch (u.kind) {
-    case UnitKind::fwd_row:
-    case UnitKind::decode_head:
-      return row;
-    case UnitKind::bwd_group:
-      return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
-    case UnitKind::bwd_query_row:
-      return row + 2.0 * double(d.M) * double(d.D);
-    case UnitKind::bwd_key_rows:
-      return row + 2.0 * double(u.keys.size()) * double(d.D);
-    case UnitKind::row:
-      return p.op == Op::rmsnorm ? 2.0 * double(d.D) : 3.0 * double(d.F) + double(d.Dm);
-    case UnitKind::batch:
-      return 2.0 * double(d.H) * double(d.N) * double(d.N) +
-             double(d.N) *
-                 (4.0 * double(d.H) * double(d.D) + 3.0 * double(d.F) + 4.0 * double(d.Dm));
-  }
-  return 0;
+  return oracle_op(p.op).unit_scratch_elements(p, u);
 }
 
-// What a unit reads of one (non-index) input: the sub-array at `start` of
-// extents `extent`. Every read is a run of whole consecutive rows of the
-// input (a row: the elements that share every index but the last), which
-// is what lets Inputs convert only the rows some unit reads and still hand
-// each unit a strided view.
-struct Read {
-  int input;  // ops-table order
-  Index start;
-  Shape extent;
-};
-
-// The reads of one unit, in the order run_unit takes them (see there).
+// The reads of one unit: one per input its DNF call takes (run_unit finds
+// each by the input's name).
 inline std::vector<Read> reads_of(const Problem& p, const Unit& u) {
-  const Dims& d = p.dims;
-  const bool fused = p.op == Op::attention_fwdbwd;
-  const int do_input = fused ? 3 : 5;  // bwd: q k v o lse do; fwdbwd: q k v do
-  const extent_t group = d.H / std::max<extent_t>(1, d.Hkv);
-  // Keys query row i sees: all, or the causal prefix j <= i + (M - N).
-  auto seen = [&](extent_t i) {
-    return p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M;
-  };
-  // Query row (b, h, i), then the keys and the values it sees: a forward
-  // row's reads, and a backward query row's but its do row.
-  auto query_row = [&](extent_t b, extent_t h, extent_t i) {
-    const extent_t g = h / group;
-    return std::vector<Read>{{0, {b, h, i, 0}, {1, 1, 1, d.D}},
-                             {1, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
-                             {2, {b, g, 0, 0}, {1, 1, seen(i), d.D}}};
-  };
-  auto whole = [&](int k) {
-    const Shape s = input_shapes(p)[static_cast<std::size_t>(k)];
-    Index zero;
-    for (int a = 0; a < s.rank(); ++a) zero.push_back(0);
-    return Read{k, zero, s};
-  };
-  switch (u.kind) {
-    case UnitKind::fwd_row:  // q row, then the keys and values it sees
-      return query_row(u.a, u.b, u.c);
-    case UnitKind::bwd_group:
-    case UnitKind::bwd_key_rows: {  // the group's q, its k, v, the group's do
-      const extent_t b = u.a, g = u.b;
-      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
-      return {{0, {b, g * group, 0, 0}, qs},
-              {1, {b, g, 0, 0}, ks},
-              {2, {b, g, 0, 0}, ks},
-              {do_input, {b, g * group, 0, 0}, qs}};
-    }
-    case UnitKind::bwd_query_row: {  // q row, the keys and values it sees, do row
-      std::vector<Read> r = query_row(u.a, u.b, u.c);
-      r.push_back({do_input, {u.a, u.b, u.c, 0}, {1, 1, 1, d.D}});
-      return r;
-    }
-    case UnitKind::decode_head: {  // q, the whole cache of its kv head (lens: Inputs::lens)
-      const extent_t b = u.a, h = u.b, g = h / group;
-      return {{0, {b, h, 0, 0}, {1, 1, 1, d.D}},
-              {1, {b, g, 0, 0}, {1, 1, d.M, d.D}},
-              {2, {b, g, 0, 0}, {1, 1, d.M, d.D}}};
-    }
-    case UnitKind::row: {  // row t of x, then every weight whole
-      const extent_t t = u.a, width = p.op == Op::rmsnorm ? d.D : d.Dm;
-      std::vector<Read> r{{0, {t, 0}, {1, width}}};
-      for (int k = 1; k < static_cast<int>(input_shapes(p).size()); ++k) r.push_back(whole(k));
-      return r;
-    }
-    case UnitKind::batch: {  // batch b of x, then every weight whole
-      std::vector<Read> r{{0, {u.a, 0, 0}, {1, d.N, d.Dm}}};
-      for (int k = 1; k < static_cast<int>(input_shapes(p).size()); ++k) r.push_back(whole(k));
-      return r;
-    }
+  return oracle_op(p.op).reads(p, u);
+}
+
+// Calls f(r) for each query row r (flat, as in selection.hpp) that is
+// selected, or for every query row without a selection: the units of most
+// ops are one per query row, or per run of them.
+template <class F>
+void for_each_query_row(const Problem& p, const Selection* rows, F&& f) {
+  if (!rows) {
+    for (extent_t r = 0; r < query_row_count(p); ++r) f(r);
+  } else {
+    for (extent_t r : rows->query_rows) f(r);
   }
-  return {};
+}
+
+// The reads of a unit of rmsnorm, mlp.swiglu or block: the rows of x at
+// `start` of extents `extent`, then every other input (a weight) whole.
+inline std::vector<Read> rows_of_x_and_every_weight(const Problem& p, Index start, Shape extent) {
+  const std::vector<Shape> shapes = input_shapes(p);
+  const std::vector<std::string_view>& names = info(p.op).inputs;
+  std::vector<Read> reads{
+      {static_cast<int>(input_position(p.op, "x")), std::move(start), std::move(extent)}};
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (names[k] == "x") continue;
+    Index zero;
+    for (int a = 0; a < shapes[k].rank(); ++a) zero.push_back(0);
+    reads.push_back({static_cast<int>(k), zero, shapes[k]});
+  }
+  return reads;
 }
 
 // The rows of one input a read covers: [first, first + count).
@@ -276,6 +146,12 @@ inline RowsRead rows_read(const Problem& p, std::span<const Unit> units) {
     }
   }
   return kept;
+}
+
+// A unit's DNF call asked for an input its reads (reads_of) do not hold: a
+// bug in the op's row of the table.
+[[noreturn, gnu::cold, gnu::noinline]] inline void not_read(std::string_view input) {
+  throw std::logic_error("oracle: a unit reads no rows of input " + std::string(input));
 }
 
 // A unit asked for rows its pass did not convert: a bug in reads_of or in
@@ -356,40 +232,53 @@ View<T> slice(const View<T>& v, const Index& start, const Shape& extent) {
 
 // Runs the DNF on one unit and hands every output element it produces to
 // emit(output, row_major_flat_index, value). The unit's inputs are its
-// reads (reads_of), in their order.
+// reads (reads_of), each found by its input's name.
 template <class T, class Emit>
 void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit) {
   using Tensor = moa::Tensor<T>;
   const Dims& d = p.dims;
   const std::vector<Read> reads = reads_of(p, u);
-  auto input = [&](std::size_t n) { return in.view(reads[n]); };
+  // The unit's read of input `name` (reads_of: one per input it reads).
+  auto input = [&](std::string_view name) {
+    const auto k = static_cast<int>(input_position(p.op, name));
+    for (const Read& r : reads)
+      if (r.input == k) return in.view(r);
+    not_read(name);
+  };
   // Output k's row-major offset of index i (its shape from the ops table).
   const std::vector<Shape> outputs = output_shapes(p);
   auto flat = [&](int k, const Index& i) {
     return moa::row_major_offset(outputs[static_cast<std::size_t>(k)], i);
   };
-  // A backward unit's inputs, q k v do (reads_of), and where its outputs
-  // lie: attention.bwd's are dq dk dv, fwdbwd's o lse dq dk dv.
+  // Output `name`'s position in the signature (dq is output 0 of
+  // attention.bwd, 2 of attention.fwdbwd).
+  auto output = [&](std::string_view name) {
+    return static_cast<int>(output_position(p.op, name));
+  };
+  // A backward unit's inputs, q k v do, and the positions of its outputs
+  // dq dk dv (attention.bwd's 0 1 2, fwdbwd's 2 3 4).
   struct Backward {
     View<const T> q, k, v, dout;
-    int dq, dk, dv;  // output indices
+    int dq, dk, dv;  // output positions
   };
   auto backward = [&] {
-    const int dq = p.op == Op::attention_fwdbwd ? 2 : 0;
-    return Backward{input(0), input(1), input(2), input(3), dq, dq + 1, dq + 2};
+    return Backward{input("q"),   input("k"),   input("v"),  input("do"),
+                    output("dq"), output("dk"), output("dv")};
   };
 
   switch (u.kind) {
     case UnitKind::fwd_row: {
       // The keys row i sees: all, or the causal prefix (reads_of).
       const extent_t b = u.a, h = u.b, i = u.c;
-      const auto q = input(0);  // (1,1,1,D)
-      const auto k = input(1);  // (1,1,seen,D)
-      const auto v = input(2);  // (1,1,seen,D)
+      const auto q = input("q");  // (1,1,1,D)
+      const auto k = input("k");  // (1,1,seen,D)
+      const auto v = input("v");  // (1,1,seen,D)
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
       dnf::attention_fwd<T>(q, k, v, in.scale, /*causal=*/false, o.view(), lse.view());
-      for (extent_t x = 0; x < d.D; ++x) emit(0, flat(0, {b, h, i, x}), o.view()(0, 0, 0, x));
-      emit(1, flat(1, {b, h, i}), lse.view()(0, 0, 0));
+      const int o_out = output("o"), lse_out = output("lse");
+      for (extent_t x = 0; x < d.D; ++x)
+        emit(o_out, flat(o_out, {b, h, i, x}), o.view()(0, 0, 0, x));
+      emit(lse_out, flat(lse_out, {b, h, i}), lse.view()(0, 0, 0));
       return;
     }
     case UnitKind::bwd_group: {
@@ -399,12 +288,12 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       Tensor dq(qs), dk(ks), dv(ks);
       dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
                             dk.view(), dv.view());
-      for (const Index& x : moa::iota(qs))
-        emit(bwd.dq, flat(bwd.dq, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
-      for (const Index& x : moa::iota(ks)) {
-        const auto at = flat(bwd.dk, {b, g, x[2], x[3]});  // dk and dv alike
-        emit(bwd.dk, at, dk.view()(x));
-        emit(bwd.dv, at, dv.view()(x));
+      for (const Index& i : moa::iota(qs))
+        emit(bwd.dq, flat(bwd.dq, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
+      for (const Index& i : moa::iota(ks)) {
+        const auto at = flat(bwd.dk, {b, g, i[2], i[3]});  // dk and dv alike
+        emit(bwd.dk, at, dk.view()(i));
+        emit(bwd.dv, at, dv.view()(i));
       }
       return;
     }
@@ -416,8 +305,8 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       const Backward bwd = backward();
       // (1,1,1,D), (1,1,seen,D)
       Tensor dq(bwd.q.shape()), dk(bwd.k.shape()), dv(bwd.k.shape());
-      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale,
-                            /*causal=*/false, dq.view(), dk.view(), dv.view());
+      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, /*causal=*/false, dq.view(),
+                            dk.view(), dv.view());
       for (extent_t x = 0; x < d.D; ++x)
         emit(bwd.dq, flat(bwd.dq, {b, h, i, x}), dq.view()(0, 0, 0, x));
       return;
@@ -440,40 +329,46 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
     }
     case UnitKind::decode_head: {
       const extent_t b = u.a, h = u.b;
-      const auto q = input(0), k = input(1), v = input(2);  // (1,1,1,D), (1,1,L,D)
+      const auto q = input("q"), k = input("k"), v = input("v");  // (1,1,1,D), (1,1,L,D)
       const View<const std::int64_t> lens =
           slice(View<const std::int64_t>(in.lens.view()), {b}, {1});
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
       dnf::attention_decode<T>(q, k, v, lens, in.scale, o.view(), lse.view());
       // o (B,H,1,D) and lse (B,H,1), row-major: head b·H + h.
       const extent_t head = b * d.H + h;
-      for (extent_t x = 0; x < d.D; ++x) emit(0, head * d.D + x, o.view()(0, 0, 0, x));
-      emit(1, head, lse.view()(0, 0, 0));
+      const int o_out = output("o"), lse_out = output("lse");
+      for (extent_t x = 0; x < d.D; ++x) emit(o_out, head * d.D + x, o.view()(0, 0, 0, x));
+      emit(lse_out, head, lse.view()(0, 0, 0));
       return;
     }
-    case UnitKind::row: {
+    case UnitKind::norm_row: {
       const extent_t t = u.a;
-      if (p.op == Op::rmsnorm) {
-        const auto x = input(0);  // (1,D)
-        Tensor y(Shape{1, d.D});
-        dnf::rmsnorm<T>(x, input(1), p.params.eps, y.view());
-        for (extent_t c = 0; c < d.D; ++c) emit(0, t * d.D + c, y.view()(0, c));
-      } else {
-        const auto x = input(0);  // (1,Dm)
-        Tensor y(Shape{1, d.Dm});
-        dnf::mlp_swiglu<T>(x, input(1), input(2), input(3), y.view());
-        for (extent_t c = 0; c < d.Dm; ++c) emit(0, t * d.Dm + c, y.view()(0, c));
-      }
+      const auto x = input("x");  // (1,D)
+      Tensor y(Shape{1, d.D});
+      dnf::rmsnorm<T>(x, input("w"), p.params.eps, y.view());
+      const int y_out = output("y");
+      for (extent_t c = 0; c < d.D; ++c) emit(y_out, t * d.D + c, y.view()(0, c));
+      return;
+    }
+    case UnitKind::mlp_row: {
+      const extent_t t = u.a;
+      const auto x = input("x");  // (1,Dm)
+      Tensor y(Shape{1, d.Dm});
+      dnf::mlp_swiglu<T>(x, input("w1"), input("w3"), input("w2"), y.view());
+      const int y_out = output("y");
+      for (extent_t c = 0; c < d.Dm; ++c) emit(y_out, t * d.Dm + c, y.view()(0, c));
       return;
     }
     case UnitKind::batch: {
       const extent_t b = u.a;
-      const auto x = input(0);  // (1,N,Dm)
+      const auto x = input("x");  // (1,N,Dm)
       Tensor y(Shape{1, d.N, d.Dm});
-      dnf::block<T>(x, input(1), input(2), input(3), input(4), input(5), input(6), input(7),
-                    input(8), input(9), d.H, d.Hkv, p.params.eps, y.view());
+      dnf::block<T>(x, input("attn_norm"), input("wq"), input("wk"), input("wv"), input("wo"),
+                    input("mlp_norm"), input("w1"), input("w3"), input("w2"), d.H, d.Hkv,
+                    p.params.eps, y.view());
+      const int y_out = output("y");
       for (const Index& i : moa::iota(y.shape()))
-        emit(0, (b * d.N + i[1]) * d.Dm + i[2], y.view()(i));
+        emit(y_out, (b * d.N + i[1]) * d.Dm + i[2], y.view()(i));
       return;
     }
   }

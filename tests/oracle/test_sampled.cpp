@@ -11,6 +11,7 @@
 #include "oracle/bounds.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/memory.hpp"
+#include "oracle/ops/table.hpp"
 #include "oracle/oracle.hpp"
 #include "oracle/selection.hpp"
 #include "tests/support/harness.hpp"
@@ -94,6 +95,27 @@ TEST_P(SampledFormat, SelectedRowsAreTheWholeOraclesAnswer) {
         EXPECT_GT(evaluated, 0);
       }
     }
+  }
+}
+
+// The op table's rows (oracle/ops/): each output's elements are those of
+// its rows, query rows or, for the outputs the table names, key rows, each
+// row_length elements, none left over; and the key outputs it names are
+// outputs of the op.
+TEST(OracleOpTable, RowsHoldEveryOutputElement) {
+  for (const OpInfo& op : all_ops()) {
+    const Case c = test::make_case(op.op, Format::f32, test::small_dims(op.op), 1);
+    const Problem& p = c.problem;
+    const std::vector<moa::Shape> shapes = output_shapes(p);
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const bool key = is_key_output(op.op, int(k));
+      const extent_t rows = key ? key_row_count(p) : query_row_count(p);
+      EXPECT_EQ(rows * row_length(p, int(k)), moa::tau(shapes[k]))
+          << op.name << " " << op.outputs[k] << (key ? " (key rows)" : " (query rows)");
+    }
+    for (const std::string_view name : oracle_op(op.op).key_outputs)
+      EXPECT_NE(std::find(op.outputs.begin(), op.outputs.end(), name), op.outputs.end())
+          << op.name << " has no output " << name;
   }
 }
 

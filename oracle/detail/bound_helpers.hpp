@@ -1,0 +1,101 @@
+// The parts of the a priori bounds (docs/bounds.md) that more than one op
+// composes: the rounding constants of a format pair, the forward of
+// attention (fwd, decode, the backward's recomputation, block), rmsnorm,
+// a product with propagated errors, and the SwiGLU MLP (rmsnorm and
+// mlp.swiglu alone and inside block). Defined in oracle/bounds.cpp; the
+// ops compose them in oracle/ops/<family>.cpp.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "reference/case.hpp"
+
+namespace moacert::oracle::detail {
+
+using Mat = moa::Tensor<double>;
+
+// The final safety factor: the condition quantities are computed in
+// double, their own relative error (below 2^-40 for any case moacert
+// generates) covered by it.
+constexpr double kEvalSlack = 1 + 0x1p-20;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The rounding constants of a format pair: accumulation (f64 for f64, f32
+// otherwise) and storage.
+struct RoundingUnits {
+  double ua, us;        // unit roundoffs
+  double eta_a, eta_s;  // smallest subnormals (underflow of one product)
+  double eps_exp, eps_log;
+  double gamma(double n) const { return n * ua / (1 - n * ua); }
+};
+
+// Relative error factors are carried as θ (the factor is 1 + θ) and
+// composed without forming 1 + θ, which rounds to 1 for θ near u of f64.
+// (1 + a)(1 + b) - 1:
+inline double compose(double a, double b) {
+  return a + b + a * b;
+}
+// (1 + x)^k - 1:
+inline double power(double x, double k) {
+  return std::expm1(k * std::log1p(x));
+}
+
+inline std::vector<double> rav(const Mat& m) {
+  return m.storage();
+}
+
+// One case's a priori bounds, as an op's row of the table sees them.
+struct BoundCall {
+  const Case& c;
+  std::span<const Mat> widened;  // the inputs' values, in the signature's order; index inputs empty
+  const RoundingUnits& u;
+  // The query rows bounded (the sampled oracle's, flat as in selection.hpp),
+  // or null for every row: fwd, decode and mlp.swiglu bound only these.
+  const std::vector<std::uint8_t>* only;
+};
+
+// Errors already present in an attention call's inputs (zero for the op
+// alone; the block's upstream stages for the block).
+struct AttentionInputErrors {
+  const Mat* q = nullptr;  // (B,H,N,D) absolute error bounds
+  const Mat* k = nullptr;  // (B,Hkv,M,D)
+  const Mat* v = nullptr;
+};
+
+struct ForwardBounds {
+  Mat o, lse;          // bounds for the stored o, lse
+  Mat o_val, lse_val;  // the exact values (double) used for the backward
+};
+
+// The forward bound of docs/bounds.md#attention-forward for every row, the
+// rows spread over threads. `lens` (decode) limits the keys of batch b.
+// `wanted` (the sampled oracle's query rows, flat (b·H + h)·N + i) limits
+// the rows bounded; the others are left 0.
+ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
+                                       bool causal, const std::vector<moa::extent_t>* lens,
+                                       const RoundingUnits& u, const AttentionInputErrors& in = {},
+                                       const std::vector<std::uint8_t>* wanted = nullptr);
+
+// docs/bounds.md#rmsnorm, with an optional bound ex on errors already in x
+// (first order in ex, doubled: see the block).
+Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& u, Mat* y_val,
+                   const Mat* ex = nullptr);
+
+// C = A B with a bound on C's error given bounds ea (and eb, optional) on
+// A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb). `rows` (optional)
+// limits the rows of C bounded; the others are left 0. Each row's sums run
+// over p ascending, B read row by row.
+Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const RoundingUnits& u, Mat* c_val,
+                bool store = true, const std::vector<std::uint8_t>* rows = nullptr);
+
+// docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null;
+// rows: the rows t bounded (the sampled oracle's), or null for all.
+Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const RoundingUnits& u,
+               Mat* y_val, const Mat* ex = nullptr,
+               const std::vector<std::uint8_t>* rows = nullptr);
+
+}  // namespace moacert::oracle::detail

@@ -1,0 +1,431 @@
+// The attention ops' rows of the oracle's op table (oracle/ops/table.hpp):
+// attention.fwd, attention.bwd, attention.fwdbwd and attention.decode. Their
+// rows are query rows (b, h, i), flat (b·H + h)·N + i (decode's (b, h), flat
+// b·H + h), and the backward's key rows (b, g, j), flat (b·Hkv + g)·M + j;
+// their units are listed in oracle/detail/units.hpp; their bounds are
+// docs/bounds.md#attention-forward and #attention-backward.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "oracle/detail/bound_helpers.hpp"
+#include "oracle/detail/units.hpp"
+#include "oracle/ops/table.hpp"
+#include "reference/dnf/attention.hpp"
+#include "reference/named.hpp"
+
+namespace moacert::oracle {
+namespace {
+
+using detail::AttentionInputErrors;
+using detail::BoundCall;
+using detail::compose;
+using detail::ForwardBounds;
+using detail::kEvalSlack;
+using detail::kInf;
+using detail::Mat;
+using detail::no_key_rows;
+using detail::power;
+using detail::rav;
+using detail::Read;
+using detail::RoundingUnits;
+using detail::Unit;
+using detail::UnitKind;
+using moa::extent_t;
+using moa::Index;
+using moa::Shape;
+using Bounds = std::vector<std::vector<double>>;
+
+// ---- rows -------------------------------------------------------------------
+
+extent_t query_rows(const Problem& p) {  // (b, h, i)
+  return p.dims.B * p.dims.H * p.dims.N;
+}
+extent_t decode_query_rows(const Problem& p) {  // (b, h)
+  return p.dims.B * p.dims.H;
+}
+extent_t key_rows(const Problem& p) {  // (b, g, j)
+  return p.dims.B * p.dims.Hkv * p.dims.M;
+}
+
+// ---- units ------------------------------------------------------------------
+
+// The forward's units: one per query row.
+void add_forward_rows(const Problem& p, const Selection* rows, std::vector<Unit>& units) {
+  const Dims& d = p.dims;
+  detail::for_each_query_row(p, rows, [&](extent_t r) {
+    units.push_back({UnitKind::fwd_row, r / (d.H * d.N), r / d.N % d.H, r % d.N});
+  });
+}
+
+// The backward's units: one per (b, kv head) without a selection; with one,
+// a unit per selected query row (its dq row) and one per (b, kv head) for
+// its selected key rows.
+void add_backward_units(const Problem& p, const Selection* rows, std::vector<Unit>& units) {
+  const Dims& d = p.dims;
+  if (!rows) {
+    for (extent_t b = 0; b < d.B; ++b)
+      for (extent_t g = 0; g < d.Hkv; ++g) units.push_back({UnitKind::bwd_group, b, g, 0});
+    return;
+  }
+  for (extent_t r : rows->query_rows)
+    units.push_back({UnitKind::bwd_query_row, r / (d.H * d.N), r / d.N % d.H, r % d.N});
+  for (extent_t r : rows->key_rows) {  // ascending: one unit per (b, g) met
+    const extent_t bg = r / d.M;
+    if (units.empty() || units.back().kind != UnitKind::bwd_key_rows ||
+        units.back().a * d.Hkv + units.back().b != bg)
+      units.push_back({UnitKind::bwd_key_rows, bg / d.Hkv, bg % d.Hkv, 0});
+    units.back().keys.push_back(r % d.M);
+  }
+}
+
+std::vector<Unit> forward_units(const Problem& p, const Selection* rows) {
+  std::vector<Unit> units;
+  add_forward_rows(p, rows, units);
+  return units;
+}
+std::vector<Unit> backward_units(const Problem& p, const Selection* rows) {
+  std::vector<Unit> units;
+  add_backward_units(p, rows, units);
+  return units;
+}
+std::vector<Unit> fused_units(const Problem& p, const Selection* rows) {  // fwd, then bwd
+  std::vector<Unit> units;
+  add_forward_rows(p, rows, units);
+  add_backward_units(p, rows, units);
+  return units;
+}
+std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // one per (b, h)
+  std::vector<Unit> units;
+  detail::for_each_query_row(p, rows, [&](extent_t r) {
+    units.push_back({UnitKind::decode_head, r / p.dims.H, r % p.dims.H, 0});
+  });
+  return units;
+}
+
+[[noreturn]] void not_attention(const Unit& u) {
+  throw std::logic_error("oracle: unit kind " + std::to_string(static_cast<int>(u.kind)) +
+                         " is not a unit of attention");
+}
+
+// A query row's scores and probabilities (and, for a dQ row, the partial
+// dK, dV it drops), a kv group's probabilities and their gradients, the key
+// rows' dK, dV with one query row's statistics.
+double unit_scratch_elements(const Problem& p, const Unit& u) {
+  const Dims& d = p.dims;
+  const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
+  const double row = 4.0 * double(d.M) + 2.0 * double(d.D);  // one query row's softmax
+  switch (u.kind) {
+    case UnitKind::fwd_row:
+    case UnitKind::decode_head:
+      return row;
+    case UnitKind::bwd_group:
+      return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
+    case UnitKind::bwd_query_row:
+      return row + 2.0 * double(d.M) * double(d.D);
+    case UnitKind::bwd_key_rows:
+      return row + 2.0 * double(u.keys.size()) * double(d.D);
+    case UnitKind::norm_row:
+    case UnitKind::mlp_row:
+    case UnitKind::batch:
+      break;
+  }
+  not_attention(u);
+}
+
+std::vector<Read> reads(const Problem& p, const Unit& u) {
+  const Dims& d = p.dims;
+  const extent_t group = d.H / std::max<extent_t>(1, d.Hkv);
+  auto read = [&](std::string_view name, Index start, Shape extent) {
+    return Read{static_cast<int>(input_position(p.op, name)), std::move(start), std::move(extent)};
+  };
+  // Keys query row i sees: all, or the causal prefix j <= i + (M - N).
+  auto seen = [&](extent_t i) {
+    return p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M;
+  };
+  // Query row (b, h, i), then the keys and the values it sees: a forward
+  // row's reads, and a backward query row's but its do row.
+  auto query_row = [&](extent_t b, extent_t h, extent_t i) {
+    const extent_t g = h / group;
+    return std::vector<Read>{read("q", {b, h, i, 0}, {1, 1, 1, d.D}),
+                             read("k", {b, g, 0, 0}, {1, 1, seen(i), d.D}),
+                             read("v", {b, g, 0, 0}, {1, 1, seen(i), d.D})};
+  };
+  switch (u.kind) {
+    case UnitKind::fwd_row:  // q row, then the keys and values it sees
+      return query_row(u.a, u.b, u.c);
+    case UnitKind::bwd_group:
+    case UnitKind::bwd_key_rows: {  // the group's q, its k, v, the group's do
+      const extent_t b = u.a, g = u.b;
+      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
+      return {read("q", {b, g * group, 0, 0}, qs), read("k", {b, g, 0, 0}, ks),
+              read("v", {b, g, 0, 0}, ks), read("do", {b, g * group, 0, 0}, qs)};
+    }
+    case UnitKind::bwd_query_row: {  // q row, the keys and values it sees, do row
+      std::vector<Read> r = query_row(u.a, u.b, u.c);
+      r.push_back(read("do", {u.a, u.b, u.c, 0}, {1, 1, 1, d.D}));
+      return r;
+    }
+    case UnitKind::decode_head: {  // q, the whole cache of its kv head (lens: Inputs::lens)
+      const extent_t b = u.a, h = u.b, g = h / group;
+      return {read("q", {b, h, 0, 0}, {1, 1, 1, d.D}), read("k", {b, g, 0, 0}, {1, 1, d.M, d.D}),
+              read("v", {b, g, 0, 0}, {1, 1, d.M, d.D})};
+    }
+    case UnitKind::norm_row:
+    case UnitKind::mlp_row:
+    case UnitKind::batch:
+      break;
+  }
+  not_attention(u);
+}
+
+// ---- bounds -----------------------------------------------------------------
+
+struct BackwardBounds {
+  Mat dq, dk, dv;
+};
+
+// docs/bounds.md#attention-backward. eO and eL bound the errors of the o and
+// lse the kernel uses (the given, rounded ones for attention.bwd; its own
+// for attention.fwdbwd).
+BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& v, const Mat& dout,
+                                         double scale, bool causal, const ForwardBounds& fwd,
+                                         const Mat& eO, const Mat& eL, const RoundingUnits& u) {
+  const Shape qs = q.shape(), ks = k.shape();
+  const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
+  const extent_t group = H / Hkv;
+  BackwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, Hkv, M, D}), Mat(Shape{B, Hkv, M, D})};
+  Mat dq_val(Shape{B, H, N, D}), dk_val(Shape{B, Hkv, M, D}), dv_val(Shape{B, Hkv, M, D});
+  const double nq = double(group * N);  // terms of each dK, dV sum
+  std::vector<double> s_row(static_cast<std::size_t>(M)), delta_row(s_row.size()),
+      dp_row(s_row.size()), b_row(s_row.size()), pi_row(s_row.size());
+  for (extent_t b = 0; b < B; ++b) {
+    for (extent_t h = 0; h < H; ++h) {
+      const extent_t g = h / group;
+      for (extent_t i = 0; i < N; ++i) {
+        const double lse = fwd.lse_val.view()(b, h, i);
+        if (std::isinf(lse)) continue;  // no visible key: nothing flows
+        extent_t n = 0;
+        for (extent_t j = 0; j < M; ++j) n += dnf::visible(causal, i, j, N, M);
+        double Drow = 0, absDO = 0, eD = 0;
+        for (extent_t d = 0; d < D; ++d) {
+          const double o = fwd.o_val.view()(b, h, i, d), dov = dout.view()(b, h, i, d);
+          Drow += dov * o;
+          absDO += std::fabs(dov);
+          eD += std::fabs(dov) * (u.gamma(double(D)) * (std::fabs(o) + eO.view()(b, h, i, d)) +
+                                  eO.view()(b, h, i, d));
+        }
+        eD += double(D) * u.eta_a;
+        const double el = eL.view()(b, h, i);
+        // The row's scores s_ij and their error bounds δ_ij (as in the forward).
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          double dot = 0, mag = 0, dp = 0, bij = 0;
+          for (extent_t d = 0; d < D; ++d) {
+            const double qv = q.view()(b, h, i, d), kv = k.view()(b, g, j, d);
+            dot += qv * kv;
+            mag += std::fabs(qv * kv);
+            dp += dout.view()(b, h, i, d) * v.view()(b, g, j, d);
+            bij += std::fabs(dout.view()(b, h, i, d) * v.view()(b, g, j, d));
+          }
+          s_row[j] = scale * dot;
+          dp_row[j] = dp;
+          b_row[j] = bij;
+          delta_row[j] =
+              u.gamma(double(D + 3)) * scale * mag + double(D + 1) * u.eta_a * std::max(1.0, scale);
+        }
+        // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
+        // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
+        double dmax = 0;
+        for (extent_t j = 0; j < M; ++j)
+          if (dnf::visible(causal, i, j, N, M)) dmax = std::max(dmax, delta_row[j]);
+        const double Delta = std::expm1(2 * dmax);
+        auto rho = [&](extent_t j) {
+          return std::expm1(u.ua * (std::fabs(s_row[j] - lse) + delta_row[j] + el) +
+                            std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+        };
+        double Lambda = 0;
+        for (extent_t j = 0; j < M; ++j)
+          if (dnf::visible(causal, i, j, N, M))
+            Lambda += std::exp(s_row[j] - lse) * compose(rho(j), u.gamma(double(n)));
+        Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
+        // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
+        // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
+        // more roundings), whichever is larger.
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double x = std::fabs(s_row[j] - lse), delta = delta_row[j];
+          const double Pi_given = std::expm1(delta + el + u.ua * (x + delta + el) +
+                                             std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+          const double Pi_norm =
+              Lambda < 1 ? (compose(compose(Delta, rho(j)), power(u.ua, 2)) + Lambda) / (1 - Lambda)
+                         : kInf;
+          pi_row[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
+        }
+        // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
+        // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
+        // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
+        // γ_{n+2}; terms and weights may underflow.
+        double eD_sum = 0, dp_max = 0;
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double w = compose(pi_row[j], u.gamma(double(n + 2)));
+          eD_sum += std::exp(s_row[j] - lse) *
+                    (w * std::fabs(dp_row[j]) + (1 + w) * u.gamma(double(D)) * b_row[j]);
+          dp_max = std::max(dp_max, std::fabs(dp_row[j]) + u.gamma(double(D)) * b_row[j]);
+        }
+        eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
+        for (extent_t j = 0; j < M; ++j) {
+          if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double dp = dp_row[j], bij = b_row[j];
+          const double s = s_row[j];
+          const double P = std::exp(s - lse);
+          const double Pi = pi_row[j];
+          const double ds = P * (dp - Drow);
+          // P̂ may also underflow (x beyond the exponent range): an absolute
+          // η_a next to its relative Π, carried through dS and its products.
+          const double two = compose(Pi, power(u.ua, 2));
+          const double sigma =
+              P * (two * std::fabs(dp - Drow) +
+                   (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
+              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
+          const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
+          for (extent_t d = 0; d < D; ++d) {
+            const double kv = k.view()(b, g, j, d), qv = q.view()(b, h, i, d),
+                         dov = dout.view()(b, h, i, d);
+            dq_val.view()(b, h, i, d) += scale * ds * kv;
+            dk_val.view()(b, g, j, d) += scale * ds * qv;
+            dv_val.view()(b, g, j, d) += P * dov;
+            // σ·dS may underflow before its product with K or Q: that
+            // absolute η_a is scaled by |K| or |Q| (large keys or queries
+            // beside a vanishing weight), the product's own below.
+            r.dq.view()(b, h, i, d) +=
+                (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
+            r.dk.view()(b, g, j, d) +=
+                (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
+            r.dv.view()(b, g, j, d) +=
+                P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
+          }
+        }
+      }
+    }
+  }
+  // The scale's own product, the storage rounding, the slack, and two
+  // underflows per term (σ·dS, then its product with K, Q or dO).
+  auto finish = [&](Mat& bound, const Mat& val, double terms) {
+    for (const Index& i : moa::iota(bound.shape())) {
+      const double e = bound.view()(i) * (1 + u.ua) * (1 + u.ua) + 2 * terms * u.eta_a;
+      bound.view()(i) =
+          kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(val.view()(i)) + u.eta_s / 2);
+    }
+  };
+  finish(r.dq, dq_val, double(M));
+  finish(r.dk, dk_val, nq);
+  finish(r.dv, dv_val, nq);
+  return r;
+}
+
+// The forward of the selected rows (call.only), their o and lse.
+Bounds forward_bounds(const BoundCall& call) {
+  const Problem& p = call.c.problem;
+  const auto x = inputs_by_name(p.op, call.widened);
+  const ForwardBounds f = detail::attention_forward_bounds(
+      x["q"], x["k"], x["v"], p.scale(), p.causal(), nullptr, call.u, {}, call.only);
+  Bounds out(info(p.op).outputs.size());
+  const auto y = outputs_by_name(p.op, out);
+  y["o"] = rav(f.o);
+  y["lse"] = rav(f.lse);
+  return out;
+}
+
+// Decode's forward: batch b sees its first lens[b] keys.
+Bounds decode_bounds(const BoundCall& call) {
+  const Problem& p = call.c.problem;
+  const auto x = inputs_by_name(p.op, call.widened);
+  const AnyTensor& given_lens = inputs_by_name(p.op, call.c.inputs)["lens"];
+  std::vector<extent_t> lens;
+  for (extent_t b = 0; b < p.dims.B; ++b) lens.push_back(extent_t(given_lens.get({b})));
+  const ForwardBounds f = detail::attention_forward_bounds(
+      x["q"], x["k"], x["v"], p.scale(), /*causal=*/false, &lens, call.u, {}, call.only);
+  Bounds out(info(p.op).outputs.size());
+  const auto y = outputs_by_name(p.op, out);
+  y["o"] = rav(f.o);
+  y["lse"] = rav(f.lse);
+  return out;
+}
+
+// The backward of every row (a key row's sums run over every query row),
+// and for attention.fwdbwd its forward too. The kernel of attention.bwd may
+// use the given o and lse (correctly rounded) or recompute them (as the DNF
+// does): the forward's bounds cover both.
+Bounds backward_bounds(const BoundCall& call) {
+  const Problem& p = call.c.problem;
+  const auto x = inputs_by_name(p.op, call.widened);
+  const ForwardBounds f = detail::attention_forward_bounds(x["q"], x["k"], x["v"], p.scale(),
+                                                           p.causal(), nullptr, call.u);
+  const BackwardBounds bb = attention_backward_bounds(x["q"], x["k"], x["v"], x["do"], p.scale(),
+                                                      p.causal(), f, f.o, f.lse, call.u);
+  Bounds out(info(p.op).outputs.size());
+  const auto y = outputs_by_name(p.op, out);
+  if (y.has("o")) {  // attention.fwdbwd
+    y["o"] = rav(f.o);
+    y["lse"] = rav(f.lse);
+  }
+  y["dq"] = rav(bb.dq);
+  y["dk"] = rav(bb.dk);
+  y["dv"] = rav(bb.dv);
+  return out;
+}
+
+}  // namespace
+
+namespace ops {
+
+OracleOp attention_fwd() {
+  return {.query_row_count = query_rows,
+          .key_row_count = no_key_rows,
+          .key_outputs = {},
+          .units = forward_units,
+          .unit_scratch_elements = unit_scratch_elements,
+          .reads = reads,
+          .first_pass = true,
+          .apriori_bounds = forward_bounds};
+}
+
+OracleOp attention_bwd() {
+  return {.query_row_count = query_rows,
+          .key_row_count = key_rows,
+          .key_outputs = {"dk", "dv"},
+          .units = backward_units,
+          .unit_scratch_elements = unit_scratch_elements,
+          .reads = reads,
+          .first_pass = true,
+          .apriori_bounds = backward_bounds};
+}
+
+OracleOp attention_fwdbwd() {
+  return {.query_row_count = query_rows,
+          .key_row_count = key_rows,
+          .key_outputs = {"dk", "dv"},
+          .units = fused_units,
+          .unit_scratch_elements = unit_scratch_elements,
+          .reads = reads,
+          .first_pass = true,
+          .apriori_bounds = backward_bounds};
+}
+
+OracleOp attention_decode() {
+  return {.query_row_count = decode_query_rows,
+          .key_row_count = no_key_rows,
+          .key_outputs = {},
+          .units = decode_units,
+          .unit_scratch_elements = unit_scratch_elements,
+          .reads = reads,
+          .first_pass = true,
+          .apriori_bounds = decode_bounds};
+}
+
+}  // namespace ops
+}  // namespace moacert::oracle
