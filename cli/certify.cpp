@@ -183,38 +183,62 @@ void require_writable(const fs::path& dir) {
   fs::remove(probe, ec);
 }
 
-int run_certify(const CertifyArgs& a) {
-  const std::optional<Op> op = parse_op(a.op);
-  if (!op) throw UsageError("unknown op '" + a.op + "' (moacert list shows the ops)");
-  const auto& registry = kernels::Registry::builtin();
-  std::vector<const kernels::Variant*> variants;
-  check_timeout(a.timeout);
-  const std::uint64_t max_memory = max_memory_of(a.max_memory);
-  std::optional<kernels::Variant> plugin;
+// The variants certify runs: --plugin's (loaded into `plugin`), --variant's,
+// or every variant of the op.
+std::vector<const kernels::Variant*> chosen_variants(const CertifyArgs& a, Op op,
+                                                     std::optional<kernels::Variant>& plugin) {
   if (!a.plugin.empty()) {
-    plugin = load_plugin(a.plugin, a.variant, a.timeout, *op, "not " + a.op);
-    variants.push_back(&*plugin);
-  } else if (!a.variant.empty()) {
-    const kernels::Variant* v = registry.find(*op, a.variant);
+    plugin = load_plugin(a.plugin, a.variant, a.timeout, op, "not " + a.op);
+    return {&*plugin};
+  }
+  const auto& registry = kernels::Registry::builtin();
+  if (!a.variant.empty()) {
+    const kernels::Variant* v = registry.find(op, a.variant);
     if (!v)
       throw UsageError("no variant '" + a.variant + "' of " + a.op +
                        " in this build (moacert list)");
-    variants.push_back(v);
-  } else {
-    variants = registry.of(*op);
-    if (variants.empty()) throw UsageError("no variant of " + a.op + " in this build");
+    return {v};
   }
-  std::optional<Format> format;
-  if (!a.dtype.empty()) {
-    format = parse_format(a.dtype);
-    if (!format) throw UsageError("unknown dtype '" + a.dtype + "' (f64, f32, bf16, f16)");
+  std::vector<const kernels::Variant*> all = registry.of(op);
+  if (all.empty()) throw UsageError("no variant of " + a.op + " in this build");
+  return all;
+}
+
+// certify's arguments but the variants, parsed and checked: what each
+// variant's certification runs with.
+struct CertifySettings {
+  Op op;
+  std::optional<Format> format;  // --dtype's, or the case files'
+  std::vector<std::pair<std::string, Case>> case_files;
+  properties::ShapeConstraints shape;
+  properties::Rule rule;
+  std::uint64_t seed = 0;
+  int cases = 0;
+
+  // --dtype's format, else f32 where the variant has it, else its first.
+  Format format_of(const kernels::Variant& v) const {
+    return format.value_or(v.supports(Format::f32) ? Format::f32 : v.formats.front());
   }
-  // Case files fix the op and the format: each must be a case of OP, all in
-  // one format (that of --dtype, when given).
+  properties::CertifyOptions options_for(const kernels::Variant& v) const {
+    properties::CertifyOptions o;
+    o.variant = &v;
+    o.format = format_of(v);
+    o.cases = cases;
+    o.seed = seed;
+    o.rule = rule;
+    o.shape = shape;
+    return o;
+  }
+};
+
+// Case files fix the op and the format: each must be a case of `op`, all in
+// one format (that of --dtype, when given), which `format` becomes.
+std::vector<std::pair<std::string, Case>> read_case_files(const CertifyArgs& a, Op op,
+                                                          std::optional<Format>& format) {
   std::vector<std::pair<std::string, Case>> case_files;
   for (const std::string& path : a.case_files) {
     Case c = oracle::read_case_file(path);
-    if (c.problem.op != *op)
+    if (c.problem.op != op)
       throw UsageError("--case " + path + " is a case of " + std::string(info(c.problem.op).name) +
                        ", not " + a.op);
     if (format && c.problem.format != *format)
@@ -223,58 +247,68 @@ int run_certify(const CertifyArgs& a) {
     format = c.problem.format;
     case_files.emplace_back(path, std::move(c));
   }
+  return case_files;
+}
+
+CertifySettings certify_settings(const CertifyArgs& a, Op op) {
+  CertifySettings s;
+  s.op = op;
+  if (!a.dtype.empty()) {
+    s.format = parse_format(a.dtype);
+    if (!s.format) throw UsageError("unknown dtype '" + a.dtype + "' (f64, f32, bf16, f16)");
+  }
+  s.case_files = read_case_files(a, op, s.format);
   if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
-  if (!a.shape.empty() && !case_files.empty())
+  s.cases = a.cases;
+  if (!a.shape.empty() && !s.case_files.empty())
     throw UsageError("give --shape or --case, not both (a case file fixes its shape)");
-  const properties::ShapeConstraints shape = parse_shape_constraints(*op, a.shape, "certify");
+  s.shape = parse_shape_constraints(op, a.shape, "certify");
   const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
   if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
-  const std::uint64_t seed =
-      !a.seed.empty() ? parse_seed(a.seed)
-                      : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
-  auto options_for = [&](const kernels::Variant* v, Format f) {
-    properties::CertifyOptions o;
-    o.variant = v;
-    o.format = f;
-    o.cases = a.cases;
-    o.seed = seed;
-    o.rule = *rule;
-    o.shape = shape;
-    return o;
-  };
-  // Every refusal before the output folder is created: a refused run
-  // leaves nothing behind.
-  for (const kernels::Variant* v : variants) {
-    const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
-    if (!v->supports(f)) {
-      throw UsageError("variant " + v->name + " of " + a.op + " does not support " +
-                       std::string(name(f)));
-    }
-    if (rule->kind == properties::Rule::vs_torch && !properties::torch_for(*op, f)) {
-      throw UsageError("rule vs-torch needs PyTorch's variant of " + a.op + " in " +
-                       std::string(name(f)) +
-                       (registry.find(*op, "torch") ? ", which the LibTorch adaptor does not run"
-                                                    : ": the LibTorch adaptor is absent from "
-                                                      "this build"));
-    }
-    try {
-      properties::within_variant(shape, *v);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    if (case_files.empty()) check_certify_budget(options_for(v, f), max_memory);
-    for (const auto& [path, c] : case_files)
-      check_case_budget(c.problem, max_memory, "--case " + path, *v,
-                        options_for(v, f).whole_oracle_work);
+  s.rule = *rule;
+  s.seed = !a.seed.empty()
+               ? parse_seed(a.seed)
+               : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  return s;
+}
+
+// Refuses, before the output folder is created, what a variant cannot
+// run: a format it lacks, vs-torch without PyTorch, a --shape past its
+// extents, a case past the memory budget. A refused run leaves nothing
+// behind.
+void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
+                            std::uint64_t max_memory) {
+  const std::string op(info(s.op).name);
+  const Format f = s.format_of(v);
+  if (!v.supports(f))
+    throw UsageError("variant " + v.name + " of " + op + " does not support " +
+                     std::string(name(f)));
+  if (s.rule.kind == properties::Rule::vs_torch && !properties::torch_for(s.op, f)) {
+    throw UsageError("rule vs-torch needs PyTorch's variant of " + op + " in " +
+                     std::string(name(f)) +
+                     (kernels::Registry::builtin().find(s.op, "torch")
+                          ? ", which the LibTorch adaptor does not run"
+                          : ": the LibTorch adaptor is absent from this build"));
   }
-  // Under mpirun the ranks share each variant's cases (cli/shared_certify.hpp)
-  // and the root alone checks and writes the files, after every variant is
-  // done: a run that fails half-way (a rank killed) leaves no certificate.
-  Ranks& world = ranks();
-  const fs::path out(a.out);
+  try {
+    properties::within_variant(s.shape, v);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const properties::CertifyOptions o = s.options_for(v);
+  if (s.case_files.empty()) check_certify_budget(o, max_memory);
+  for (const auto& [path, c] : s.case_files)
+    check_case_budget(c.problem, max_memory, "--case " + path, v, o.whole_oracle_work);
+}
+
+// The root checks that every output can be written (the folder, a folder
+// per variant, the JUnit file's folder) and every rank learns its refusal.
+void refuse_unwritable_outputs(const CertifyArgs& a,
+                               const std::vector<const kernels::Variant*>& variants, Ranks& world) {
   std::string refusal;
   if (world.root()) {
     try {
+      const fs::path out(a.out);
       if (!a.junit.empty() && fs::is_directory(a.junit))
         throw UsageError("--junit " + a.junit + " is a folder");
       require_writable(out);
@@ -286,82 +320,82 @@ int run_certify(const CertifyArgs& a) {
     }
   }
   if (world.share(refusal.empty() ? 0 : 1) != 0) throw UsageError(refusal);  // said by the root
+}
 
-  const reports::Provenance provenance =
-      world.root() ? reports::gather_provenance(command_line()) : reports::Provenance{};
-  struct Done {
-    properties::Certificate cert;
-    std::string simt_counters;
-  };
-  std::vector<Done> done;
-  bool all_hold = true;
-  for (const kernels::Variant* v : variants) {
-    const Format f = format.value_or(v->supports(Format::f32) ? Format::f32 : v->formats.front());
-    properties::CertifyOptions o = options_for(v, f);
-    o.case_files = case_files;
-    std::optional<Progress> progress;  // the root's cases: the others are silent
-    if (world.root()) {
-      progress.emplace(a.op + " " + v->name + " " + std::string(name(f)));
-      o.progress = [&progress](int n, int total, const char* phase) {
-        (*progress)(n, total, phase);
-      };
-    }
-    SharedCertificate shared = certify_shared(o, world);
-    progress.reset();
-    if (!world.root()) continue;
-    const properties::Certificate& cert = shared.cert;
-    // A kernel on the SIMT emulator: its counters, summed over every call
-    // of this certification (docs/simt.md#counters), join the certificate.
-    const std::string& simt_counters = shared.simt_counters;
-    const std::string ran =
-        case_files.empty()
-            ? fmt::format("{} curated + {} random cases", cert.curated_run, cert.random_run)
-            : fmt::format("{} of {} case files", cert.case_files_run, case_files.size());
-    fmt::print("{} {} {}: {} ({}, worst error/allowed {:.3g})\n", a.op, v->name, name(f),
-               cert.holds ? "holds" : "FAILS", ran, cert.worst_ratio);
-    if (world.size() > 1) {
-      std::string each;
-      for (std::size_t r = 0; r < shared.cases_by_rank.size(); ++r)
-        each += fmt::format("{}rank {} {}", r ? ", " : "", r, shared.cases_by_rank[r]);
-      fmt::print(
-          "ranks: {} (cases judged: {}){}\n", world.size(), each,
-          shared.failing_rank >= 0
-              ? fmt::format("; the counterexample was judged by rank {}", shared.failing_rank)
-              : std::string());
-    }
-    if (!simt_counters.empty()) fmt::print("simt counters (all calls): {}\n", simt_counters);
-    // Regime coverage (docs/design.md#numerical-regimes): one line naming
-    // the declared regimes no case of this run reached.
-    std::vector<std::string> unreached;
-    for (const auto& [regime, cases] : cert.regime_cases)
-      if (cases == 0) unreached.push_back(regime);
-    if (!unreached.empty())
-      fmt::print("regimes not reached in this run: {}\n", fmt::join(unreached, ", "));
-    // Recorded beside the verdict, not part of it (docs/design.md, certify).
-    if (cert.traffic_checked)
-      fmt::print("global traffic per launch and tensor vs the cost function: {}\n",
-                 cert.traffic_mismatches == 0
-                     ? std::string("equal in every case")
-                     : fmt::format("{} cases differ; first: {}", cert.traffic_mismatches,
-                                   cert.traffic_mismatch));
-    if (!cert.holds) {
-      fmt::print("{}\n", cert.failure);
-      if (case_files.empty())
-        fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
-      else
-        fmt::print("{}\n", cert.failure_case);  // the case file that fails
-    }
-    all_hold = all_hold && cert.holds;
-    done.push_back({cert, simt_counters});
+// One variant's certification, its cases shared among the ranks
+// (cli/shared_certify.hpp); the root shows its progress, the others are
+// silent.
+SharedCertificate certify_on_ranks(const CertifySettings& s, const kernels::Variant& v,
+                                   Ranks& world) {
+  properties::CertifyOptions o = s.options_for(v);
+  o.case_files = s.case_files;
+  std::optional<Progress> progress;
+  if (world.root()) {
+    progress.emplace(std::string(info(s.op).name) + " " + v.name + " " +
+                     std::string(name(o.format)));
+    o.progress = [&progress](int n, int total, const char* phase) { (*progress)(n, total, phase); };
   }
-  if (!world.root()) return world.share(0);  // the root's status, on every rank
-  std::vector<properties::Certificate> certs;
-  for (const Done& d : done) {
-    write_certificate(variants.size() > 1 ? out / d.cert.variant : out, d.cert, d.simt_counters,
+  return certify_shared(o, world);
+}
+
+// certify's lines on one variant's certificate: its verdict, the ranks'
+// shares of the cases, the SIMT emulator's counters, the regimes no case
+// reached, the traffic check, and on a failure why and how to replay it.
+void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels::Variant& v,
+                   const SharedCertificate& shared, int ranks) {
+  const properties::Certificate& cert = shared.cert;
+  const std::string ran =
+      s.case_files.empty()
+          ? fmt::format("{} curated + {} random cases", cert.curated_run, cert.random_run)
+          : fmt::format("{} of {} case files", cert.case_files_run, s.case_files.size());
+  fmt::print("{} {} {}: {} ({}, worst error/allowed {:.3g})\n", a.op, v.name, name(cert.format),
+             cert.holds ? "holds" : "FAILS", ran, cert.worst_ratio);
+  if (ranks > 1) {
+    std::string each;
+    for (std::size_t r = 0; r < shared.cases_by_rank.size(); ++r)
+      each += fmt::format("{}rank {} {}", r ? ", " : "", r, shared.cases_by_rank[r]);
+    fmt::print("ranks: {} (cases judged: {}){}\n", ranks, each,
+               shared.failing_rank >= 0
+                   ? fmt::format("; the counterexample was judged by rank {}", shared.failing_rank)
+                   : std::string());
+  }
+  // A kernel on the SIMT emulator: its counters, summed over every call of
+  // this certification (docs/simt.md#counters), join the certificate.
+  if (!shared.simt_counters.empty())
+    fmt::print("simt counters (all calls): {}\n", shared.simt_counters);
+  // Regime coverage (docs/design.md#numerical-regimes): one line naming
+  // the declared regimes no case of this run reached.
+  std::vector<std::string> unreached;
+  for (const auto& [regime, cases] : cert.regime_cases)
+    if (cases == 0) unreached.push_back(regime);
+  if (!unreached.empty())
+    fmt::print("regimes not reached in this run: {}\n", fmt::join(unreached, ", "));
+  // Recorded beside the verdict, not part of it (docs/design.md, certify).
+  if (cert.traffic_checked)
+    fmt::print("global traffic per launch and tensor vs the cost function: {}\n",
+               cert.traffic_mismatches == 0
+                   ? std::string("equal in every case")
+                   : fmt::format("{} cases differ; first: {}", cert.traffic_mismatches,
+                                 cert.traffic_mismatch));
+  if (!cert.holds) {
+    fmt::print("{}\n", cert.failure);
+    if (s.case_files.empty())
+      fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
+    else
+      fmt::print("{}\n", cert.failure_case);  // the case file that fails
+  }
+}
+
+// The root's files: each certificate (in a folder per variant when there
+// are several, with their summary beside), and the JUnit XML.
+void write_outputs(const CertifyArgs& a, const std::vector<properties::Certificate>& certs,
+                   const std::vector<std::string>& simt_counters,
+                   const reports::Provenance& provenance) {
+  const fs::path out(a.out);
+  for (std::size_t k = 0; k < certs.size(); ++k)
+    write_certificate(certs.size() > 1 ? out / certs[k].variant : out, certs[k], simt_counters[k],
                       provenance);
-    certs.push_back(d.cert);
-  }
-  if (variants.size() > 1) {
+  if (certs.size() > 1) {
     files::write_atomically(out / "certificate.json",
                             reports::summary_json(certs, build_info(), provenance).dump(2) + "\n");
     files::write_atomically(out / "certificate.md",
@@ -369,6 +403,37 @@ int run_certify(const CertifyArgs& a) {
     write_page(out / "report.html", reports::summary_html(certs, build_info(), provenance));
   }
   if (!a.junit.empty()) files::write_atomically(a.junit, reports::to_junit(certs, build_info()));
+}
+
+int run_certify(const CertifyArgs& a) {
+  const std::optional<Op> op = parse_op(a.op);
+  if (!op) throw UsageError("unknown op '" + a.op + "' (moacert list shows the ops)");
+  check_timeout(a.timeout);
+  const std::uint64_t max_memory = max_memory_of(a.max_memory);
+  std::optional<kernels::Variant> plugin;
+  const std::vector<const kernels::Variant*> variants = chosen_variants(a, *op, plugin);
+  const CertifySettings settings = certify_settings(a, *op);
+  for (const kernels::Variant* v : variants) refuse_what_cannot_run(settings, *v, max_memory);
+  // Under mpirun the ranks share each variant's cases (cli/shared_certify.hpp)
+  // and the root alone checks and writes the files, after every variant is
+  // done: a run that fails half-way (a rank killed) leaves no certificate.
+  Ranks& world = ranks();
+  refuse_unwritable_outputs(a, variants, world);
+  const reports::Provenance provenance =
+      world.root() ? reports::gather_provenance(command_line()) : reports::Provenance{};
+  std::vector<properties::Certificate> certs;
+  std::vector<std::string> simt_counters;
+  for (const kernels::Variant* v : variants) {
+    SharedCertificate shared = certify_on_ranks(settings, *v, world);
+    if (!world.root()) continue;
+    print_verdict(a, settings, *v, shared, world.size());
+    certs.push_back(std::move(shared.cert));
+    simt_counters.push_back(std::move(shared.simt_counters));
+  }
+  if (!world.root()) return world.share(0);  // the root's status, on every rank
+  write_outputs(a, certs, simt_counters, provenance);
+  const bool all_hold = std::all_of(certs.begin(), certs.end(),
+                                    [](const properties::Certificate& c) { return c.holds; });
   return world.share(all_hold ? 0 : 1);
 }
 

@@ -30,7 +30,7 @@ struct Judged {
   Verdict verdict;
   std::vector<AnyTensor> outputs;
   oracle::Answer exact;
-  std::vector<std::vector<double>> allowed;       // a priori bounds (rules apriori, vs-torch)
+  std::vector<std::vector<double>> bounds;        // a priori bounds (rules apriori, vs-torch)
   std::vector<std::vector<double>> torch_errors;  // PyTorch's (rule vs-torch)
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
@@ -54,7 +54,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   j.oracle_seconds = seconds_since(phase);
   phase = Clock::now();
   if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch)
-    j.allowed = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
+    j.bounds = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
   j.bounds_seconds = seconds_since(phase);
   phase = Clock::now();
   const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
@@ -79,7 +79,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
 Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false, double whole_work = kWholeOracleWork) {
   Judged j = prepare_case(std::move(c), v, rule, threads, equivalence, whole_work);
-  const auto* bounds = rule.kind == Rule::max_ulp ? nullptr : &j.allowed;
+  const auto* bounds = rule.kind == Rule::max_ulp ? nullptr : &j.bounds;
   const auto* torch = rule.kind == Rule::vs_torch ? &j.torch_errors : nullptr;
   auto phase = Clock::now();
   try {
@@ -113,7 +113,7 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
   std::vector<std::pair<double, ElementReport>> all;
   const auto names = info(j.c.problem.op).outputs;
   for_each_judged_element(
-      j.c, j.exact, j.outputs, allowances(j.c, j.exact, rule, &j.allowed, &j.torch_errors), rule,
+      j.c, j.exact, j.outputs, j.verdict.allowed, rule,
       [&](std::size_t t, std::size_t, const moa::Index& i, const oracle::DD& x, double y,
           double allowed, const ElementJudgement& e) {
         all.push_back({e.margin, {std::string(names[t]), i, x.hi, y, e.ulps, allowed}});
@@ -206,6 +206,18 @@ struct Accumulator {
   }
 };
 
+// A judgement's time joins its case's, summed: whatever order the phases
+// of a case are timed in (its classification is timed before its
+// judgement), none overwrites another. Shrink candidates are not added:
+// shrinking lies outside the certificate's phases (Certificate::
+// generation_seconds).
+void add_seconds(CaseRecord& r, const Judged& j) {
+  r.bounds_seconds += j.bounds_seconds;
+  r.oracle_seconds += j.oracle_seconds;
+  r.kernel_seconds += j.kernel_seconds;
+  r.judge_seconds += j.judge_seconds;
+}
+
 double ratio_of(const Judged& j) {
   double ratio = 0;
   for (const TensorStats& s : j.verdict.tensors) ratio = std::max(ratio, s.max_ratio);
@@ -223,6 +235,195 @@ std::string nondeterministic(const kernels::Variant& v) {
   return v.name +
          " is registered deterministic but its outputs differ between runs or thread counts";
 }
+
+// One case of a certification judged into its record (CaseRunner::run):
+// each kind of case is one member, built from the steps they share.
+class CaseRun {
+ public:
+  // Case `position` of `cases` in all; `failing`, when given, is called as
+  // soon as the case is found to fail.
+  CaseRun(const CertifyOptions& o, bool equivalence, int position, int cases,
+          const std::function<void()>& failing)
+      : o_(o), v_(*o.variant), equivalence_(equivalence), cases_(cases), failing_(failing) {
+    r_.position = position;
+  }
+
+  // A curated edge case: judged, and checked for determinism where the
+  // variant claims it.
+  CaseRecord curated(const CaseSpec& spec, const Token& token) && {
+    r_.kind = CaseRecord::curated;
+    r_.token = token.encode();
+    Judged j = judge_generated(spec);
+    if (j.error.empty()) keep_stats(j);
+    keep_equivalence(j);
+    r_.ratio = ratio_of(j);
+    if (!j.verdict.holds)
+      fail(j, describe(spec));
+    else if (v_.deterministic)
+      holds_deterministically(j, describe(spec));
+    return std::move(r_);
+  }
+
+  // A case file (certify --case): no token, the failure names the file.
+  CaseRecord case_file(const std::string& path, const Case& c) && {
+    r_.kind = CaseRecord::case_file;
+    const Judged j = judge_counted(c, "case file " + path);
+    keep_equivalence(j);
+    if (j.error.empty()) keep_stats(j);
+    r_.ratio = ratio_of(j);
+    if (!j.verdict.holds) fail(j, "case file " + path);
+    return std::move(r_);
+  }
+
+  // A random case (drawn with its shrink tree `s`, named by `token`):
+  // shrunk when it fails, checked for determinism when `determinism_due`.
+  // A case whose determinism check fails keeps no statistics
+  // (CaseRecord::accumulated).
+  CaseRecord random(rc::Shrinkable<CaseSpec> s, Token token, bool determinism_due) && {
+    r_.kind = CaseRecord::random;
+    Judged j = judge_generated(s.value());
+    keep_equivalence(j);
+    r_.ratio = ratio_of(j);
+    if (j.verdict.holds) {
+      if (!determinism_due || holds_deterministically(j, describe(s.value()))) keep_stats(j);
+      r_.token = token.encode();
+      return std::move(r_);
+    }
+    announce_failure();  // before the shrinking, which may take long
+    shrink(s, j, token);
+    keep_stats(j);
+    fail(j, describe(s.value()));
+    r_.token = token.encode();
+    return std::move(r_);
+  }
+
+ private:
+  // Judges case `c` (named `what` in count mismatches) into the record: its
+  // regimes (those of the case as drawn, not of its shrinks), its time, and
+  // a counting backend's counts of its own run, its float atomics against
+  // the cost function's and the backend's own check of its counts (the
+  // traffic law).
+  Judged judge_counted(Case c, const std::string& what) {
+    if (v_.take_counts) v_.take_counts();  // drop what earlier calls left
+    if (v_.take_count_mismatch) v_.take_count_mismatch();
+    const auto classifying = Clock::now();
+    r_.regimes = classify(c).to_ullong();
+    r_.generation_seconds += seconds_since(classifying);
+    if (v_.take_launch_counts) v_.take_launch_counts();
+    Judged j =
+        judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
+    if (v_.take_launch_counts) j.launches = v_.take_launch_counts();
+    add_seconds(r_, j);
+    if (v_.take_counts && j.error.empty()) keep_counts(j, what);
+    return j;
+  }
+
+  Judged judge_generated(const CaseSpec& spec) {
+    const auto t = Clock::now();
+    Case c = make_case(spec);
+    r_.generation_seconds += seconds_since(t);
+    return judge_counted(std::move(c), describe(spec));
+  }
+
+  void keep_counts(const Judged& j, const std::string& what) {
+    if (v_.take_count_mismatch) {
+      const std::string mismatch = v_.take_count_mismatch();
+      if (!mismatch.empty()) r_.traffic_mismatch = what + ": " + mismatch;
+      r_.traffic_checked = true;
+    }
+    r_.counted = true;
+    r_.counts = v_.take_counts();
+    double atomics = 0;
+    for (const auto& [name, n] : r_.counts)
+      if (name == "float atomics") atomics = n;
+    r_.cost_atomics = v_.cost ? v_.cost(j.c.problem).atomics : 0;
+    if (atomics != r_.cost_atomics) {
+      r_.atomics_mismatch = what + ": counted " + std::to_string(atomics) +
+                            " float atomics, the cost function says " +
+                            std::to_string(r_.cost_atomics);
+    }
+  }
+
+  void keep_stats(const Judged& j) {
+    r_.accumulated = true;
+    r_.tensors = j.verdict.tensors;
+    r_.sampled = j.sample.rows.has_value();
+    r_.strata = j.sample.strata;
+    r_.plot = plot_case(r_.position, j.c, j.exact, j.outputs, o_.rule, j.verdict.allowed,
+                        j.bounds.empty() ? nullptr : &j.bounds, j.torch_outputs, j.launches);
+  }
+
+  void keep_equivalence(const Judged& j) {
+    if (j.torch_outputs.empty() || !j.error.empty()) return;
+    r_.has_equivalence = true;
+    r_.equivalence = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
+  }
+
+  // The variant claims determinism: runs it again on j's case, and on a
+  // difference the case fails as nondeterministic. False when it failed.
+  bool holds_deterministically(Judged& j, std::string case_words) {
+    if (deterministic_on(v_, j.c)) return true;
+    r_.determinism_failed = true;
+    j.verdict.holds = false;
+    j.verdict.why = nondeterministic(v_);
+    fail(j, std::move(case_words));
+    return false;
+  }
+
+  // Announced once, as soon as the case is found to fail.
+  void announce_failure() {
+    if (failing_ && !announced_) failing_();
+    announced_ = true;
+  }
+
+  void fail(const Judged& j, std::string case_words) {
+    announce_failure();
+    r_.holds = false;
+    r_.why = j.verdict.why;
+    r_.failure_case = std::move(case_words);
+    if (j.error.empty()) r_.failure_elements = worst_elements(j, o_.rule, 10);
+  }
+
+  // Shrinks the failing case `s` (judged `j`): takes the first shrink that
+  // still fails, until none does. The search is RapidCheck's
+  // (rc::shrinkable::findLocalMin walks the same tree the same way),
+  // written out here because the token must record the path taken (the
+  // index of each shrink accepted, so that reproduce re-creates the shrunk
+  // case without searching again), the search has an evaluation budget,
+  // and the last failing candidate's judgement is kept for the
+  // certificate; findLocalMin returns only the value and a count. A hang
+  // is not shrunk: each candidate would cost a whole timeout.
+  void shrink(rc::Shrinkable<CaseSpec>& s, Judged& j, Token& token) {
+    int budget = j.hang ? 0 : o_.max_shrinks;
+    bool shrunk = true;
+    while (shrunk && budget > 0) {
+      shrunk = false;
+      auto shrinks = s.shrinks();
+      for (std::uint32_t k = 0; budget > 0; ++k) {
+        auto next = shrinks.next();
+        if (!next) break;
+        --budget;
+        Judged candidate =
+            judge_spec(next->value(), v_, o_.rule, o_.threads, false, o_.whole_oracle_work);
+        if (candidate.verdict.holds) continue;
+        token.path.push_back(k);
+        s = *next;
+        j = std::move(candidate);
+        shrunk = true;
+        if (o_.progress) o_.progress(r_.position + 1, cases_, "shrinking");
+        break;
+      }
+    }
+  }
+
+  const CertifyOptions& o_;
+  const kernels::Variant& v_;
+  bool equivalence_;
+  int cases_;
+  const std::function<void()>& failing_;
+  bool announced_ = false;
+  CaseRecord r_;
+};
 
 }  // namespace
 
@@ -278,172 +479,23 @@ int CaseRunner::size() const {
 }
 
 CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) const {
-  const kernels::Variant& v = *o_.variant;
-  CaseRecord r;
-  r.position = position;
-  // A counting backend: the counts of the case's own run, its float atomics
-  // against the cost function's, and the backend's own check of its counts
-  // (the traffic law). `what` names the case.
-  bool classified = false;  // the regimes are those of the case as drawn, not of its shrinks
-  auto judge_counted = [&](Case c, const std::string& what) {
-    if (v.take_counts) v.take_counts();  // drop what earlier calls left
-    if (v.take_count_mismatch) v.take_count_mismatch();
-    if (!classified) {
-      const auto t = Clock::now();
-      r.regimes = classify(c).to_ullong();
-      r.generation_seconds += seconds_since(t);
-      classified = true;
-    }
-    if (v.take_launch_counts) v.take_launch_counts();
-    Judged j = judge_case(std::move(c), v, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
-    if (v.take_launch_counts) j.launches = v.take_launch_counts();
-    r.bounds_seconds = j.bounds_seconds;
-    r.oracle_seconds = j.oracle_seconds;
-    r.kernel_seconds = j.kernel_seconds;
-    r.judge_seconds = j.judge_seconds;
-    if (!v.take_counts || !j.error.empty()) return j;
-    if (v.take_count_mismatch) {
-      const std::string mismatch = v.take_count_mismatch();
-      if (!mismatch.empty()) r.traffic_mismatch = what + ": " + mismatch;
-      r.traffic_checked = true;
-    }
-    r.counted = true;
-    r.counts = v.take_counts();
-    double atomics = 0;
-    for (const auto& [name, n] : r.counts)
-      if (name == "float atomics") atomics = n;
-    r.cost_atomics = v.cost ? v.cost(j.c.problem).atomics : 0;
-    if (atomics != r.cost_atomics) {
-      r.atomics_mismatch = what + ": counted " + std::to_string(atomics) +
-                           " float atomics, the cost function says " +
-                           std::to_string(r.cost_atomics);
-    }
-    return j;
-  };
-  auto judge_generated = [&](const CaseSpec& spec) {
-    const auto t = Clock::now();
-    Case c = make_case(spec);
-    r.generation_seconds = seconds_since(t);
-    return judge_counted(std::move(c), describe(spec));
-  };
-  auto keep_stats = [&](const Judged& j) {
-    r.accumulated = true;
-    r.tensors = j.verdict.tensors;
-    r.sampled = j.sample.rows.has_value();
-    r.strata = j.sample.strata;
-    const auto allowed = allowances(j.c, j.exact, o_.rule, &j.allowed, &j.torch_errors);
-    r.plot = plot_case(position, j.c, j.exact, j.outputs, o_.rule, allowed,
-                       j.allowed.empty() ? nullptr : &j.allowed, j.torch_outputs, j.launches);
-  };
-  auto keep_equivalence = [&](const Judged& j) {
-    if (j.torch_outputs.empty() || !j.error.empty()) return;
-    r.has_equivalence = true;
-    r.equivalence = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
-  };
-  auto fail = [&](const Judged& j, std::string case_words) {
-    r.holds = false;
-    r.why = j.verdict.why;
-    r.failure_case = std::move(case_words);
-    if (j.error.empty()) r.failure_elements = worst_elements(j, o_.rule, 10);
-  };
+  CaseRun run(o_, equivalence_, position, size(), failing);
   const int n_curated = int(curated_.size());
-
-  // The curated edge cases.
   if (position < n_curated) {
-    r.kind = CaseRecord::curated;
     Token t = base_;
     t.index = -std::int32_t(position) - 1;
-    r.token = t.encode();
-    Judged j = judge_generated(curated_[std::size_t(position)]);
-    if (j.error.empty()) keep_stats(j);
-    keep_equivalence(j);
-    r.ratio = ratio_of(j);
-    if (!j.verdict.holds) {
-      if (failing) failing();
-      fail(j, describe(curated_[std::size_t(position)]));
-    } else if (v.deterministic && !deterministic_on(v, j.c)) {
-      if (failing) failing();
-      r.determinism_failed = true;
-      j.verdict.holds = false;
-      j.verdict.why = nondeterministic(v);
-      fail(j, describe(curated_[std::size_t(position)]));
-    }
-    return r;
+    return std::move(run).curated(curated_[std::size_t(position)], t);
   }
-
-  // Or a case file given: no token (a file is not a generated case), the
-  // certificate names the file.
   if (!o_.case_files.empty()) {
-    r.kind = CaseRecord::case_file;
     const auto& [path, c] = o_.case_files[std::size_t(position - n_curated)];
-    const Judged j = judge_counted(c, "case file " + path);
-    keep_equivalence(j);
-    if (j.error.empty()) keep_stats(j);
-    r.ratio = ratio_of(j);
-    if (!j.verdict.holds) {
-      if (failing) failing();
-      fail(j, "case file " + path);
-    }
-    return r;
+    return std::move(run).case_file(path, c);
   }
-
-  // A random case, shrunk when it fails.
-  r.kind = CaseRecord::random;
   const int i = position - n_curated;
   Token t = base_;
   t.index = i;
   t.size = size_for(i, o_.cases);
-  rc::Shrinkable<CaseSpec> s = random_case(o_, base_, i);
-  Judged j = judge_generated(s.value());
-  keep_equivalence(j);
-  r.ratio = ratio_of(j);
-  if (j.verdict.holds && v.deterministic && i % 10 == 0 && !deterministic_on(v, j.c)) {
-    if (failing) failing();
-    r.determinism_failed = true;
-    j.verdict.holds = false;
-    j.verdict.why = nondeterministic(v);
-    fail(j, describe(s.value()));
-    r.token = t.encode();
-    return r;
-  }
-  if (j.verdict.holds) {
-    keep_stats(j);
-    r.token = t.encode();
-    return r;
-  }
-  if (failing) failing();  // before the shrinking, which may take long
-  // Shrink: take the first shrink that still fails, until none does. The
-  // search is RapidCheck's (rc::shrinkable::findLocalMin walks the same
-  // tree the same way), written out here because the token must record
-  // the path taken (the index of each shrink accepted, so that reproduce
-  // re-creates the shrunk case without searching again), the search has
-  // an evaluation budget, and the last failing candidate's judgement is
-  // kept for the certificate; findLocalMin returns only the value and a
-  // count. A hang is not shrunk: each candidate would cost a whole timeout.
-  int budget = j.hang ? 0 : o_.max_shrinks;
-  bool shrunk = true;
-  while (shrunk && budget > 0) {
-    shrunk = false;
-    auto shrinks = s.shrinks();
-    for (std::uint32_t k = 0; budget > 0; ++k) {
-      auto next = shrinks.next();
-      if (!next) break;
-      --budget;
-      Judged candidate =
-          judge_spec(next->value(), v, o_.rule, o_.threads, false, o_.whole_oracle_work);
-      if (candidate.verdict.holds) continue;
-      t.path.push_back(k);
-      s = *next;
-      j = std::move(candidate);
-      shrunk = true;
-      if (o_.progress) o_.progress(position + 1, size(), "shrinking");
-      break;
-    }
-  }
-  keep_stats(j);
-  fail(j, describe(s.value()));
-  r.token = t.encode();
-  return r;
+  return std::move(run).random(random_case(o_, base_, i), t,
+                               o_.variant->deterministic && i % 10 == 0);
 }
 
 Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
@@ -520,7 +572,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
       v.set_schedule_seed(std::uint64_t(r));
       runs.push_back(run_variant(v, w.c, o_.threads));
       const Verdict verdict =
-          judge(w.c, w.exact, runs.back(), o_.rule, w.allowed.empty() ? nullptr : &w.allowed,
+          judge(w.c, w.exact, runs.back(), o_.rule, w.bounds.empty() ? nullptr : &w.bounds,
                 w.torch_errors.empty() ? nullptr : &w.torch_errors);
       if (!verdict.holds) {
         cert.holds = false;

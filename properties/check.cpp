@@ -139,7 +139,8 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
               const std::vector<std::vector<double>>* torch_errors) {
   Verdict v;
   const Format f = c.problem.format;
-  const auto allowed = allowances(c, exact, rule, bounds, torch_errors);
+  v.allowed = allowances(c, exact, rule, bounds, torch_errors);
+  const auto& allowed = v.allowed;
   const bool absolute = rule.kind != Rule::max_ulp;
   const auto names = info(c.problem.op).outputs;
   for (std::size_t t = 0; t < outputs.size(); ++t) {

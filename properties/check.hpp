@@ -48,6 +48,10 @@ struct Verdict {
   bool holds = true;
   std::string why;  // the first failing element, in words
   std::vector<TensorStats> tensors;
+  // What the rule allowed each element of each output (allowances()), as
+  // judged: computed once here, read again by the plots and the worst
+  // elements.
+  std::vector<std::vector<double>> allowed;
 };
 
 // What the rule allows each element of each output tensor: an absolute

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "properties/block_in_double.hpp"
 #include "properties/case_gen.hpp"
 #include "properties/ops/table.hpp"
 #include "properties/regime_parts.hpp"
@@ -199,9 +200,8 @@ BlockInDouble block_in_double(const Case& c) {
     out.inputs.push_back(
         moa::Tensor<double>::from_rav(moa::Layout::row_major(t.shape()), dense(t)));
   auto in = [&](std::size_t k) { return moa::View<const double>(out.inputs[k].view()); };
-  moa::Tensor<double> y(moa::Shape{d.B, d.N, d.Dm});
-  dnf::block<double>(in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9), d.H,
-                     d.Hkv, p.params.eps, y.view(), &out.mid);
+  out.mid = dnf::block_until_mlp<double>(in(0), in(1), in(2), in(3), in(4), in(5), in(6), d.H,
+                                         d.Hkv, p.params.eps);
   return out;
 }
 

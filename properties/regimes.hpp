@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "reference/case.hpp"
-#include "reference/dnf/block.hpp"
 
 namespace moacert::properties {
 
@@ -79,16 +78,8 @@ FormatLimits limits(Format f);
 // the rows of largest norm and evenly spaced others. A regime it reports
 // was reached; one reached only on rows outside that sample is missed.
 // Block's are judged on its intermediates, at the cost of its forward in
-// double (block_in_double).
+// double up to the MLP's input (properties/block_in_double.hpp).
 Regimes classify(const Case& c);
 inline constexpr int kClassifiedRows = 16;
-
-// A block case's forward in double (dnf::block) and its intermediates:
-// what its regimes are judged on, and what generation aims them with.
-struct BlockInDouble {
-  std::vector<moa::Tensor<double>> inputs;  // the case's inputs, row-major
-  dnf::BlockIntermediates<double> mid;
-};
-BlockInDouble block_in_double(const Case& c);
 
 }  // namespace moacert::properties

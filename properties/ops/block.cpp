@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "properties/block_in_double.hpp"
 #include "properties/draws.hpp"
 #include "properties/ops/table.hpp"
 #include "properties/regime_parts.hpp"

@@ -21,8 +21,8 @@ View<T> as_heads(View<T> flat, extent_t B, extent_t N, extent_t heads, extent_t 
                  moa::Layout::strided({B, heads, N, D}, {N * heads * D, D, heads * D, 1}));
 }
 
-// The intermediates of a block's forward, rows (b, n) as b·N + n: what the
-// regime classifier judges (properties/regimes.hpp), kept on request.
+// The intermediates of a block's forward up to the MLP's input, rows (b, n)
+// as b·N + n: what the regime classifier judges (properties/regimes.hpp).
 template <class T>
 struct BlockIntermediates {
   moa::Tensor<T> x;         // (B·N, Dm): the input
@@ -36,14 +36,16 @@ inline double block_scale(extent_t D) {
   return 1.0 / std::sqrt(double(D));
 }
 
-// x (B,N,Dm), attn_norm (Dm), wq (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm),
-// mlp_norm (Dm), w1, w3 (Dm,F), w2 (F,Dm) -> y (B,N,Dm); with `keep`, also
-// its intermediates.
+// The block up to the MLP's input: x (B,N,Dm), attn_norm (Dm), wq
+// (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm), mlp_norm (Dm) -> the
+// intermediates, h = x + attn(rmsnorm(x)) and the MLP's input rmsnorm(h)
+// among them. The regime classifier judges these alone, so it stops here
+// rather than pay for the MLP (block() runs this, then the MLP).
 template <class T>
-void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<const T> wk,
-           View<const T> wv, View<const T> wo, View<const T> mlp_norm, View<const T> w1,
-           View<const T> w3, View<const T> w2, extent_t H, extent_t Hkv, double eps, View<T> y,
-           BlockIntermediates<T>* keep = nullptr) {
+BlockIntermediates<T> block_until_mlp(View<const T> x, View<const T> attn_norm, View<const T> wq,
+                                      View<const T> wk, View<const T> wv, View<const T> wo,
+                                      View<const T> mlp_norm, extent_t H, extent_t Hkv,
+                                      double eps) {
   const extent_t B = x.shape()[0], N = x.shape()[1], Dm = x.shape()[2], D = wq.shape()[1] / H;
   const extent_t rows = B * N;
   using moa::Shape;
@@ -68,13 +70,30 @@ void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<cons
   for (extent_t r = 0; r < rows; ++r)
     for (extent_t c = 0; c < Dm; ++c) h.view()(r, c) += x2(r, c);
 
-  // y = h + mlp(rmsnorm(h))
-  Tensor<T> hn(Shape{rows, Dm}), m(Shape{rows, Dm});
+  // The MLP's input, rmsnorm(h)
+  Tensor<T> hn(Shape{rows, Dm});
   rmsnorm<T>(h.view(), mlp_norm, eps, hn.view());
-  mlp_swiglu<T>(hn.view(), w1, w3, w2, m.view());
+  return {std::move(x_rows), std::move(q), std::move(k), std::move(h), std::move(hn)};
+}
+
+// x (B,N,Dm), attn_norm (Dm), wq (Dm,H·D), wk, wv (Dm,Hkv·D), wo (H·D,Dm),
+// mlp_norm (Dm), w1, w3 (Dm,F), w2 (F,Dm) -> y (B,N,Dm); with `keep`, also
+// its intermediates.
+template <class T>
+void block(View<const T> x, View<const T> attn_norm, View<const T> wq, View<const T> wk,
+           View<const T> wv, View<const T> wo, View<const T> mlp_norm, View<const T> w1,
+           View<const T> w3, View<const T> w2, extent_t H, extent_t Hkv, double eps, View<T> y,
+           BlockIntermediates<T>* keep = nullptr) {
+  const extent_t N = x.shape()[1], Dm = x.shape()[2], rows = x.shape()[0] * N;
+  BlockIntermediates<T> mid =
+      block_until_mlp<T>(x, attn_norm, wq, wk, wv, wo, mlp_norm, H, Hkv, eps);
+
+  // y = h + mlp(rmsnorm(h))
+  moa::Tensor<T> m(moa::Shape{rows, Dm});
+  mlp_swiglu<T>(mid.h_normed.view(), w1, w3, w2, m.view());
   for (extent_t r = 0; r < rows; ++r)
-    for (extent_t c = 0; c < Dm; ++c) y(r / N, r % N, c) = h.view()(r, c) + m.view()(r, c);
-  if (keep) *keep = {std::move(x_rows), std::move(q), std::move(k), std::move(h), std::move(hn)};
+    for (extent_t c = 0; c < Dm; ++c) y(r / N, r % N, c) = mid.h.view()(r, c) + m.view()(r, c);
+  if (keep) *keep = std::move(mid);
 }
 
 }  // namespace moacert::dnf

@@ -7,7 +7,6 @@
 //   y = h + mlp(rmsnorm(h; mlp_norm))               rmsnorm_rows, mlp_swiglu_tiled (accumulate)
 // The (B·N, heads·D) matrices are seen as (B, heads, N, D) through strided
 // views, never copied. Every step is deterministic, so the block is.
-#include <cmath>
 #include <span>
 
 #include "kernels/cpu/attention_fwd/flash.hpp"
@@ -20,6 +19,7 @@
 #include "kernels/cpu/register.hpp"
 #include "kernels/cpu/rmsnorm/fused.hpp"
 #include "kernels/registry.hpp"
+#include "reference/dnf/block.hpp"
 
 namespace moacert::kernels::cpu {
 namespace {
@@ -29,12 +29,10 @@ using moa::Shape;
 using moa::Tensor;
 using moa::View;
 
-// The (B·N, heads·D) row-major matrix `flat` seen as (B, heads, N, D).
-template <class T>
-View<T> as_heads(View<T> flat, extent_t B, extent_t N, extent_t heads, extent_t D) {
-  return View<T>(flat.data(),
-                 moa::Layout::strided({B, heads, N, D}, {N * heads * D, D, heads * D, 1}));
-}
+// The DNF's definitions, not copies: the (B·N, heads·D) matrices seen as
+// (B, heads, N, D), and the attention scale.
+using dnf::as_heads;
+using dnf::block_scale;
 
 template <class T>
 void block_composed(View<const T> x, View<const T> attn_norm, View<const T> wq, View<const T> wk,
@@ -62,7 +60,7 @@ void block_composed(View<const T> x, View<const T> attn_norm, View<const T> wq, 
   gemm<T>(xn.view(), wv, v.view(), threads);
   Tensor<T> o(Shape{rows, H * D});  // (B·N, H·D)
   Tensor<T> lse(Shape{B, H, N});    // (B, H, N)
-  const AttentionParams params{1.0 / std::sqrt(double(D)), /*causal=*/true, threads};
+  const AttentionParams params{block_scale(D), /*causal=*/true, threads};
   flash_attention_fwd<T>(as_heads<T>(q.view(), B, N, H, D), as_heads<T>(k.view(), B, N, Hkv, D),
                          as_heads<T>(v.view(), B, N, Hkv, D), as_heads<T>(o.view(), B, N, H, D),
                          lse.view(), params);
