@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
+#include "properties/ops/table.hpp"
 #include "reference/named.hpp"
 
 namespace moacert::properties {
@@ -78,8 +79,8 @@ void classify(const CaseSpec& s) {
     if (std::find(s.kinds.begin(), s.kinds.end(), kind) != s.kinds.end())
       RC_TAG(std::string("layout:") + name(kind));
   }
-  const bool attention = p.op != Op::rmsnorm && p.op != Op::mlp_swiglu && p.op != Op::block;
-  if (attention || p.op == Op::block) {
+  const bool attention = is_attention(p.op);
+  if (info(p.op).family != Family::rows) {  // attention's heads, the block's too
     RC_CLASSIFY(d.H == d.Hkv, "MHA");
     RC_CLASSIFY(d.Hkv > 1 && d.H > d.Hkv, "GQA");
     RC_CLASSIFY(d.Hkv == 1 && d.H > 1, "MQA");
@@ -92,7 +93,7 @@ void classify(const CaseSpec& s) {
     RC_CLASSIFY(p.params.scale != 0, "scale other than 1/sqrt(D)");
     RC_CLASSIFY(d.D == 1 || d.D == 3 || d.D == 59 || d.D == 111 || d.D == 128, "curated D");
   }
-  if (p.op == Op::attention_decode) {
+  if (has_index_input(p.op)) {  // decode's lens
     for (std::int64_t len : s.lens) {
       RC_CLASSIFY(len == 1, "lens=1");
       RC_CLASSIFY(len == d.M, "lens=L");
