@@ -338,6 +338,21 @@ SharedCertificate certify_on_ranks(const CertifySettings& s, const kernels::Vari
   return certify_shared(o, world);
 }
 
+// The command that replays a token as printed, from any folder: a
+// plugin's names its library by its absolute path and its kernel
+// (--plugin LIB.so#NAME, without which reproduce refuses a plugin's token)
+// and the --timeout its calls had, when not the default.
+std::string reproduce_command(const std::string& token, const CertifyArgs& a,
+                              const kernels::Variant& v) {
+  std::string line = "moacert reproduce " + token;
+  if (a.plugin.empty()) return line;
+  const std::string lib = a.plugin.substr(0, a.plugin.rfind('#'));  // LIB.so[#NAME]
+  line += " --plugin " + shell_word(fs::absolute(lib).lexically_normal().string() + "#" +
+                                    kernels::plugin::kernel_name_of(v.name));
+  if (a.timeout != CertifyArgs{}.timeout) line += fmt::format(" --timeout {}", a.timeout);
+  return line;
+}
+
 // certify's lines on one variant's certificate: its verdict, the ranks'
 // shares of the cases, the SIMT emulator's counters, the regimes no case
 // reached, the traffic check, and on a failure why and how to replay it.
@@ -380,7 +395,7 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   if (!cert.holds) {
     fmt::print("{}\n", cert.failure);
     if (s.case_files.empty())
-      fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
+      fmt::print("reproduce: {}\n", reproduce_command(cert.worst_token, a, v));
     else
       fmt::print("{}\n", cert.failure_case);  // the case file that fails
   }

@@ -41,14 +41,15 @@ grep -Eq 'Test +#[0-9]+: mykernel_cuda\.attention\.f32 \.+ +Passed' "$work/ctest
   fail "mykernel_cuda.attention.f32 (moacert_add_simt_plugin from the install) did not pass"
 grep -Eq 'Test +#[0-9]+: mykernel_mask_bug\.attention\.f32 \.+\*+Failed' "$work/ctest.log" ||
   fail "mykernel_mask_bug.attention.f32 did not fail"
-token=$(sed -n 's/^reproduce: moacert reproduce \(mc1\.[A-Za-z0-9_-]*\)$/\1/p' "$work/ctest.log")
-[ -n "$token" ] || fail "the failing test printed no reproduce line"
-[ "$(echo "$token" | wc -l)" -eq 1 ] || fail "more than one reproduce line: $token"
+line=$(sed -n 's/^reproduce: moacert \(reproduce mc1\..*\)$/\1/p' "$work/ctest.log")
+[ -n "$line" ] || fail "the failing test printed no reproduce line"
+[ "$(echo "$line" | wc -l)" -eq 1 ] || fail "more than one reproduce line: $line"
+case "$line" in *--plugin*) ;; *) fail "the reproduce line does not name the plugin: $line" ;; esac
 
-# The token replays in one process, with the installed command.
+# The line replays as printed (from another folder), in one process, with
+# the installed command.
 rc=0
-"$prefix/bin/moacert" reproduce "$token" --plugin "$work/build/libmykernel_mask_bug.so" \
-  >"$work/reproduce.log" 2>&1 || rc=$?
+(cd / && eval "\"\$prefix/bin/moacert\" $line") >"$work/reproduce.log" 2>&1 || rc=$?
 if [ "$rc" -ne 1 ] || ! grep -q FAILS "$work/reproduce.log"; then
   fail "reproduce exited $rc: $(cat "$work/reproduce.log")"
 fi
