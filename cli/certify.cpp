@@ -354,8 +354,8 @@ std::string reproduce_command(const std::string& token, const CertifyArgs& a,
 }
 
 // certify's lines on one variant's certificate: its verdict, the ranks'
-// shares of the cases, the SIMT emulator's counters, the regimes no case
-// reached, the traffic check, and on a failure why and how to replay it.
+// shares of the cases, the SIMT emulator's counters, the traffic check, and
+// on a failure why and how to replay it.
 void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels::Variant& v,
                    const SharedCertificate& shared, int ranks) {
   const properties::Certificate& cert = shared.cert;
@@ -378,13 +378,6 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   // this certification (docs/simt.md#counters), join the certificate.
   if (!shared.simt_counters.empty())
     fmt::print("simt counters (all calls): {}\n", shared.simt_counters);
-  // Regime coverage (docs/design.md#numerical-regimes): one line naming
-  // the declared regimes no case of this run reached.
-  std::vector<std::string> unreached;
-  for (const auto& [regime, cases] : cert.regime_cases)
-    if (cases == 0) unreached.push_back(regime);
-  if (!unreached.empty())
-    fmt::print("regimes not reached in this run: {}\n", fmt::join(unreached, ", "));
   // Recorded beside the verdict, not part of it (docs/design.md, certify).
   if (cert.traffic_checked)
     fmt::print("global traffic per launch and tensor vs the cost function: {}\n",
@@ -398,6 +391,34 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
       fmt::print("reproduce: {}\n", reproduce_command(cert.worst_token, a, v));
     else
       fmt::print("{}\n", cert.failure_case);  // the case file that fails
+  }
+}
+
+// Regime coverage (docs/design.md#numerical-regimes), said once for the op:
+// the declared regimes no case of the run reached. The variants of an op
+// draw the same cases but where their tiles or extents change them, so
+// variants that missed other regimes are named with theirs.
+void print_unreached_regimes(const std::vector<properties::Certificate>& certs) {
+  struct Unreached {
+    std::vector<std::string> regimes, variants;  // the variants whose cases missed them
+  };
+  std::vector<Unreached> sets;
+  for (const properties::Certificate& cert : certs) {
+    std::vector<std::string> regimes;
+    for (const auto& [regime, cases] : cert.regime_cases)
+      if (cases == 0) regimes.push_back(regime);
+    auto it = std::find_if(sets.begin(), sets.end(),
+                           [&](const Unreached& u) { return u.regimes == regimes; });
+    if (it == sets.end()) it = sets.insert(sets.end(), {regimes, {}});
+    it->variants.push_back(cert.variant);
+  }
+  for (const Unreached& u : sets) {
+    if (u.regimes.empty()) continue;
+    if (sets.size() == 1)
+      fmt::print("regimes not reached in this run: {}\n", fmt::join(u.regimes, ", "));
+    else
+      fmt::print("regimes not reached in this run by {}'s cases: {}\n", fmt::join(u.variants, ", "),
+                 fmt::join(u.regimes, ", "));
   }
 }
 
@@ -446,6 +467,7 @@ int run_certify(const CertifyArgs& a) {
     simt_counters.push_back(std::move(shared.simt_counters));
   }
   if (!world.root()) return world.share(0);  // the root's status, on every rank
+  print_unreached_regimes(certs);
   write_outputs(a, certs, simt_counters, provenance);
   const bool all_hold = std::all_of(certs.begin(), certs.end(),
                                     [](const properties::Certificate& c) { return c.holds; });
