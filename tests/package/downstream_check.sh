@@ -3,7 +3,8 @@
 # install this build into a fresh prefix, then configure, build and test
 # examples/downstream against it alone. Its correct kernel must hold; its
 # kernel with the planted mask bug must fail with a `reproduce:` line whose
-# token replays the failure in one process; the CUDA example, built with
+# token replays the failure in one process; the installed moacert-simt-c++
+# compiles against the installed headers and library; the CUDA example, built with
 # the package's moacert_add_simt_plugin, must hold. A version the package is not
 # compatible with must be refused by find_package.
 #   downstream_check.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
@@ -23,6 +24,15 @@ for f in bin/moacert bin/moacert-plugin-worker include/moacert/plugin.h \
   lib/cmake/moacert/MoacertSimt.cmake lib/cmake/moacert/MoacertCertification.cmake; do
   [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
+
+# The installed moacert-simt-c++ finds the installed headers and library
+# relative to itself (the prefix here is not the configure-time one).
+"$prefix/bin/moacert-simt-c++" -shared -fPIC "$source/examples/plugins/cuda/attention_fwd.cu" \
+  -o "$work/direct.so" >"$work/simt-c++.log" 2>&1 ||
+  fail "the installed moacert-simt-c++ failed: $(cat "$work/simt-c++.log")"
+simt_lib=$(ldd "$work/direct.so" | sed -n 's/.*libmoacert_simt[^ ]* => \([^ ]*\) .*/\1/p')
+[ -n "$simt_lib" ] && [ "$(readlink -f "$simt_lib")" = "$(readlink -f "$prefix/lib/libmoacert_simt.so")" ] ||
+  fail "direct.so does not load the installed libmoacert_simt: $(ldd "$work/direct.so")"
 
 # The downstream project sees the installed prefix only (no moacert source
 # or build folder on its paths).
