@@ -374,6 +374,12 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
                    ? fmt::format("; the counterexample was judged by rank {}", shared.failing_rank)
                    : std::string());
   }
+  // Where an allowance is infinite (an upstream stage's bound is), the rule
+  // says nothing: said beside the verdict (docs/certificate.md).
+  for (const properties::TensorSummary& t : cert.tensors)
+    if (t.unbounded > 0)
+      fmt::print("rule vacuous for {}: {} of {} judged elements have an infinite bound\n", t.name,
+                 t.unbounded, t.elements);
   // A kernel on the SIMT emulator: its counters, summed over every call of
   // this certification (docs/simt.md#counters), join the certificate.
   if (!shared.simt_counters.empty())
