@@ -338,9 +338,24 @@ SharedCertificate certify_on_ranks(const CertifySettings& s, const kernels::Vari
   return certify_shared(o, world);
 }
 
+// The command that replays a token as printed, from any folder: a
+// plugin's names its library by its absolute path and its kernel
+// (--plugin LIB.so#NAME, without which reproduce refuses a plugin's token)
+// and the --timeout its calls had, when not the default.
+std::string reproduce_command(const std::string& token, const CertifyArgs& a,
+                              const kernels::Variant& v) {
+  std::string line = "moacert reproduce " + token;
+  if (a.plugin.empty()) return line;
+  const std::string lib = a.plugin.substr(0, a.plugin.rfind('#'));  // LIB.so[#NAME]
+  line += " --plugin " + shell_word(fs::absolute(lib).lexically_normal().string() + "#" +
+                                    kernels::plugin::kernel_name_of(v.name));
+  if (a.timeout != CertifyArgs{}.timeout) line += fmt::format(" --timeout {}", a.timeout);
+  return line;
+}
+
 // certify's lines on one variant's certificate: its verdict, the ranks'
-// shares of the cases, the SIMT emulator's counters, the regimes no case
-// reached, the traffic check, and on a failure why and how to replay it.
+// shares of the cases, the SIMT emulator's counters, the traffic check, and
+// on a failure why and how to replay it.
 void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels::Variant& v,
                    const SharedCertificate& shared, int ranks) {
   const properties::Certificate& cert = shared.cert;
@@ -359,17 +374,16 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
                    ? fmt::format("; the counterexample was judged by rank {}", shared.failing_rank)
                    : std::string());
   }
+  // Where an allowance is infinite (an upstream stage's bound is), the rule
+  // says nothing: said beside the verdict (docs/certificate.md).
+  for (const properties::TensorSummary& t : cert.tensors)
+    if (t.unbounded > 0)
+      fmt::print("rule vacuous for {}: {} of {} judged elements have an infinite bound\n", t.name,
+                 t.unbounded, t.elements);
   // A kernel on the SIMT emulator: its counters, summed over every call of
   // this certification (docs/simt.md#counters), join the certificate.
   if (!shared.simt_counters.empty())
     fmt::print("simt counters (all calls): {}\n", shared.simt_counters);
-  // Regime coverage (docs/design.md#numerical-regimes): one line naming
-  // the declared regimes no case of this run reached.
-  std::vector<std::string> unreached;
-  for (const auto& [regime, cases] : cert.regime_cases)
-    if (cases == 0) unreached.push_back(regime);
-  if (!unreached.empty())
-    fmt::print("regimes not reached in this run: {}\n", fmt::join(unreached, ", "));
   // Recorded beside the verdict, not part of it (docs/design.md, certify).
   if (cert.traffic_checked)
     fmt::print("global traffic per launch and tensor vs the cost function: {}\n",
@@ -380,9 +394,37 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   if (!cert.holds) {
     fmt::print("{}\n", cert.failure);
     if (s.case_files.empty())
-      fmt::print("reproduce: moacert reproduce {}\n", cert.worst_token);
+      fmt::print("reproduce: {}\n", reproduce_command(cert.worst_token, a, v));
     else
       fmt::print("{}\n", cert.failure_case);  // the case file that fails
+  }
+}
+
+// Regime coverage (docs/design.md#numerical-regimes), said once for the op:
+// the declared regimes no case of the run reached. The variants of an op
+// draw the same cases but where their tiles or extents change them, so
+// variants that missed other regimes are named with theirs.
+void print_unreached_regimes(const std::vector<properties::Certificate>& certs) {
+  struct Unreached {
+    std::vector<std::string> regimes, variants;  // the variants whose cases missed them
+  };
+  std::vector<Unreached> sets;
+  for (const properties::Certificate& cert : certs) {
+    std::vector<std::string> regimes;
+    for (const auto& [regime, cases] : cert.regime_cases)
+      if (cases == 0) regimes.push_back(regime);
+    auto it = std::find_if(sets.begin(), sets.end(),
+                           [&](const Unreached& u) { return u.regimes == regimes; });
+    if (it == sets.end()) it = sets.insert(sets.end(), {regimes, {}});
+    it->variants.push_back(cert.variant);
+  }
+  for (const Unreached& u : sets) {
+    if (u.regimes.empty()) continue;
+    if (sets.size() == 1)
+      fmt::print("regimes not reached in this run: {}\n", fmt::join(u.regimes, ", "));
+    else
+      fmt::print("regimes not reached in this run by {}'s cases: {}\n", fmt::join(u.variants, ", "),
+                 fmt::join(u.regimes, ", "));
   }
 }
 
@@ -431,6 +473,7 @@ int run_certify(const CertifyArgs& a) {
     simt_counters.push_back(std::move(shared.simt_counters));
   }
   if (!world.root()) return world.share(0);  // the root's status, on every rank
+  print_unreached_regimes(certs);
   write_outputs(a, certs, simt_counters, provenance);
   const bool all_hold = std::all_of(certs.begin(), certs.end(),
                                     [](const properties::Certificate& c) { return c.holds; });

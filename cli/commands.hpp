@@ -20,6 +20,9 @@ class UsageError : public std::runtime_error {
 // it), for the certificates' provenance; main records it before parsing.
 void record_command_line(int argc, const char* const* argv);
 const std::string& command_line();
+// `arg` as one word of a shell's command line: as is when plain, else in
+// single quotes.
+std::string shell_word(const std::string& arg);
 
 void add_list(CLI::App& app, int& status);
 void add_certify(CLI::App& app, int& status);

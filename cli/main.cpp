@@ -15,23 +15,22 @@ namespace {
 std::string recorded_command_line;
 }
 
+std::string shell_word(const std::string& arg) {
+  const bool plain =
+      !arg.empty() && arg.find_first_not_of(
+                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+                          "KLMNOPQRSTUVWXYZ0123456789-_=.,/:+@%") == std::string::npos;
+  if (plain) return arg;
+  std::string quoted = "'";  // a shell's single quotes; ' itself as '\''
+  for (char ch : arg) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return quoted + "'";
+}
+
 void record_command_line(int argc, const char* const* argv) {
   recorded_command_line.clear();
   for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool plain =
-        !arg.empty() && arg.find_first_not_of(
-                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
-                            "KLMNOPQRSTUVWXYZ0123456789-_=.,/:+@%") == std::string::npos;
     if (i > 0) recorded_command_line += ' ';
-    if (plain) {
-      recorded_command_line += arg;
-      continue;
-    }
-    recorded_command_line += '\'';  // a shell's single quotes; ' itself as '\''
-    for (char ch : arg)
-      recorded_command_line += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    recorded_command_line += '\'';
+    recorded_command_line += shell_word(argv[i]);
   }
 }
 

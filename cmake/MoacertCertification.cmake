@@ -7,7 +7,8 @@
 # as a kernel of OP: `moacert certify OP --plugin LIB.so[#KERNEL] ...`, its
 # certificate in <binary dir>/moacert/NAME/. A counterexample fails the test
 # with moacert's own report, whose last line is `reproduce: moacert
-# reproduce TOKEN` (replay it with `--plugin LIB.so`). SHAPE is passed as
+# reproduce TOKEN --plugin /abs/LIB.so#KERNEL`, a command that replays the
+# counterexample as printed. SHAPE is passed as
 # `--shape`, which needs a moacert that has it (docs/design.md, certify).
 #
 # The plugin is built by a test of its own (NAME.build_plugin) that NAME

@@ -1,30 +1,9 @@
 # What a certificate says about the build that produced it (reports/
 # provenance.cpp, docs/certificate.md#provenance), fixed at configure time:
-# the compiler and its flags, the git commit, and the versions of the
-# libraries the results depend on. Sets MOACERT_PROVENANCE_DEFINITIONS.
-
-# The commit: "unknown" outside git. The configure step re-runs when HEAD
-# or the branch it names moves, so a new commit is never reported stale.
-set(moacert_git_commit unknown)
-find_package(Git QUIET)
-if(GIT_FOUND)
-  execute_process(COMMAND ${GIT_EXECUTABLE} -C ${PROJECT_SOURCE_DIR} rev-parse HEAD
-    OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc ERROR_QUIET)
-  if(rc EQUAL 0)
-    set(moacert_git_commit ${commit})
-    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${PROJECT_SOURCE_DIR} rev-parse --absolute-git-dir
-      OUTPUT_VARIABLE git_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${PROJECT_SOURCE_DIR} symbolic-ref -q HEAD
-      OUTPUT_VARIABLE branch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${PROJECT_SOURCE_DIR} rev-parse --git-common-dir
-      OUTPUT_VARIABLE common_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    get_filename_component(common_dir "${common_dir}" ABSOLUTE BASE_DIR ${PROJECT_SOURCE_DIR})
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${git_dir}/HEAD")
-    if(branch AND EXISTS "${common_dir}/${branch}")
-      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${common_dir}/${branch}")
-    endif()
-  endif()
-endif()
+# the compiler and its flags, and the versions of the libraries the results
+# depend on. Sets MOACERT_PROVENANCE_DEFINITIONS. The git commit is not
+# among them: it is a build-time value (cmake/GitCommit.cmake), so that a
+# commit re-runs no configure step.
 
 # RapidCheck has no version macro: Debian's package version.
 set(moacert_rapidcheck_version unknown)
@@ -59,7 +38,6 @@ endif()
 string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
 string(STRIP "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${build_type}}" cxx_flags)
 set(MOACERT_PROVENANCE_DEFINITIONS
-  MOACERT_GIT_COMMIT="${moacert_git_commit}"
   MOACERT_COMPILER="${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}"
   MOACERT_CXX_FLAGS="${CMAKE_BUILD_TYPE}: ${cxx_flags} -std=c++${CMAKE_CXX_STANDARD}"
   MOACERT_MPFR_VERSION="${MPFR_VERSION}"

@@ -23,6 +23,16 @@ using Mat = moa::Tensor<double>;
 constexpr double kEvalSlack = 1 + 0x1p-20;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// A bound times a magnitude (both >= 0), where an upstream stage's bound
+// can be infinite (the block: an RMSNorm whose sum of squares overflows):
+// infinite when either factor is, so that an unbounded error stays
+// unbounded downstream. IEEE's inf·0 is NaN, which a later maximum drops
+// (a finite bound where nothing is bounded) or which ends as "bound -nan".
+// Where neither is infinite, the plain product: the bounds do not change.
+double bound_times(double bound, double magnitude) {
+  return std::isinf(bound) || std::isinf(magnitude) ? kInf : bound * magnitude;
+}
+
 // The rounding constants of a format pair: accumulation (f64 for f64, f32
 // otherwise) and storage.
 struct Units {
@@ -130,7 +140,8 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
       const double* ekj = ekg + j * D;
       for (extent_t d = 0; d < D; ++d) {
         const double eq = eqi[d], ek = ekj[d];
-        extra += eq * std::fabs(kj[d]) + std::fabs(qi[d]) * ek + eq * ek;
+        extra += bound_times(eq, std::fabs(kj[d])) + bound_times(ek, std::fabs(qi[d])) +
+                 bound_times(eq, ek);
       }
     }
     w.s[j] = scale * dot;
@@ -162,7 +173,12 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
   r.lse_val.view()(b, h, i) = lse;
   const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +
                          4 * u.ua * (std::fabs(lse) + dmax + 1);
-  r.lse.view()(b, h, i) = kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
+  // A score bound so large that e^{2 dmax} overflows (an upstream stage's
+  // errors, or an infinite one) leaves the row unbounded; the formulas
+  // would give NaN (Delta·0, L/(1 - L) at L = inf).
+  const bool unbounded = std::isinf(Delta);
+  r.lse.view()(b, h, i) =
+      unbounded ? kInf : kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
   // The value sums of every d at once, each over j ascending (V row by row).
   std::fill(w.c.begin(), w.c.end(), 0.0);
   std::fill(w.f.begin(), w.f.end(), 0.0);
@@ -180,7 +196,7 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
       w.vmax[d] = std::max(w.vmax[d], std::fabs(vv));
     }
     if (evg)
-      for (extent_t d = 0; d < D; ++d) w.ev[d] += P * evg[j * D + d];
+      for (extent_t d = 0; d < D; ++d) w.ev[d] += bound_times(evg[j * D + d], P);
   }
   double* o_val = row_of(r.o_val, {b, h, i, 0});
   double* o_bound = row_of(r.o, {b, h, i, 0});
@@ -190,7 +206,9 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
                        (2 * nn * w.vmax[d] + nn + 2) * u.eta_a / (1 - L) +
                        w.ev[d] * (1 + Delta) * (1 + L) / (1 - L);
     o_val[d] = o;
-    o_bound[d] = kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
+    o_bound[d] = unbounded || std::isinf(w.ev[d])
+                     ? kInf
+                     : kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
   }
 }
 
@@ -383,7 +401,7 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* 
     double ss = 0, sx = 0;
     for (extent_t d = 0; d < D; ++d) {
       ss += x.view()(t, d) * x.view()(t, d);
-      if (ex) sx += std::fabs(x.view()(t, d)) * ex->view()(t, d);
+      if (ex) sx += bound_times(ex->view()(t, d), std::fabs(x.view()(t, d)));
     }
     const double ms = ss / double(D) + eps;
     const double rms = std::sqrt(ms);
@@ -395,7 +413,8 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const Units& u, Mat* 
       const double xv = x.view()(t, d), wv = w.view()(d), y = xv / rms * wv;
       double e = std::fabs(y) * rel + 2 * u.eta_a * (1 + std::fabs(wv));
       if (ex)
-        e += 2 * std::fabs(wv) / rms * (ex->view()(t, d) + std::fabs(xv) * sx / (double(D) * ms));
+        e += bound_times(ex->view()(t, d) + bound_times(sx, std::fabs(xv)) / (double(D) * ms),
+                         2 * std::fabs(wv) / rms);
       r.view()(t, d) = kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_s / 2);
       if (y_val) y_val->view()(t, d) = y;
     }
@@ -428,7 +447,7 @@ Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const Units& u, Ma
         abs[j] += std::fabs(av * bv);
       }
       if (ea)
-        for (extent_t j = 0; j < n; ++j) prop[j] += eav * std::fabs(bp[j]);
+        for (extent_t j = 0; j < n; ++j) prop[j] += bound_times(eav, std::fabs(bp[j]));
     }
     double* ri = row_of(r, {i, 0});
     for (extent_t j = 0; j < n; ++j) {
@@ -460,9 +479,10 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
       const double s = dnf::silu(z);
       const double e_g = eg.view()(t, f), e_u = eu.view()(t, f);
       const double s_hat = std::fabs(s) + 1.1 * e_g;  // |silu'| <= 1.1
-      double e = 1.1 * e_g * (std::fabs(uv) + e_u) + std::fabs(s) * e_u +
-                 s_hat * (std::fabs(uv) + e_u) * compose(eps_silu, u.ua) + u.eta_a;
-      if (z - e_g < -overflow) e += s_hat * (std::fabs(uv) + e_u);  // silu may flush to 0
+      const double uv_hat = std::fabs(uv) + e_u;
+      double e = bound_times(1.1 * e_g, uv_hat) + bound_times(e_u, std::fabs(s)) +
+                 bound_times(s_hat, uv_hat) * compose(eps_silu, u.ua) + u.eta_a;
+      if (z - e_g < -overflow) e += bound_times(s_hat, uv_hat);  // silu may flush to 0
       hv.view()(t, f) = s * uv;
       eh.view()(t, f) = e;
     }

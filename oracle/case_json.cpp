@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -133,6 +134,26 @@ const json& member(const json& obj, const std::string& key, const std::string& p
   const auto it = obj.find(key);
   if (it == obj.end()) fail(path, "missing");
   return *it;
+}
+
+// A broadcast tensor's elements that share an offset hold one value: each
+// logical element of `data` (row-major) reads back as written. Refuses the
+// first that does not, naming it.
+void require_one_value_per_offset(const AnyTensor& t, Format f, const json& data,
+                                  const std::string& path) {
+  std::size_t n = 0;
+  for (const moa::Index& i : moa::iota(t.shape())) {
+    const json& v = data[n];
+    const double written =
+        v.is_string() ? *parse_hex(v.get<std::string>(), f) : double(v.get<std::int64_t>());
+    const double read = t.get(i);
+    if (std::bit_cast<std::uint64_t>(read) != std::bit_cast<std::uint64_t>(written) &&
+        !(std::isnan(read) && std::isnan(written))) {
+      fail(path + ".data[" + std::to_string(n) + "]",
+           quoted(v) + " differs from an element it shares its offset with (a stride-0 axis)");
+    }
+    ++n;
+  }
 }
 
 }  // namespace
@@ -295,8 +316,16 @@ Case read_case(const json& j) {
         }
         st.push_back(v.get<std::int64_t>());
       }
+      // Stride 0 is a broadcast axis (a generated case's broadcast layout,
+      // which `reproduce --save` writes): its coordinates share one offset,
+      // and must then hold one value (checked below). Any other alias is
+      // refused: the other axes must reach distinct offsets.
+      moa::Shape distinct = shapes[k];
+      for (int a = 0; a < distinct.rank(); ++a)
+        if (st[a] == 0) distinct[a] = 1;
       try {
-        layout = moa::Layout::bijective(shapes[k], st);
+        moa::Layout::bijective(distinct, st);
+        layout = moa::Layout::strided(shapes[k], st);
       } catch (const moa::ShapeError& e) {
         fail(sp, e.what());
       }
@@ -332,6 +361,7 @@ Case read_case(const json& j) {
         fail(where, quoted(v) + " is not representable in " + std::string(moacert::name(p.format)));
       tensor.set(i, *value);
     }
+    if (!layout.is_injective()) require_one_value_per_offset(tensor, p.format, data, path);
     c.inputs.push_back(std::move(tensor));
   }
   return c;

@@ -193,6 +193,7 @@ struct Accumulator {
       a.max_ratio = std::max(a.max_ratio, s.max_ratio);
       a.max_normwise_u = std::max(a.max_normwise_u, s.normwise_u);
       a.undetermined += s.undetermined;
+      a.unbounded += s.unbounded;
       a.ulp_histogram += s.ulp_histogram;  // every element of every case
       a.ratio_histogram += s.ratio_histogram;
     }

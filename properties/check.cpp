@@ -160,6 +160,7 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
       const oracle::DD& x = ans.exact[n];
       const ElementJudgement e = judge_element(y, x, allowed[t][n], rule, f);
       if (ans.undetermined[n]) ++s.undetermined;
+      if (std::isinf(allowed[t][n])) ++s.unbounded;
       ulps.push_back(e.ulps);
       s.ulp_histogram(e.ulps);
       s.ratio_histogram(e.margin);

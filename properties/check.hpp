@@ -42,6 +42,9 @@ struct TensorStats {
   std::int64_t worst = -1;  // row-major index of the element nearest to failing
   double worst_exact = 0, worst_computed = 0, worst_ulp = 0, worst_bound = 0;
   std::int64_t undetermined = 0;
+  // Judged elements whose allowance is infinite (an upstream stage's bound
+  // is): the rule is vacuous there, and certify says so.
+  std::int64_t unbounded = 0;
 };
 
 struct Verdict {

@@ -54,6 +54,7 @@ struct TensorSummary {
   double max_ratio = 0;  // error / allowed (bound, or K ulp, or R·torch + 1)
   double max_normwise_u = 0;
   std::int64_t undetermined = 0;
+  std::int64_t unbounded = 0;  // elements whose allowance is infinite: the rule is vacuous there
   // The sampled oracle (docs/design.md, "Sampled certification"):
   // `elements` were judged of elements_total; in cases_sampled cases a
   // sample of rows was judged instead of every element, chosen as

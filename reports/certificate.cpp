@@ -68,6 +68,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
       for (const auto& [stratum, rows] : t.sampled_rows) strata[stratum] = rows;
       tensors[t.name]["sampled"] = {{"cases", t.cases_sampled}, {"rows_by_stratum", strata}};
     }
+    if (t.unbounded > 0) tensors[t.name]["unbounded_elements"] = t.unbounded;  // a vacuous rule
   }
   j["tensors"] = tensors;
   j["worst_case"] = {{"token", c.worst_token}, {"error_to_allowed", number(c.worst_ratio)}};
@@ -153,6 +154,12 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
         t.elements, t.max_ulp, t.mean_ulp, t.p50_ulp, t.p99_ulp, t.p999_ulp, t.max_ratio,
         t.max_normwise_u);
   }
+  for (const auto& t : c.tensors)
+    if (t.unbounded > 0)
+      md << fmt::format(
+          "\n**The rule is vacuous for {} of {} judged elements of {}**: their bound is infinite "
+          "(an upstream stage's bound is), so any finite error passes there.\n",
+          t.unbounded, t.elements, t.name);
   md << fmt::format(
       "\nQuantiles over every judged element, read from a histogram of {} bins per decade: each "
       "is at most {:.3g} times the exact quantile, never below it.\n",

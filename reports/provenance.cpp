@@ -11,6 +11,8 @@
 #include <fmt/core.h>
 #include <hwloc.h>
 
+#include "reports/git_commit.hpp"
+
 namespace moacert::reports {
 
 namespace {
@@ -76,7 +78,7 @@ Provenance gather_provenance(std::string command_line) {
   }
   p.compiler = MOACERT_COMPILER;
   p.flags = MOACERT_CXX_FLAGS;
-  p.git_commit = MOACERT_GIT_COMMIT;
+  p.git_commit = git_commit();
   p.libraries = {{"MPFR", MOACERT_MPFR_VERSION},      {"MPFI", MOACERT_MPFI_VERSION},
                  {"Boost", MOACERT_BOOST_VERSION},    {"RapidCheck", MOACERT_RAPIDCHECK_VERSION},
                  {"LibTorch", MOACERT_TORCH_VERSION}, {"CUDA", MOACERT_CUDA_VERSION}};

@@ -19,7 +19,8 @@ struct Provenance {
   int packages = 0, cores = 0, hardware_threads = 0, numa_nodes = 0;
   std::vector<std::pair<std::string, std::int64_t>> caches;  // "L1d", "L2", "L3": bytes
   std::string os, kernel;  // "Debian GNU/Linux 12", "Linux 6.1 x86_64"
-  // The build, fixed at configure time (cmake/Provenance.cmake).
+  // The build, fixed at configure time (cmake/Provenance.cmake), its
+  // commit at build time (reports/git_commit.hpp).
   std::string compiler, flags, git_commit;
   std::vector<std::pair<std::string, std::string>> libraries;  // name, version
   // The run.

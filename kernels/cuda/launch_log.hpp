@@ -13,6 +13,16 @@ namespace moacert::kernels::simt {
 // One device buffer's share of a launch's global traffic, under the name
 // the launcher gave it (the op's tensor names, kernels/cuda/scratch.hpp);
 // traffic in no buffer goes by moacert::simt::kModuleData's name.
+//
+// It mirrors moacert::simt::BufferCounters (include/moacert/simt.h) field
+// for field, on purpose, as LaunchRecord mirrors simt::Counters: the log's
+// readers, the traffic law (traffic_law.*) and the tests that compare the
+// counts with the cost functions, are plain host code that does not
+// include the emulator's header, which declares CUDA's runtime API
+// (cudaMalloc, dim3, ...) in the global namespace for the code it
+// emulates. Sharing the type would put it in a header of include/moacert/,
+// installed for users, for a record only moacert's own backend reads.
+// launch_log.cpp converts one into the other, in one place (note_launch).
 struct TensorRecord {
   std::string tensor;
   std::uint64_t loads = 0, load_bytes = 0;

@@ -11,6 +11,7 @@
 #include "oracle/bounds.hpp"
 #include "properties/properties.hpp"
 #include "reference/dnf/attention.hpp"
+#include "tests/support/harness.hpp"
 
 namespace moacert {
 namespace {
@@ -168,6 +169,32 @@ TEST(AprioriBounds, AccumulatingInBf16IsCaught) {
 
 TEST(AprioriBounds, AnExpWithRelativeError1e4IsCaught) {
   EXPECT_FALSE(planted_kernel_passes_everywhere<SloppyExp>());
+}
+
+// An infinite bound upstream stays infinite downstream (issue #26 item
+// 9g). A block whose Wq and Wk are scaled by 2^60: its scores' error
+// bound is about 2^96, so the attention's bound overflows (expm1(2δ) is
+// infinite); with Wo = 0, IEEE's inf·0 used to turn every later bound
+// into NaN ("bound -nan"), which fails any nonzero error and which a
+// maximum may drop. Every bound of y is +inf instead, and the judge counts
+// those elements as unbounded: the rule is vacuous there, and says so.
+TEST(AprioriBounds, AnInfiniteUpstreamBoundStaysInfinite) {
+  Case c = test::make_case(Op::block, Format::f32, test::small_dims(Op::block), 3);
+  for (int w : {2, 3})  // wq, wk
+    for (const moa::Index& i : moa::iota(c.inputs[w].shape()))
+      c.inputs[w].set(i, c.inputs[w].get(i) * 0x1p60);
+  for (const moa::Index& i : moa::iota(c.inputs[5].shape())) c.inputs[5].set(i, 0.0);  // wo
+  const auto bounds = oracle::apriori_bounds(c);
+  ASSERT_EQ(bounds.size(), 1u);
+  for (double b : bounds[0]) EXPECT_EQ(b, INFINITY);
+
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::block, "cpu.dnf");
+  ASSERT_NE(dnf, nullptr);
+  const properties::Verdict v =
+      properties::judge(c, oracle::evaluate(c), properties::run_variant(*dnf, c), {}, &bounds);
+  EXPECT_TRUE(v.holds) << v.why;
+  ASSERT_EQ(v.tensors.size(), 1u);
+  EXPECT_EQ(v.tensors[0].unbounded, v.tensors[0].elements);
 }
 
 }  // namespace

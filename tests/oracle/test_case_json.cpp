@@ -49,6 +49,24 @@ TEST(CaseJson, RoundTripEveryOpAndFormat) {
   }
 }
 
+// A generated case's broadcast inputs (stride 0 on the batch axis), as
+// `reproduce --save` writes them, read back in the same layout with the
+// same values: stride 0 is a broadcast, not an alias to refuse.
+TEST(CaseJson, RoundTripBroadcastStrides) {
+  Dims dims = test::small_dims(Op::attention_fwd);
+  dims.B = 3;
+  const Case c =
+      test::make_case(Op::attention_fwd, Format::f32, dims, 5, false, moa::LayoutKind::broadcast);
+  ASSERT_EQ(c.inputs[1].layout().strides()[0], 0);
+  const Case back = read_case(json::parse(write_case(c).dump()));
+  ASSERT_EQ(back.inputs.size(), c.inputs.size());
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    EXPECT_EQ(back.inputs[k].layout(), c.inputs[k].layout());
+    for (const moa::Index& i : moa::iota(c.inputs[k].shape()))
+      EXPECT_TRUE(same_bits(back.inputs[k].get(i), c.inputs[k].get(i)));
+  }
+}
+
 // A one-tensor rmsnorm case with x's data replaced.
 json rmsnorm_doc(const std::string& dtype, const std::vector<std::string>& x) {
   json data = json::array();

@@ -3,7 +3,8 @@
 # install this build into a fresh prefix, then configure, build and test
 # examples/downstream against it alone. Its correct kernel must hold; its
 # kernel with the planted mask bug must fail with a `reproduce:` line whose
-# token replays the failure in one process; the CUDA example, built with
+# token replays the failure in one process; the installed moacert-simt-c++
+# compiles against the installed headers and library; the CUDA example, built with
 # the package's moacert_add_simt_plugin, must hold. A version the package is not
 # compatible with must be refused by find_package.
 #   downstream_check.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR
@@ -24,6 +25,15 @@ for f in bin/moacert bin/moacert-plugin-worker include/moacert/plugin.h \
   [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
 
+# The installed moacert-simt-c++ finds the installed headers and library
+# relative to itself (the prefix here is not the configure-time one).
+"$prefix/bin/moacert-simt-c++" -shared -fPIC "$source/examples/plugins/cuda/attention_fwd.cu" \
+  -o "$work/direct.so" >"$work/simt-c++.log" 2>&1 ||
+  fail "the installed moacert-simt-c++ failed: $(cat "$work/simt-c++.log")"
+simt_lib=$(ldd "$work/direct.so" | sed -n 's/.*libmoacert_simt[^ ]* => \([^ ]*\) .*/\1/p')
+[ -n "$simt_lib" ] && [ "$(readlink -f "$simt_lib")" = "$(readlink -f "$prefix/lib/libmoacert_simt.so")" ] ||
+  fail "direct.so does not load the installed libmoacert_simt: $(ldd "$work/direct.so")"
+
 # The downstream project sees the installed prefix only (no moacert source
 # or build folder on its paths).
 cmake -S "$source/examples/downstream" -B "$work/build" -G "$generator" \
@@ -41,14 +51,15 @@ grep -Eq 'Test +#[0-9]+: mykernel_cuda\.attention\.f32 \.+ +Passed' "$work/ctest
   fail "mykernel_cuda.attention.f32 (moacert_add_simt_plugin from the install) did not pass"
 grep -Eq 'Test +#[0-9]+: mykernel_mask_bug\.attention\.f32 \.+\*+Failed' "$work/ctest.log" ||
   fail "mykernel_mask_bug.attention.f32 did not fail"
-token=$(sed -n 's/^reproduce: moacert reproduce \(mc1\.[A-Za-z0-9_-]*\)$/\1/p' "$work/ctest.log")
-[ -n "$token" ] || fail "the failing test printed no reproduce line"
-[ "$(echo "$token" | wc -l)" -eq 1 ] || fail "more than one reproduce line: $token"
+line=$(sed -n 's/^reproduce: moacert \(reproduce mc1\..*\)$/\1/p' "$work/ctest.log")
+[ -n "$line" ] || fail "the failing test printed no reproduce line"
+[ "$(echo "$line" | wc -l)" -eq 1 ] || fail "more than one reproduce line: $line"
+case "$line" in *--plugin*) ;; *) fail "the reproduce line does not name the plugin: $line" ;; esac
 
-# The token replays in one process, with the installed command.
+# The line replays as printed (from another folder), in one process, with
+# the installed command.
 rc=0
-"$prefix/bin/moacert" reproduce "$token" --plugin "$work/build/libmykernel_mask_bug.so" \
-  >"$work/reproduce.log" 2>&1 || rc=$?
+(cd / && eval "\"\$prefix/bin/moacert\" $line") >"$work/reproduce.log" 2>&1 || rc=$?
 if [ "$rc" -ne 1 ] || ! grep -q FAILS "$work/reproduce.log"; then
   fail "reproduce exited $rc: $(cat "$work/reproduce.log")"
 fi

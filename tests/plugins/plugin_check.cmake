@@ -1,16 +1,16 @@
 # One `moacert` run with a plugin, checked from CTest:
 #   cmake -DMOACERT=... -DARGS="certify|rmsnorm|--plugin|LIB#k|..." -DEXPECT_RC=0|1|2
-#         [-DEXPECT_TEXT=regex] [-DLIB=/abs/lib.so] [-DOUT=dir] [-DREPRODUCE=LIB#k]
+#         [-DEXPECT_TEXT=regex] [-DLIB=/abs/lib.so] [-DOUT=dir] [-DREPRODUCE=ON]
 #         [-DCASE_FILE=path] [-DEXPECT_CASE=regex] -P plugin_check.cmake
 # Exit 1 must print the reason and a `reproduce:` line (with CASE_FILE, a
 # run of `certify --case`: the file's name instead), and, with
-# REPRODUCE, `moacert reproduce TOKEN --plugin ...` must fail the same way
-# (and print a case matching EXPECT_CASE: the shrunk counterexample).
+# REPRODUCE, that line, run as printed from another folder, must fail the
+# same way (and print a case matching EXPECT_CASE: the shrunk
+# counterexample).
 # Exit 2 must come with exactly one line on stderr and leave no OUT folder.
 # No worker of LIB may outlive moacert (the tests run the worker without
 # its parent-death signal, so this checks moacert's own clean-up).
 string(REPLACE "|" ";" args "${ARGS}")
-string(REPLACE "|" ";" repro_args "${REPRODUCE_ARGS}")
 if(DEFINED OUT)
   file(REMOVE_RECURSE "${OUT}")
 endif()
@@ -56,13 +56,20 @@ if(EXPECT_RC EQUAL 1 AND CASE_FILE)  # certify --case: the failing file is named
     message(FATAL_ERROR "the failing case file is not named: ${out}")
   endif()
 elseif(EXPECT_RC EQUAL 1)
-  if(NOT out MATCHES "reproduce: moacert reproduce (mc1\\.[A-Za-z0-9_-]+)")
+  if(NOT out MATCHES "reproduce: moacert (reproduce mc1\\.[A-Za-z0-9_-]+[^\n]*)")
     message(FATAL_ERROR "no reproduce line: ${out}")
   endif()
-  set(token "${CMAKE_MATCH_1}")
+  set(printed "${CMAKE_MATCH_1}")
   if(DEFINED REPRODUCE)
+    # The line as printed, run from another folder: it must name the
+    # library (by an absolute path) and the kernel, and the timeout.
+    if(NOT printed MATCHES "--plugin")
+      message(FATAL_ERROR "the reproduce line does not name the plugin: ${printed}")
+    endif()
+    separate_arguments(printed_args UNIX_COMMAND "${printed}")
     execute_process(COMMAND sh -c "echo $$ > '${pidfile}'; exec \"$0\" \"$@\"" "${MOACERT}"
-                            reproduce "${token}" --plugin "${REPRODUCE}" ${repro_args}
+                            ${printed_args}
+      WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/.."
       RESULT_VARIABLE rrc OUTPUT_VARIABLE rout ERROR_VARIABLE rerr)
     file(READ "${pidfile}" reproduce_pid)
     string(STRIP "${reproduce_pid}" reproduce_pid)

@@ -1,0 +1,19 @@
+# certify of every variant of an op names the regimes no case reached once
+# for the op, after every verdict, not once per variant (issue #26 item 9k).
+#   cmake -DMOACERT=... -DOUT=dir -P regimes_once_check.cmake
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND ${MOACERT} certify rmsnorm --cases 2 --seed 1 --out ${OUT}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "certify exited ${rc}: ${out}${err}")
+endif()
+string(REGEX MATCHALL "rmsnorm [^ ]+ f32: holds" verdicts "${out}")
+list(LENGTH verdicts n_verdicts)
+string(REGEX MATCHALL "regimes not reached in this run" lines "${out}")
+list(LENGTH lines n_lines)
+if(n_verdicts LESS 2 OR NOT n_lines EQUAL 1)
+  message(FATAL_ERROR "${n_verdicts} verdicts, ${n_lines} 'regimes not reached' lines (want 1):\n${out}")
+endif()
+if(NOT out MATCHES "holds[^\n]*\n(.*\n)?regimes not reached in this run: [^\n]+\n$")
+  message(FATAL_ERROR "the regimes line is not the last, after every verdict:\n${out}")
+endif()
