@@ -177,6 +177,14 @@ inline std::vector<Read> reads_of(const Problem& p, const Unit& u) {
   auto seen = [&](extent_t i) {
     return p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M;
   };
+  // Query row (b, h, i), then the keys and the values it sees: a forward
+  // row's reads, and a backward query row's but its do row.
+  auto query_row = [&](extent_t b, extent_t h, extent_t i) {
+    const extent_t g = h / group;
+    return std::vector<Read>{{0, {b, h, i, 0}, {1, 1, 1, d.D}},
+                             {1, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
+                             {2, {b, g, 0, 0}, {1, 1, seen(i), d.D}}};
+  };
   auto whole = [&](int k) {
     const Shape s = input_shapes(p)[static_cast<std::size_t>(k)];
     Index zero;
@@ -184,12 +192,8 @@ inline std::vector<Read> reads_of(const Problem& p, const Unit& u) {
     return Read{k, zero, s};
   };
   switch (u.kind) {
-    case UnitKind::fwd_row: {  // q row, then the keys and values it sees
-      const extent_t b = u.a, h = u.b, i = u.c, g = h / group;
-      return {{0, {b, h, i, 0}, {1, 1, 1, d.D}},
-              {1, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
-              {2, {b, g, 0, 0}, {1, 1, seen(i), d.D}}};
-    }
+    case UnitKind::fwd_row:  // q row, then the keys and values it sees
+      return query_row(u.a, u.b, u.c);
     case UnitKind::bwd_group:
     case UnitKind::bwd_key_rows: {  // the group's q, its k, v, the group's do
       const extent_t b = u.a, g = u.b;
@@ -200,11 +204,9 @@ inline std::vector<Read> reads_of(const Problem& p, const Unit& u) {
               {do_input, {b, g * group, 0, 0}, qs}};
     }
     case UnitKind::bwd_query_row: {  // q row, the keys and values it sees, do row
-      const extent_t b = u.a, h = u.b, i = u.c, g = h / group;
-      return {{0, {b, h, i, 0}, {1, 1, 1, d.D}},
-              {1, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
-              {2, {b, g, 0, 0}, {1, 1, seen(i), d.D}},
-              {do_input, {b, h, i, 0}, {1, 1, 1, d.D}}};
+      std::vector<Read> r = query_row(u.a, u.b, u.c);
+      r.push_back({do_input, {u.a, u.b, u.c, 0}, {1, 1, 1, d.D}});
+      return r;
     }
     case UnitKind::decode_head: {  // q, the whole cache of its kv head (lens: Inputs::lens)
       const extent_t b = u.a, h = u.b, g = h / group;
@@ -366,6 +368,16 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
   auto flat = [&](int k, const Index& i) {
     return moa::row_major_offset(outputs[static_cast<std::size_t>(k)], i);
   };
+  // A backward unit's inputs, q k v do (reads_of), and where its outputs
+  // lie: attention.bwd's are dq dk dv, fwdbwd's o lse dq dk dv.
+  struct Backward {
+    View<const T> q, k, v, dout;
+    int dq, dk, dv;  // output indices
+  };
+  auto backward = [&] {
+    const int dq = p.op == Op::attention_fwdbwd ? 2 : 0;
+    return Backward{input(0), input(1), input(2), input(3), dq, dq + 1, dq + 2};
+  };
 
   switch (u.kind) {
     case UnitKind::fwd_row: {
@@ -382,18 +394,17 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
     }
     case UnitKind::bwd_group: {
       const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
-      // attention.bwd: q k v o lse do -> dq dk dv; fwdbwd: q k v do -> o lse dq dk dv
-      const int first_output = p.op == Op::attention_fwdbwd ? 2 : 0;
-      const auto q = input(0), k = input(1), v = input(2), dout = input(3);
-      const Shape qs = q.shape(), ks = k.shape();  // (1,G,N,D), (1,1,M,D)
+      const Backward bwd = backward();
+      const Shape qs = bwd.q.shape(), ks = bwd.k.shape();  // (1,G,N,D), (1,1,M,D)
       Tensor dq(qs), dk(ks), dv(ks);
-      dnf::attention_bwd<T>(q, k, v, dout, in.scale, p.causal(), dq.view(), dk.view(), dv.view());
+      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
+                            dk.view(), dv.view());
       for (const Index& x : moa::iota(qs))
-        emit(first_output, flat(first_output, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
+        emit(bwd.dq, flat(bwd.dq, {b, g * group + x[1], x[2], x[3]}), dq.view()(x));
       for (const Index& x : moa::iota(ks)) {
-        const auto at = flat(first_output + 1, {b, g, x[2], x[3]});  // dk and dv alike
-        emit(first_output + 1, at, dk.view()(x));
-        emit(first_output + 2, at, dv.view()(x));
+        const auto at = flat(bwd.dk, {b, g, x[2], x[3]});  // dk and dv alike
+        emit(bwd.dk, at, dk.view()(x));
+        emit(bwd.dv, at, dv.view()(x));
       }
       return;
     }
@@ -402,28 +413,27 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       // keys it sees (as fwd_row); the dk, dv it also computes are partial
       // and dropped.
       const extent_t b = u.a, h = u.b, i = u.c;
-      const int dq_output = p.op == Op::attention_fwdbwd ? 2 : 0;
-      const auto q = input(0), k = input(1), v = input(2), dout = input(3);
-      Tensor dq(q.shape()), dk(k.shape()), dv(k.shape());  // (1,1,1,D), (1,1,seen,D)
-      dnf::attention_bwd<T>(q, k, v, dout, in.scale, /*causal=*/false, dq.view(), dk.view(),
-                            dv.view());
+      const Backward bwd = backward();
+      // (1,1,1,D), (1,1,seen,D)
+      Tensor dq(bwd.q.shape()), dk(bwd.k.shape()), dv(bwd.k.shape());
+      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale,
+                            /*causal=*/false, dq.view(), dk.view(), dv.view());
       for (extent_t x = 0; x < d.D; ++x)
-        emit(dq_output, flat(dq_output, {b, h, i, x}), dq.view()(0, 0, 0, x));
+        emit(bwd.dq, flat(bwd.dq, {b, h, i, x}), dq.view()(0, 0, 0, x));
       return;
     }
     case UnitKind::bwd_key_rows: {
       const extent_t b = u.a, g = u.b;
-      const int dk_output = p.op == Op::attention_fwdbwd ? 3 : 1;
-      const auto q = input(0), k = input(1), v = input(2), dout = input(3);
+      const Backward bwd = backward();
       const auto rows = static_cast<extent_t>(u.keys.size());
       Tensor dk(Shape{rows, d.D}), dv(Shape{rows, d.D});
-      dnf::attention_bwd_key_rows<T>(q, k, v, dout, in.scale, p.causal(), u.keys, dk.view(),
-                                     dv.view());
+      dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), u.keys,
+                                     dk.view(), dv.view());
       for (extent_t t = 0; t < rows; ++t) {
         for (extent_t x = 0; x < d.D; ++x) {
-          const auto at = flat(dk_output, {b, g, u.keys[static_cast<std::size_t>(t)], x});
-          emit(dk_output, at, dk.view()(t, x));
-          emit(dk_output + 1, at, dv.view()(t, x));
+          const auto at = flat(bwd.dk, {b, g, u.keys[static_cast<std::size_t>(t)], x});
+          emit(bwd.dk, at, dk.view()(t, x));
+          emit(bwd.dv, at, dv.view()(t, x));
         }
       }
       return;

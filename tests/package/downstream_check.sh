@@ -83,4 +83,4 @@ if cmake -S "$work/too_new" -B "$work/too_new/build" -DCMAKE_PREFIX_PATH="$prefi
   fail "find_package(moacert 99.0) was accepted by version $version"
 fi
 grep -q "not compatible\|not found\|version" "$work/too_new.log" || fail "$(cat "$work/too_new.log")"
-echo "downstream_check: installed $version, mykernel holds, the mask bug fails with token $token"
+echo "downstream_check: installed $version, mykernel holds, the mask bug fails and replays: $line"
