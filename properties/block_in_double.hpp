@@ -1,9 +1,9 @@
 // A block case's forward in double, up to the MLP's input
 // (dnf::block_until_mlp), and its intermediates: what its regimes are judged
-// on (properties/regimes.cpp, which defines it) and what generation aims
-// them with (properties/case_gen.cpp). A header of its own, so that the
-// block DNF's templates reach those two files and not every includer of
-// regimes.hpp.
+// on (its classifier, properties/ops/block.cpp; regimes.cpp defines it)
+// and what generation aims them with (properties/ops/block.cpp). A header
+// of its own, so that the block DNF's templates reach those files and not
+// every includer of regimes.hpp.
 #pragma once
 
 #include <vector>

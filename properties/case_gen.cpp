@@ -5,8 +5,9 @@
 #include <numeric>
 #include <sstream>
 
-#include "properties/block_in_double.hpp"
+#include "properties/draws.hpp"
 #include "properties/gen_layout.hpp"
+#include "properties/ops/table.hpp"
 #include "properties/regimes.hpp"
 #include "reference/named.hpp"
 
@@ -52,25 +53,9 @@ const char* name(Values v) {
 
 std::string describe(const CaseSpec& s) {
   const Problem& p = s.problem;
-  const Dims& d = p.dims;
   std::ostringstream os;
   os << info(p.op).name << ' ' << name(p.format);
-  switch (p.op) {
-    case Op::rmsnorm:
-      os << " T=" << d.T << " D=" << d.D << " eps=" << p.params.eps;
-      break;
-    case Op::mlp_swiglu:
-      os << " T=" << d.T << " Dm=" << d.Dm << " F=" << d.F;
-      break;
-    case Op::block:
-      os << " B=" << d.B << " N=" << d.N << " Dm=" << d.Dm << " H=" << d.H << " Hkv=" << d.Hkv
-         << " D=" << d.D << " F=" << d.F << " eps=" << p.params.eps;
-      break;
-    default:
-      os << " B=" << d.B << " H=" << d.H << " Hkv=" << d.Hkv << " N=" << d.N
-         << (p.op == Op::attention_decode ? " L=" : " M=") << d.M << " D=" << d.D
-         << (p.causal() ? " causal" : "") << " scale=" << p.scale();
-  }
+  property_op(p.op).describe_dims(p, os);
   os << " values=" << name(s.values) << " seed=" << s.seed;
   if (!s.lens.empty()) {
     os << " lens=(";
@@ -102,12 +87,10 @@ T pick_weighted(const std::vector<std::pair<int, T>>& choices) {
   return choices.front().second;
 }
 
-// An extent in `r`: mostly small (from r.lo, growing with RapidCheck's
-// size), now and then r.lo, and now and then one of t-1, t, t+1 for a tile
-// t of the kernels under test. Over every extent (r free) these are
-// generation 1's draws.
+}  // namespace
+
 rc::Gen<extent_t> gen_extent(extent_t max_small, const std::vector<extent_t>& tiles,
-                             ExtentRange r = {}) {
+                             ExtentRange r) {
   if (r.fixed()) return rc::gen::just(r.lo);
   std::vector<extent_t> straddle;
   for (extent_t t : tiles)
@@ -125,6 +108,8 @@ rc::Gen<extent_t> gen_extent(extent_t max_small, const std::vector<extent_t>& ti
   });
 }
 
+namespace {
+
 // `g`'s values, each shrinking towards r.lo as an integer does, not only
 // within `g`: a deployment-scale counterexample shrinks to the smallest
 // extent that still fails, below the large ones too.
@@ -136,10 +121,8 @@ rc::Gen<extent_t> shrinking_to(ExtentRange r, rc::Gen<extent_t> g) {
   };
 }
 
-// A deployment-scale extent in `r`, past `floor` and at most `limit`: t-1,
-// t or t+1 for a tile t in [floor, limit) (the tiles given and the powers
-// of two there), or any. Where `r` holds none, an extent of `r` as
-// gen_extent draws it.
+}  // namespace
+
 rc::Gen<extent_t> gen_large(extent_t floor, extent_t limit, std::vector<extent_t> tiles,
                             ExtentRange r) {
   if (r.fixed()) return rc::gen::just(r.lo);
@@ -160,8 +143,6 @@ rc::Gen<extent_t> gen_large(extent_t floor, extent_t limit, std::vector<extent_t
              {{1, rc::gen::elementOf(straddle)}, {1, rc::gen::inRange<extent_t>(lo, hi + 1)}}));
 }
 
-// The draw of a dimension: `free_draw` where --shape leaves it free (the
-// draws of generation 1), else an extent of its range.
 extent_t draw_dim(const ShapeConstraints& shape, extent_t Dims::*field,
                   const rc::Gen<extent_t>& free_draw, extent_t max_small,
                   const std::vector<extent_t>& tiles) {
@@ -169,9 +150,6 @@ extent_t draw_dim(const ShapeConstraints& shape, extent_t Dims::*field,
   return r == ExtentRange{} ? *free_draw : *gen_extent(max_small, tiles, r);
 }
 
-// Head counts: MHA (H = Hkv), GQA (H a multiple of Hkv > 1) or MQA (Hkv = 1);
-// under --shape, an Hkv of its range with a multiple in H's range, and one
-// of the first such multiples.
 void draw_heads(Dims& d, const ShapeConstraints& shape) {
   if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) {
     const std::vector<extent_t> groups = shape.head_groups(8);
@@ -193,13 +171,35 @@ void draw_heads(Dims& d, const ShapeConstraints& shape) {
   }
 }
 
+void one_or_two_heads(Dims& d, const ShapeConstraints& shape) {
+  if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) return draw_heads(d, shape);
+  d.Hkv = 1;
+  d.H = *rc::gen::inRange<extent_t>(1, 3);
+}
+
+std::vector<extent_t> with_common_tiles(std::vector<extent_t> tiles, extent_t up_to) {
+  for (extent_t t : kCommonTiles)
+    if (t <= up_to) tiles.push_back(t);
+  std::sort(tiles.begin(), tiles.end());
+  tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+  return tiles;
+}
+
+namespace {
+
+// An input the case takes from the oracle's forward (attention.bwd's o
+// and lse), which must stay the forward of q, k, v.
+bool forward_input(Op op, std::string_view name) {
+  const auto& names = property_op(op).forward_inputs;
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 bool allows_broadcast(Op op, int input) {
-  // Batch (and head) broadcast of the attention tensors; never of lens, nor
-  // of attention.bwd's o and lse, which must stay the forward of q, k, v.
+  // Batch (and head) broadcast where the op allows it; never of lens, nor
+  // of an input from the forward.
   if (is_index_input(op, std::size_t(input))) return false;
-  const std::string_view name = info(op).inputs.at(std::size_t(input));
-  if (op == Op::attention_bwd && (name == "o" || name == "lse")) return false;
-  return is_attention(op);
+  if (forward_input(op, info(op).inputs.at(std::size_t(input)))) return false;
+  return property_op(op).broadcasts;
 }
 
 // The constructor of one input's layout: mostly row-major; broadcast only
@@ -213,225 +213,17 @@ moa::LayoutKind draw_kind(Op op, int input, bool strided) {
   return pick_weighted(choices);
 }
 
-}  // namespace
-
-namespace {
-
-// The dimensions of a case at the small scale of generation 1: every extent
-// below about 40 (f32) but the straddles of `tiles`.
-void draw_small_dims(Op op, Dims& d, extent_t big, const ShapeConstraints& shape,
-                     const std::vector<extent_t>& tiles) {
-  auto range = [&](extent_t Dims::*field) { return shape.range(field); };
-  switch (op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-    case Op::attention_decode:
-      d.B = draw_dim(shape, &Dims::B, rc::gen::inRange<extent_t>(1, 3), 2, {});
-      draw_heads(d, shape);
-      d.N = op == Op::attention_decode ? 1 : *gen_extent(big, tiles, range(&Dims::N));
-      d.M = *gen_extent(big, tiles, range(&Dims::M));
-      d.D = draw_dim(
-          shape, &Dims::D,
-          rc::gen::weightedOneOf<extent_t>({{6, gen_extent(big / 2, tiles)},
-                                            {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}}),
-          big / 2, tiles);
-      break;
-    case Op::rmsnorm:
-      d.T = *gen_extent(8, {}, range(&Dims::T));
-      d.D = draw_dim(
-          shape, &Dims::D,
-          rc::gen::weightedOneOf<extent_t>({{6, gen_extent(4 * big, tiles)},
-                                            {1, rc::gen::element<extent_t>(1, 3, 59, 111, 128)}}),
-          4 * big, tiles);
-      break;
-    case Op::mlp_swiglu:
-      d.T = *gen_extent(big / 2, tiles, range(&Dims::T));
-      d.Dm = *gen_extent(big, tiles, range(&Dims::Dm));
-      d.F = *gen_extent(big, tiles, range(&Dims::F));
-      break;
-    case Op::block:
-      d.B = draw_dim(shape, &Dims::B, rc::gen::inRange<extent_t>(1, 3), 2, {});
-      draw_heads(d, shape);
-      d.N = *gen_extent(8, {}, range(&Dims::N));
-      d.M = d.N;
-      d.D = *gen_extent(8, {}, range(&Dims::D));
-      d.Dm = *gen_extent(16, {}, range(&Dims::Dm));
-      d.F = *gen_extent(16, {}, range(&Dims::F));
-      break;
-  }
-}
-
-// The dimensions of a deployment-scale case: past kLargeExtent (decode's
-// cache length past kLargeDecodeLength) along one or two of the axes a
-// kernel tiles, where its tails are, and small along the others (B = 1,
-// one or two heads), so that the full oracle and the emulated simt.*
-// variants afford it (docs/performance.md#deployment-scale-cases).
-void draw_large_dims(Op op, Dims& d, const ShapeConstraints& shape,
-                     const std::vector<extent_t>& small_tiles,
-                     const std::vector<extent_t>& large_tiles, extent_t long_axis_limit) {
-  auto range = [&](extent_t Dims::*field) { return shape.range(field); };
-  auto large = [&](extent_t Dims::*field, extent_t limit) {
-    return *gen_large(kLargeExtent, limit, large_tiles, range(field));
-  };
-  auto small = [&](extent_t Dims::*field, extent_t max_small) {
-    return *gen_extent(max_small, small_tiles, range(field));
-  };
-  auto one_or_two_heads = [&] {
-    if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) return draw_heads(d, shape);
-    d.Hkv = 1;
-    d.H = *rc::gen::inRange<extent_t>(1, 3);
-  };
-  // D: a head width of deployed models, or a straddle of a small tile.
-  auto head_width = [&] {
-    return draw_dim(shape, &Dims::D,
-                    rc::gen::weightedOneOf<extent_t>({{2, gen_extent(40, small_tiles)},
-                                                      {1, rc::gen::element<extent_t>(64, 128)}}),
-                    40, small_tiles);
-  };
-  switch (op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd: {
-      d.B = range(&Dims::B).lo;
-      one_or_two_heads();
-      // Long queries, long keys, or both (then shorter).
-      const int which = *rc::gen::inRange(0, 3);
-      d.N = which == 1 ? small(&Dims::N, 40) : large(&Dims::N, which == 2 ? 513 : long_axis_limit);
-      d.M = which == 0 ? small(&Dims::M, 40) : large(&Dims::M, which == 2 ? 513 : long_axis_limit);
-      d.D = head_width();
-      break;
-    }
-    case Op::attention_decode:
-      d.B = draw_dim(shape, &Dims::B, rc::gen::inRange<extent_t>(1, 3), 2, {});
-      one_or_two_heads();
-      d.N = 1;
-      d.M =
-          *gen_large(kLargeDecodeLength, 2 * kLargeDecodeLength + 1, large_tiles, range(&Dims::M));
-      d.D = head_width();
-      break;
-    case Op::rmsnorm:
-      d.T = small(&Dims::T, 8);
-      d.D = large(&Dims::D, 4097);
-      break;
-    case Op::mlp_swiglu: {
-      // One long axis of the three GEMMs, the others short.
-      const int which = *rc::gen::inRange(0, 3);
-      d.T = which == 0 ? large(&Dims::T, 1025) : small(&Dims::T, 4);
-      d.Dm = which == 1 ? large(&Dims::Dm, 1025) : small(&Dims::Dm, 16);
-      d.F = which == 2 ? large(&Dims::F, 1025) : small(&Dims::F, 16);
-      break;
-    }
-    case Op::block: {
-      d.B = range(&Dims::B).lo;
-      one_or_two_heads();
-      const int which = *rc::gen::inRange(0, 3);
-      d.N = which == 0 ? large(&Dims::N, 513) : small(&Dims::N, 8);
-      d.M = d.N;
-      d.D = small(&Dims::D, 8);
-      d.Dm = which == 1 ? large(&Dims::Dm, 1025) : small(&Dims::Dm, 16);
-      d.F = which == 2 ? large(&Dims::F, 1025) : small(&Dims::F, 16);
-      break;
-    }
-  }
-}
-
-// The tiles straddled from generation 2: the declared ones with the common
-// ones up to `up_to`, each once.
-std::vector<extent_t> with_common_tiles(std::vector<extent_t> tiles, extent_t up_to) {
-  for (extent_t t : kCommonTiles)
-    if (t <= up_to) tiles.push_back(t);
-  std::sort(tiles.begin(), tiles.end());
-  tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
-  return tiles;
-}
-
-// From generation 3, the families aimed at `op`'s numerical regimes
-// (properties/regimes.hpp), equally likely among themselves; block's from
-// generation 4.
-std::vector<Values> regime_families(Op op, int generation) {
-  switch (op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      return {Values::exp_overflow, Values::underflowing_tile, Values::one_hot,
-              Values::no_key_rows};
-    case Op::attention_decode:  // lens >= 1: no row without a key
-      return {Values::exp_overflow, Values::underflowing_tile, Values::one_hot};
-    case Op::mlp_swiglu:
-      return {Values::silu_range, Values::cancellation};
-    case Op::rmsnorm:
-      return {Values::rms_range};
-    case Op::block:
-      if (generation < 4) return {};
-      // An underflowing tile's key leads by more than a one-hot row's: it
-      // reaches softmax.dominant-key too.
-      return {Values::exp_overflow, Values::underflowing_tile, Values::ties,
-              Values::rms_range,    Values::silu_range,        Values::cancellation};
-  }
-  return {};
-}
-
 // RapidCheck's nominal full size: at it, inRange draws over the whole range.
 constexpr int kFullSize = 100;
-
-// The shape a regime's family needs, where --shape allows it: causal rows
-// with no key (N > M), two whole key tiles for one to underflow.
-void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
-  Problem& p = s.problem;
-  Dims& d = p.dims;
-  if (p.op == Op::block) {
-    // Self-attention rows: a tie needs two keys, an underflowing tile two
-    // whole tiles, silu-range a row to negate; aim_block's rows two
-    // components of the model width.
-    const Values v = s.values;
-    const extent_t rows = v == Values::underflowing_tile                 ? 2 * kUnderflowTile
-                          : v == Values::ties || v == Values::silu_range ? 2
-                                                                         : 1;
-    const ExtentRange n = shape.range(&Dims::N), dm = shape.range(&Dims::Dm);
-    d.N = std::clamp(std::max(d.N, rows), n.lo, n.hi);
-    d.M = d.N;
-    if (v == Values::underflowing_tile || v == Values::cancellation)
-      d.Dm = std::clamp(std::max<extent_t>(d.Dm, 2), dm.lo, dm.hi);
-    return;
-  }
-  if (s.values == Values::no_key_rows) {
-    p.params.causal = true;
-    if (d.N <= d.M) {
-      const extent_t half = std::max(shape.range(&Dims::M).lo, d.N / 2);
-      if (half < d.N) {
-        d.M = half;
-      } else if (shape.range(&Dims::N).contains(d.M + 1)) {
-        d.N = d.M + 1;
-      }
-    }
-  }
-  if (s.values == Values::underflowing_tile) {
-    const ExtentRange r = shape.range(&Dims::M);
-    d.M = std::clamp(std::max(d.M, 2 * kUnderflowTile), r.lo, r.hi);
-  }
-}
-
-// The longest extent of attention's long-only axis (long queries, or long
-// keys, the other axis small). Generation 2's 1025 drew a length past 1024
-// only as 1025, in about one attention.fwd case of 320, so that a scratch
-// of 1024 keys was caught by 4 seeds of 10 (tests/planted); from
-// generation 3 attention.fwd reaches 2049 and passes 1024 in about one case
-// of 20 (9 seeds of 10 caught it: docs/performance.md#planted-tiled-kernels).
-// The backward ops, whose long-key cases cost 5 to 15 s
-// each, keep 1025 (docs/performance.md#deployment-scale-cases).
-extent_t long_axis_limit(Op op, int generation) {
-  return op == Op::attention_fwd && generation >= 3 ? 2049 : 1025;
-}
 
 }  // namespace
 
 int large_one_in(Op op) {
-  return op == Op::attention_bwd || op == Op::attention_fwdbwd ? 10 : 6;
+  return property_op(op).large_one_in;
 }
 
 bool is_large(const Problem& p) {
-  if (p.op == Op::attention_decode) return p.dims.M > kLargeDecodeLength;
+  if (const auto& own = property_op(p.op).is_large) return own(p.dims);
   const auto axes = dims_of(p.op);
   return std::any_of(axes.begin(), axes.end(),
                      [&](std::string_view a) { return extent_of(p.dims, a) > kLargeExtent; });
@@ -447,47 +239,32 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
     CaseSpec s;
     Problem& p = s.problem;
     Dims& d = p.dims;
+    const PropertyOp& po = property_op(op);
     p.op = op;
     p.format = format;
     // f64 oracles run in MPFI from the start: keep the f64 problems smaller.
     const extent_t big = format == Format::f64 ? 24 : 40;
     if (g.generation < 2) {
-      draw_small_dims(op, d, big, g.shape, g.tiles);
+      po.draw_small_dims(d, big, g.shape, g.tiles);
     } else if (*rc::gen::weightedElement<bool>(
                    {{std::size_t(large_one_in(op) - 1), false}, {1, true}})) {
-      draw_large_dims(op, d, g.shape, with_common_tiles(g.tiles, 128),
-                      with_common_tiles(g.tiles, kCommonTiles.back()),
-                      long_axis_limit(op, g.generation));
+      po.draw_large_dims(d, g.shape, with_common_tiles(g.tiles, 128),
+                         with_common_tiles(g.tiles, kCommonTiles.back()), g.generation);
     } else {
-      draw_small_dims(op, d, big, g.shape, with_common_tiles(g.tiles, 128));
+      po.draw_small_dims(d, big, g.shape, with_common_tiles(g.tiles, 128));
     }
-    switch (op) {
-      case Op::attention_fwd:
-      case Op::attention_bwd:
-      case Op::attention_fwdbwd:
-        p.params.causal = *rc::gen::arbitrary<bool>();
-        break;
-      case Op::rmsnorm:
-        p.params.eps = *rc::gen::element(1e-6, 1e-5, 0.25);
-        break;
-      case Op::block:
-        p.params.eps = *rc::gen::element(1e-6, 1e-5);
-        break;
-      default:
-        break;
-    }
-    std::vector<std::pair<int, Values>> families = {{4, Values::uniform}, {2, Values::normal}};
-    if (is_attention(op)) {
-      for (Values v : {Values::large_logits, Values::ties, Values::dominant, Values::tiny_scale})
-        families.push_back({1, v});
-    }
-    if (op != Op::block) families.push_back({1, Values::extreme});
+    if (po.draw_params) po.draw_params(p.params);
+    // Uniform and normal are the most likely (shrinking towards them).
+    std::vector<std::pair<int, Values>> families;
+    for (Values v : po.families)
+      families.push_back({v == Values::uniform ? 4 : v == Values::normal ? 2 : 1, v});
     // From generation 3, one case in kRegimeOneIn is of a family aimed at a
     // numerical regime, drawn at RapidCheck's full size so that the share
     // holds at every size (pick_weighted's draw favours the first families
     // at small sizes); the rest keep generation 2's families. Both shrink
     // towards generation 2's.
-    const std::vector<Values> aimed = regime_families(op, g.generation);
+    const std::vector<Values> aimed =
+        g.generation >= po.aimed_from ? po.regime_families : std::vector<Values>{};
     if (g.generation >= 3 && !aimed.empty() &&
         *rc::gen::resize(kFullSize, rc::gen::inRange(0, kRegimeOneIn)) == kRegimeOneIn - 1) {
       s.values = *rc::gen::resize(kFullSize, rc::gen::elementOf(aimed));
@@ -501,27 +278,9 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
         p.params.scale = *rc::gen::element(0.05, 0.3, 1.0, 2.5);  // not 1/sqrt(D)
       }
     }
-    shape_for_regime(s, g.shape);
-    if (op == Op::attention_decode) {
-      // From generation 2, lens also straddle the tiles and splits below L.
-      std::vector<std::int64_t> straddle;
-      if (g.generation >= 2)
-        for (extent_t t : with_common_tiles(g.tiles, kCommonTiles.back()))
-          for (extent_t e : {t - 1, t, t + 1})
-            if (e >= 1 && e <= d.M) straddle.push_back(e);
-      for (extent_t b = 0; b < d.B; ++b) {
-        const auto any = rc::gen::inRange<std::int64_t>(1, d.M + 1);
-        const auto one = rc::gen::just<std::int64_t>(1), all = rc::gen::just(std::int64_t{d.M});
-        s.lens.push_back(
-            straddle.empty()
-                ? *rc::gen::weightedOneOf<std::int64_t>({{2, any}, {1, one}, {1, all}})
-                : *rc::gen::weightedOneOf<std::int64_t>(
-                      {{2, any}, {1, one}, {1, all}, {1, rc::gen::elementOf(straddle)}}));
-      }
-      // A whole tile past key 0's to underflow: batch 0 sees two tiles.
-      if (s.values == Values::underflowing_tile)
-        s.lens[0] = std::max<std::int64_t>(s.lens[0], std::min(2 * kUnderflowTile, d.M));
-    }
+    po.shape_for_regime(s, g.shape);
+    if (po.draw_index_inputs) po.draw_index_inputs(s, g);
+
     const auto shapes = input_shapes(p);
     for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
       s.kinds.push_back(draw_kind(op, k, g.strided));
@@ -622,7 +381,7 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
       } else if (p.op == Op::rmsnorm && in == "x") {
         factor =
             (rng.next() & 1) ? std::sqrt(largest(f) / double(d.D)) / 4 : smallest_normal(f) * 4;
-      } else if (p.op == Op::rmsnorm || p.op == Op::mlp_swiglu) {
+      } else if (info(p.op).family == Family::rows) {
         factor = 4;  // saturating silu, large weights
       } else if (in == "v") {
         // Huge (but no product or sum of the backward can overflow) or subnormal.
@@ -633,14 +392,14 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
     default:
       break;
   }
-  if (p.op == Op::block && in != "x" && in != "attn_norm" && in != "mlp_norm")
+  if (info(p.op).family == Family::block && in != "x" && in != "attn_norm" && in != "mlp_norm")
     factor = 1 / std::sqrt(double(shape[0]));  // keep activations O(1)
 
   // silu-range: the class of W1's column f (and of W3's, to keep the
   // products O(1)): ordinary, gate arguments around twice the larger of
   // ln(max) and -ln(min subnormal / 2) (std sqrt(Dm)/3 per unit), or below u.
-  const bool silu_range =
-      spec.values == Values::silu_range && p.op == Op::mlp_swiglu && (in == "w1" || in == "w3");
+  const bool silu_range = spec.values == Values::silu_range && info(p.op).family == Family::rows &&
+                          (in == "w1" || in == "w3");
   const double silu_huge = -2 * lim.ln_zero;
   auto silu_factor = [&](extent_t column) {
     switch ((std::uint64_t(column) + spec.seed) % 3) {
@@ -708,160 +467,6 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   }
 }
 
-// The cancellation family: x_{0,Dm-1} = 1/2, then W1's and W3's last
-// entry of column 0 are chosen so that (x W)_{00} = 0 before they are
-// rounded to the format: what is left is that rounding, about u of the
-// terms' magnitudes (mlp.swiglu; a single term cannot cancel).
-void aim_cancellation(Case& c) {
-  const extent_t Dm = c.problem.dims.Dm, last = Dm - 1;
-  if (Dm < 2) return;
-  AnyTensor& x = c.inputs[0];
-  x.set({0, last}, 0.5);
-  for (int w : {1, 2}) {
-    double sum = 0;
-    for (extent_t k = 0; k < last; ++k) sum += x.get({0, k}) * c.inputs[w].get({k, 0});
-    c.inputs[w].set({last, 0}, -2 * sum);
-  }
-}
-
-// Row 0 of a block case's MLP input, rmsnorm(h), after setting Wo = 0: then
-// h = x, and the value takes no exp, so an aim that reads it does not hang
-// the case's bits on the machine's libm (block_in_double's attention calls
-// std::exp).
-std::vector<double> mlp_input_row_0_without_attention(Case& c) {
-  AnyTensor& wo = c.inputs[5];
-  for (const moa::Index& i : moa::iota(wo.shape())) wo.set(i, 0.0);
-  const BlockInDouble fwd = block_in_double(c);
-  const std::vector<double>& hn = fwd.mid.h_normed.storage();
-  return {hn.begin(), hn.begin() + c.problem.dims.Dm};
-}
-
-// Block's inputs reach its attention and its MLP only through an RMSNorm
-// and the projections, so its families (generation 4) are aimed on the
-// built case at the intermediates, as its forward in double sees them
-// (block_in_double). Its inputs are x 0, attn_norm 1, wq 2, wk 3, wv 4,
-// wo 5, mlp_norm 6, w1 7, w3 8, w2 9.
-void aim_block(Case& c, Values values) {
-  const Problem& p = c.problem;
-  const Dims& d = p.dims;
-  const FormatLimits lim = limits(p.format);
-  const double scale = dnf::block_scale(d.D);
-  AnyTensor &x = c.inputs[0], &attn_norm = c.inputs[1], &wq = c.inputs[2], &wk = c.inputs[3];
-  const extent_t group = d.H / d.Hkv, width = d.Dm;
-  switch (values) {
-    case Values::ties:  // every row of a batch repeats row 0: every key of a row ties
-      for (extent_t b = 0; b < d.B; ++b)
-        for (extent_t n = 1; n < d.N; ++n)
-          for (extent_t k = 0; k < width; ++k) x.set({b, n, k}, x.get({b, 0, k}));
-      break;
-    case Values::exp_overflow: {
-      // Wq and Wk scaled alike (Wk negated when the logit of largest
-      // magnitude is negative), so that the largest visible logit is
-      // 2 ln(max finite) and every other lies within ±2 ln(max finite):
-      // exp overflows unless the row's max is subtracted, and the scores
-      // stay as well conditioned as an attention.fwd exp-overflow case's.
-      const BlockInDouble fwd = block_in_double(c);
-      const std::vector<double>&q = fwd.mid.q.storage(), &k = fwd.mid.k.storage();
-      double top = 0;  // the visible logit of largest magnitude
-      for (extent_t b = 0; b < d.B; ++b)
-        for (extent_t h = 0; h < d.H; ++h)
-          for (extent_t i = 0; i < d.N; ++i)
-            for (extent_t j = 0; j <= i; ++j) {
-              double s = 0;
-              for (extent_t e = 0; e < d.D; ++e)
-                s += q[std::size_t((b * d.N + i) * d.H * d.D + h * d.D + e)] *
-                     k[std::size_t((b * d.N + j) * d.Hkv * d.D + (h / group) * d.D + e)];
-              if (std::fabs(scale * s) > std::fabs(top)) top = scale * s;
-            }
-      if (top == 0) break;
-      const double lift = std::sqrt(2 * lim.ln_max / std::fabs(top));
-      for (AnyTensor* w : {&wq, &wk})
-        for (const moa::Index& i : moa::iota(w->shape()))
-          w->set(i, w->get(i) * (w == &wk && top < 0 ? -lift : lift));
-      break;
-    }
-    case Values::underflowing_tile: {
-      if (width < 2) break;
-      // Row 0 of each batch is e_0, the others e_1, attn_norm_0 = attn_norm_1
-      // = 1: after RMSNorm row 0 is sqrt(Dm) e_0 and the others sqrt(Dm) e_1
-      // (up to eps). With Wk's row 1 zero, every key but key 0 is 0 and
-      // scores 0; with Wk's row 0 in a kv head lambda times Wq's row 1 in
-      // each of its query heads (made equal across the group), key 0 scores
-      // scale·Dm·lambda·|Wq_1|² = gap for every query row past 0: past
-      // -ln_zero, so a whole tile of keys past 16 underflows and key 0
-      // dominates.
-      for (const moa::Index& i : moa::iota(x.shape()))
-        x.set(i, i[2] == (i[1] == 0 ? 0 : 1) ? 1.0 : 0.0);
-      attn_norm.set({0}, 1.0);
-      attn_norm.set({1}, 1.0);
-      const double gap = (1 - lim.ln_zero) * 1.125;
-      for (extent_t g = 0; g < d.Hkv; ++g) {
-        const extent_t lead = g * group;  // the group's first query head
-        for (extent_t h = lead + 1; h < lead + group; ++h)
-          for (extent_t e = 0; e < d.D; ++e) wq.set({1, h * d.D + e}, wq.get({1, lead * d.D + e}));
-        double norm2 = 0;
-        for (extent_t e = 0; e < d.D; ++e)
-          norm2 += wq.get({1, lead * d.D + e}) * wq.get({1, lead * d.D + e});
-        if (norm2 == 0) {
-          for (extent_t h = lead; h < lead + group; ++h) wq.set({1, h * d.D}, 1.0);
-          norm2 = 1;
-        }
-        const double lambda = gap / (scale * double(width) * norm2);
-        for (extent_t e = 0; e < d.D; ++e) {
-          wk.set({0, g * d.D + e}, lambda * wq.get({1, lead * d.D + e}));
-          wk.set({1, g * d.D + e}, 0.0);
-        }
-      }
-      break;
-    }
-    case Values::cancellation: {
-      if (width < 2) break;
-      // (hn W)_{00} = 0 before rounding, for W1 and for W3, hn the MLP's
-      // input (W1 and W3 do not change it): the entry of column 0 at row
-      // 0's largest component of hn solves it, and what is left is its
-      // rounding, about u of the terms (mlp.swiglu's cancellation family).
-      const std::vector<double> hn = mlp_input_row_0_without_attention(c);
-      extent_t pivot = 0;
-      for (extent_t k = 1; k < width; ++k)
-        if (std::fabs(hn[k]) > std::fabs(hn[pivot])) pivot = k;
-      if (hn[pivot] == 0) break;
-      for (int w : {7, 8}) {
-        double sum = 0;
-        for (extent_t k = 0; k < width; ++k)
-          if (k != pivot) sum += hn[k] * c.inputs[std::size_t(w)].get({k, 0});
-        c.inputs[std::size_t(w)].set({pivot, 0}, -sum / hn[pivot]);
-      }
-      break;
-    }
-    case Values::silu_range: {
-      // x's odd rows negate the even ones; with Wo = 0 (h = x) the MLP's
-      // input rows do too. W1's even columns are row 0's MLP input scaled
-      // to a gate argument t past exp's overflow and underflow thresholds
-      // (-t at row 1), W3's divided by t to keep silu(z)·up O(1); W1's odd
-      // columns give row 0 a gate argument below u.
-      AnyTensor &w1 = c.inputs[7], &w3 = c.inputs[8];
-      for (extent_t b = 0; b < d.B; ++b)
-        for (extent_t n = 1; n < d.N; n += 2)
-          for (extent_t k = 0; k < width; ++k) x.set({b, n, k}, -x.get({b, n - 1, k}));
-      const std::vector<double> hn = mlp_input_row_0_without_attention(c);
-      double norm2 = 0;
-      for (extent_t k = 0; k < width; ++k) norm2 += hn[k] * hn[k];
-      if (norm2 == 0) break;
-      const double t = 1.25 * std::max(lim.ln_max, -lim.ln_zero);
-      for (extent_t f = 0; f < d.F; ++f) {
-        const double z = f % 2 == 0 ? t : lim.unit_roundoff / 4;
-        for (extent_t k = 0; k < width; ++k) {
-          w1.set({k, f}, z * hn[k] / norm2);
-          if (f % 2 == 0) w3.set({k, f}, w3.get({k, f}) / t);
-        }
-      }
-      break;
-    }
-    default:  // rms-range is drawn as it is filled
-      break;
-  }
-}
-
 }  // namespace
 
 Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
@@ -875,25 +480,24 @@ Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
     AnyTensor t(index ? DType::i64 : dtype_of(p.format), spec.layouts[k]);
     if (index) {
       for (extent_t b = 0; b < p.dims.B; ++b) t.set({b}, double(spec.lens[b]));
-    } else if (!(p.op == Op::attention_bwd && (k == 3 || k == 4))) {
+    } else if (!forward_input(p.op, info(p.op).inputs[std::size_t(k)])) {
       fill(t, spec, k, rng);
     }
     c.inputs.push_back(std::move(t));
   }
-  if (p.op == Op::block) {
-    aim_block(c, spec.values);
-  } else if (spec.values == Values::cancellation) {
-    aim_cancellation(c);
-  }
-  if (p.op == Op::attention_bwd) {
+  const PropertyOp& po = property_op(p.op);
+  if (po.aim) po.aim(c, spec.values);
+  if (!po.forward_inputs.empty()) {
     // o and lse: the oracle's correctly rounded forward of q, k, v.
     if (!forward) throw std::logic_error("attention.bwd cases need the oracle's forward");
+    const auto in = inputs_by_name(p.op, c.inputs);
     Case fwd{p, {}};
     fwd.problem.op = Op::attention_fwd;
-    for (int k = 0; k < 3; ++k) fwd.inputs.push_back(c.inputs[k]);
+    for (std::string_view name : info(Op::attention_fwd).inputs) fwd.inputs.push_back(in[name]);
     std::vector<AnyTensor> ol = forward(fwd);
-    c.inputs[3] = ol[0].relayout(spec.layouts[3]);
-    c.inputs[4] = ol[1].relayout(spec.layouts[4]);
+    const auto fwd_out = outputs_by_name(Op::attention_fwd, ol);
+    for (std::string_view name : po.forward_inputs)
+      in[name] = fwd_out[name].relayout(spec.layouts[input_position(p.op, name)]);
   }
   return c;
 }

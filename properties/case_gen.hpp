@@ -41,7 +41,8 @@ enum class Values {
   rms_range,          // rmsnorm: rows whose sum of squares overflows, underflows, or is below eps
   // Block (generation 4) draws exp_overflow, underflowing_tile, ties,
   // rms_range, silu_range and cancellation, aimed at its attention's
-  // logits, its RMSNorms' rows and its MLP's gates (case_gen.cpp, aim_block).
+  // logits, its RMSNorms' rows and its MLP's gates (properties/ops/block.cpp,
+  // aim_block).
 };
 const char* name(Values v);
 

@@ -8,6 +8,8 @@
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
+#include "properties/ops/table.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::properties {
 
@@ -77,8 +79,8 @@ void classify(const CaseSpec& s) {
     if (std::find(s.kinds.begin(), s.kinds.end(), kind) != s.kinds.end())
       RC_TAG(std::string("layout:") + name(kind));
   }
-  const bool attention = p.op != Op::rmsnorm && p.op != Op::mlp_swiglu && p.op != Op::block;
-  if (attention || p.op == Op::block) {
+  const bool attention = is_attention(p.op);
+  if (info(p.op).family != Family::rows) {  // attention's heads, the block's too
     RC_CLASSIFY(d.H == d.Hkv, "MHA");
     RC_CLASSIFY(d.Hkv > 1 && d.H > d.Hkv, "GQA");
     RC_CLASSIFY(d.Hkv == 1 && d.H > 1, "MQA");
@@ -91,7 +93,7 @@ void classify(const CaseSpec& s) {
     RC_CLASSIFY(p.params.scale != 0, "scale other than 1/sqrt(D)");
     RC_CLASSIFY(d.D == 1 || d.D == 3 || d.D == 59 || d.D == 111 || d.D == 128, "curated D");
   }
-  if (p.op == Op::attention_decode) {
+  if (has_index_input(p.op)) {  // decode's lens
     for (std::int64_t len : s.lens) {
       RC_CLASSIFY(len == 1, "lens=1");
       RC_CLASSIFY(len == d.M, "lens=L");
@@ -169,20 +171,22 @@ bool prop_backward_consistency(Format f) {
     const Case c = make_case(spec);
     // The same q, k, v (and dO) as an attention.fwd case and an
     // attention.bwd case, whose o and lse are the oracle's.
-    Case fwd{c.problem, {c.inputs[0], c.inputs[1], c.inputs[2]}};
+    const auto in = inputs_by_name(Op::attention_fwdbwd, c.inputs);
+    Case fwd{c.problem, {in["q"], in["k"], in["v"]}};
     fwd.problem.op = Op::attention_fwd;
     const auto fwd_exact = oracle_outputs(fwd);
-    Case bwd{c.problem,
-             {c.inputs[0], c.inputs[1], c.inputs[2], fwd_exact[0], fwd_exact[1], c.inputs[3]}};
+    const auto exact = outputs_by_name(Op::attention_fwd, fwd_exact);
+    Case bwd{c.problem, {in["q"], in["k"], in["v"], exact["o"], exact["lse"], in["do"]}};
     bwd.problem.op = Op::attention_bwd;
     const auto fused_bounds = oracle::apriori_bounds(c);  // o, lse, dq, dk, dv
     const auto bwd_bounds = oracle::apriori_bounds(bwd);  // dq, dk, dv
     for (const kernels::Variant* v : fused) {
       const auto out = run_variant(*v, c);
+      const auto fused_out = outputs_by_name(Op::attention_fwdbwd, out);
       // o and lse: bitwise those of the forward of the same family.
       if (const kernels::Variant* fv =
               kernels::Registry::builtin().find_family(Op::attention_fwd, v->family())) {
-        RC_ASSERT(bitwise_equal({out[0], out[1]}, run_variant(*fv, fwd)));
+        RC_ASSERT(bitwise_equal({fused_out["o"], fused_out["lse"]}, run_variant(*fv, fwd)));
       }
       // dq, dk, dv: within both bounds of the backward of the same family
       // (or the DNF's): |fused - bwd| <= bound_fwdbwd + bound_bwd.
@@ -190,15 +194,17 @@ bool prop_backward_consistency(Format f) {
           kernels::Registry::builtin().find_family(Op::attention_bwd, v->family());
       if (!bv) bv = kernels::Registry::builtin().find(Op::attention_bwd, "cpu.dnf");
       const auto grads = run_variant(*bv, bwd);
-      for (std::size_t t = 0; t < 3; ++t) {
+      const auto bwd_out = outputs_by_name(Op::attention_bwd, grads);
+      const auto fused_bound = outputs_by_name(Op::attention_fwdbwd, fused_bounds);
+      const auto bwd_bound = outputs_by_name(Op::attention_bwd, bwd_bounds);
+      for (std::string_view grad : info(Op::attention_bwd).outputs) {
         std::size_t n = 0;
-        for (const moa::Index& i : moa::iota(grads[t].shape())) {
-          const double diff = std::fabs(out[t + 2].get(i) - grads[t].get(i));
-          const double allowed = fused_bounds[t + 2][n] + bwd_bounds[t][n];
+        for (const moa::Index& i : moa::iota(bwd_out[grad].shape())) {
+          const double diff = std::fabs(fused_out[grad].get(i) - bwd_out[grad].get(i));
+          const double allowed = fused_bound[grad][n] + bwd_bound[grad][n];
           if (!(diff <= allowed)) {
-            RC_FAIL(v->name + " vs " + bv->name + " " +
-                    std::string(info(Op::attention_bwd).outputs[t]) + i.str() + ": differ by " +
-                    std::to_string(diff) + ", allowed " + std::to_string(allowed));
+            RC_FAIL(v->name + " vs " + bv->name + " " + std::string(grad) + i.str() +
+                    ": differ by " + std::to_string(diff) + ", allowed " + std::to_string(allowed));
           }
           ++n;
         }

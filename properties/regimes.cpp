@@ -6,6 +6,8 @@
 
 #include "properties/block_in_double.hpp"
 #include "properties/case_gen.hpp"
+#include "properties/ops/table.hpp"
+#include "properties/regime_parts.hpp"
 #include "reference/dnf/block.hpp"
 #include "reference/named.hpp"
 
@@ -52,41 +54,7 @@ bool held_back(Regime r, Format f) {
 }
 
 const std::vector<Regime>& declared_regimes(Op op) {
-  using R = Regime;
-  static const std::vector<R> softmax = {R::exp_overflow, R::underflowing_tile, R::no_key_row,
-                                         R::tie, R::dominant_key};
-  // Decode's lens are at least 1: every head sees a key.
-  static const std::vector<R> decode = {R::exp_overflow, R::underflowing_tile, R::tie,
-                                        R::dominant_key};
-  static const std::vector<R> rmsnorm = {R::sum_of_squares_overflows, R::sum_of_squares_underflows,
-                                         R::eps_dominates};
-  static const std::vector<R> swiglu = {R::silu_exp_z_overflows,  R::silu_exp_minus_z_overflows,
-                                        R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows,
-                                        R::silu_near_zero,        R::cancellation};
-  // A block's parts: its causal self-attention (N = M: every row sees key
-  // 0), its two RMSNorms (before the attention, before the MLP), its MLP.
-  static const std::vector<R> block = {
-      R::exp_overflow,          R::underflowing_tile,           R::tie,
-      R::dominant_key,          R::sum_of_squares_overflows,    R::sum_of_squares_underflows,
-      R::eps_dominates,         R::silu_exp_z_overflows,        R::silu_exp_minus_z_overflows,
-      R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows, R::silu_near_zero,
-      R::cancellation};
-  static const std::vector<R> none;
-  switch (op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      return softmax;
-    case Op::attention_decode:
-      return decode;
-    case Op::rmsnorm:
-      return rmsnorm;
-    case Op::mlp_swiglu:
-      return swiglu;
-    case Op::block:
-      return block;
-  }
-  return none;
+  return property_op(op).regimes;
 }
 
 FormatLimits limits(Format f) {
@@ -103,15 +71,14 @@ FormatLimits limits(Format f) {
   return l;
 }
 
-namespace {
-
-// A tensor's values in row-major order of its logical shape.
 std::vector<double> dense(const AnyTensor& t) {
   std::vector<double> out;
   out.reserve(std::size_t(t.size()));
   for (const moa::Index& i : moa::iota(t.shape())) out.push_back(t.get(i));
   return out;
 }
+
+namespace {
 
 // The rows of a (rows, width) row-major block at `base` to classify: every
 // row when there are at most kClassifiedRows, else the first, the last, the
@@ -162,8 +129,8 @@ void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, R
       out.set(std::size_t(Regime::underflowing_tile));
 }
 
-// The softmax regimes of attention's rows: q (B, H, N, D) and k (B, Hkv, M,
-// D) row-major; `lens` decode's cache lengths (empty: M for every batch).
+}  // namespace
+
 void classify_softmax(const std::vector<double>& q, const std::vector<double>& k, const Dims& dm,
                       bool causal, double scale, const std::vector<double>& lens,
                       const FormatLimits& l, Regimes& out) {
@@ -188,17 +155,6 @@ void classify_softmax(const std::vector<double>& q, const std::vector<double>& k
   }
 }
 
-Regimes classify_attention(const Case& c, const FormatLimits& l) {
-  const Problem& p = c.problem;
-  const auto in = inputs_by_name(p.op, c.inputs);
-  std::vector<double> lens;
-  if (in.has("lens")) lens = dense(in["lens"]);
-  Regimes out;
-  classify_softmax(dense(in["q"]), dense(in["k"]), p.dims, p.causal(), p.scale(), lens, l, out);
-  return out;
-}
-
-// The regimes of RMSNorm's rows: x (rows, D) row-major.
 void classify_sums_of_squares(const double* x, extent_t rows, extent_t D, double eps,
                               const FormatLimits& l, Regimes& out) {
   for (extent_t t = 0; t < rows; ++t) {
@@ -209,16 +165,6 @@ void classify_sums_of_squares(const double* x, extent_t rows, extent_t D, double
   }
 }
 
-Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
-  const std::vector<double> x = dense(inputs_by_name(c.problem.op, c.inputs)["x"]);
-  Regimes out;
-  classify_sums_of_squares(x.data(), c.problem.dims.T, c.problem.dims.D, c.problem.params.eps, l,
-                           out);
-  return out;
-}
-
-// The regimes of the gated MLP's GEMMs x W1, x W3 and of silu over its gate
-// arguments x W1: x (T, Dm), w1 and w3 (Dm, F) row-major.
 void classify_gates(const double* x, const double* w1, const double* w3, extent_t T, extent_t Dm,
                     extent_t F, Format f, const FormatLimits& l, Regimes& out) {
   // Half the precision lost: the a priori bound grows with the condition
@@ -246,31 +192,6 @@ void classify_gates(const double* x, const double* w1, const double* w3, extent_
   }
 }
 
-Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
-  const Dims& d = c.problem.dims;
-  const auto in = inputs_by_name(c.problem.op, c.inputs);
-  const std::vector<double> x = dense(in["x"]), w1 = dense(in["w1"]), w3 = dense(in["w3"]);
-  Regimes out;
-  classify_gates(x.data(), w1.data(), w3.data(), d.T, d.Dm, d.F, c.problem.format, l, out);
-  return out;
-}
-
-// A (B·N, heads·D) row-major matrix of a block's projections as (B, heads,
-// N, D) row-major, attention's order.
-std::vector<double> heads_first(const moa::Tensor<double>& t, extent_t B, extent_t N,
-                                extent_t heads, extent_t D) {
-  std::vector<double> out;
-  out.reserve(std::size_t(B * heads * N * D));
-  for (extent_t b = 0; b < B; ++b)
-    for (extent_t h = 0; h < heads; ++h)
-      for (extent_t n = 0; n < N; ++n)
-        for (extent_t d = 0; d < D; ++d)
-          out.push_back(t.storage()[std::size_t((b * N + n) * heads * D + h * D + d)]);
-  return out;
-}
-
-}  // namespace
-
 BlockInDouble block_in_double(const Case& c) {
   const Problem& p = c.problem;
   const Dims& d = p.dims;
@@ -284,47 +205,8 @@ BlockInDouble block_in_double(const Case& c) {
   return out;
 }
 
-namespace {
-
-// A block's regimes are its parts', judged on its intermediates (its
-// forward in double): both RMSNorms' rows, the causal self-attention's
-// softmax, the MLP's GEMMs and gates.
-Regimes classify_block(const Case& c, const FormatLimits& l) {
-  const Problem& p = c.problem;
-  const Dims& d = p.dims;
-  const BlockInDouble f = block_in_double(c);
-  const extent_t rows = d.B * d.N;
-  Regimes out;
-  classify_sums_of_squares(f.mid.x.storage().data(), rows, d.Dm, p.params.eps, l, out);
-  classify_sums_of_squares(f.mid.h.storage().data(), rows, d.Dm, p.params.eps, l, out);
-  Dims self = d;  // self-attention: the keys are the queries' rows
-  self.M = d.N;
-  classify_softmax(heads_first(f.mid.q, d.B, d.N, d.H, d.D),
-                   heads_first(f.mid.k, d.B, d.N, d.Hkv, d.D), self, /*causal=*/true,
-                   dnf::block_scale(d.D), {}, l, out);
-  classify_gates(f.mid.h_normed.storage().data(), f.inputs[7].storage().data(),
-                 f.inputs[8].storage().data(), rows, d.Dm, d.F, p.format, l, out);
-  return out;
-}
-
-}  // namespace
-
 Regimes classify(const Case& c) {
-  const FormatLimits l = limits(c.problem.format);
-  switch (c.problem.op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-    case Op::attention_decode:
-      return classify_attention(c, l);
-    case Op::rmsnorm:
-      return classify_rmsnorm(c, l);
-    case Op::mlp_swiglu:
-      return classify_swiglu(c, l);
-    case Op::block:
-      return classify_block(c, l);
-  }
-  return {};
+  return property_op(c.problem.op).classify(c, limits(c.problem.format));
 }
 
 }  // namespace moacert::properties

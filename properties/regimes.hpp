@@ -3,8 +3,9 @@
 // go wrong — an exp that overflows without the max subtracted, a key tile
 // whose weights all underflow, a row that sees no key, a sum of squares
 // past the format's range, a dot product that cancels. Each op declares its
-// regimes here, once; `classify` says which of them a case reached, from
-// the case's inputs, in double, cheaply enough to run on every case.
+// regimes once, in its entry of properties/ops/; `classify` says which of
+// them a case reached, from the case's inputs, in double, cheaply enough to
+// run on every case.
 #pragma once
 
 #include <bitset>

@@ -6,47 +6,16 @@
 #include <random>
 
 #include "properties/check.hpp"
+#include "properties/ops/table.hpp"
 
 namespace moacert::properties {
 
 using moa::extent_t;
 
 double oracle_work(const Problem& p) {
-  const Dims& d = p.dims;
-  const double heads = double(d.B) * double(d.H),
-               attention = heads * double(d.N) * double(d.M) * double(d.D);
-  switch (p.op) {
-    case Op::attention_fwd:
-      return 2 * attention;
-    case Op::attention_bwd:
-      return 4 * attention;
-    case Op::attention_fwdbwd:
-      return 6 * attention;
-    case Op::attention_decode:
-      return 2 * heads * double(d.M) * double(d.D);
-    case Op::rmsnorm:
-      return double(d.T) * double(d.D);
-    case Op::mlp_swiglu:
-      return 3 * double(d.T) * double(d.Dm) * double(d.F);
-    case Op::block:
-      return 0;  // judged whole: one unit per batch holds all its rows anyway
-  }
-  return 0;
+  return property_op(p.op).oracle_work(p);
 }
 
-namespace {
-
-// One kind of rows (query or key) laid out as `blocks` runs of `len` rows
-// (a (b, head) each), with what each stratum needs to know of them.
-struct RowSpace {
-  extent_t blocks = 0, len = 0;
-  bool positional = true;      // tile edges along the run mean something
-  std::vector<extent_t> seen;  // per row: keys it sees (query) or queries that see it (key)
-  std::vector<double> norm2;   // per row: the squared norm bounding its logits
-};
-
-// Sum of squares of each run of `per_row` consecutive elements (row-major)
-// of t.
 std::vector<double> row_norms(const AnyTensor& t, extent_t per_row) {
   std::vector<double> out(static_cast<std::size_t>(moa::tau(t.shape()) / per_row), 0.0);
   std::size_t n = 0;
@@ -57,6 +26,8 @@ std::vector<double> row_norms(const AnyTensor& t, extent_t per_row) {
   }
   return out;
 }
+
+namespace {
 
 void add(Sample& s, std::vector<extent_t>& rows, std::size_t before, const char* stratum,
          bool key) {
@@ -144,47 +115,8 @@ std::vector<extent_t> tiles_for(const std::vector<extent_t>& variant_tiles) {
   return tiles;
 }
 
-// The query and key row spaces of a problem as its shape gives them: the
-// runs, and the keys each row sees where the shape decides it (attention;
-// decode's depend on lens). No norms: those are data.
-std::pair<RowSpace, RowSpace> row_spaces(const Problem& p) {
-  const Dims& d = p.dims;
-  RowSpace query, key;
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd: {
-      query = {d.B * d.H, d.N, true, {}, {}};
-      key = {d.B * d.Hkv, d.M, true, {}, {}};
-      for (extent_t i = 0; i < d.N; ++i)  // one run's counts: every run has the same
-        query.seen.push_back(p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M);
-      if (p.op != Op::attention_fwd) {
-        for (extent_t j = 0; j < d.M; ++j)
-          key.seen.push_back(p.causal() ? std::clamp<extent_t>(
-                                              d.N - std::max<extent_t>(0, j - (d.M - d.N)), 0, d.N)
-                                        : d.N);
-      }
-      break;
-    }
-    case Op::attention_decode:  // rows (b, h); every row spans the whole cache
-      query = {1, d.B * d.H, false, {}, {}};
-      break;
-    case Op::rmsnorm:
-    case Op::mlp_swiglu:
-      query = {1, d.T, true, {}, {}};
-      break;
-    case Op::block:
-      break;
-  }
-  return {query, key};
-}
-
-bool has_key_rows(Op op) {
-  return op == Op::attention_bwd || op == Op::attention_fwdbwd;
-}
-
 bool judged_whole(const Problem& p, double whole_work) {
-  return oracle_work(p) <= whole_work || p.op == Op::block;
+  return oracle_work(p) <= whole_work || property_op(p.op).judged_whole;
 }
 
 }  // namespace
@@ -193,36 +125,18 @@ Sample sample_rows(const Case& c, const std::vector<extent_t>& variant_tiles, do
   Sample sample;
   const Problem& p = c.problem;
   if (judged_whole(p, whole_work)) return sample;
-  const Dims& d = p.dims;
   const std::vector<extent_t> tiles = tiles_for(variant_tiles);
   std::vector<TensorRef> refs;
   for (const AnyTensor& t : c.inputs) refs.push_back(t.ref());
   std::mt19937_64 rng(schedule_seed_of(refs));
 
-  auto [query, key] = row_spaces(p);
-  switch (p.op) {  // what the data add: the norms bounding the logits, decode's keys seen
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      query.norm2 = row_norms(c.inputs[0], d.D);
-      if (has_key_rows(p.op)) key.norm2 = row_norms(c.inputs[1], d.D);
-      break;
-    case Op::attention_decode:
-      query.norm2 = row_norms(c.inputs[0], d.D);
-      for (extent_t b = 0; b < d.B; ++b)
-        for (extent_t h = 0; h < d.H; ++h) query.seen.push_back(extent_t(c.inputs[3].get({b})));
-      break;
-    case Op::rmsnorm:
-    case Op::mlp_swiglu:
-      query.norm2 = row_norms(c.inputs[0], p.op == Op::rmsnorm ? d.D : d.Dm);
-      break;
-    case Op::block:
-      break;
-  }
+  const PropertyOp& op = property_op(p.op);
+  auto [query, key] = op.row_spaces(p);
+  op.add_data(c, query, key);
   oracle::Selection rows;
   choose_by_shape(query, tiles, /*key=*/false, sample, rows.query_rows);
   choose_by_data(query, rng, /*key=*/false, sample, rows.query_rows);
-  if (has_key_rows(p.op)) {
+  if (op.samples_key_rows) {
     choose_by_shape(key, tiles, /*key=*/true, sample, rows.key_rows);
     choose_by_data(key, rng, /*key=*/true, sample, rows.key_rows);
   }
@@ -235,15 +149,16 @@ std::optional<oracle::SelectionBound> sample_bound(const Problem& p,
                                                    double whole_work) {
   if (judged_whole(p, whole_work)) return std::nullopt;
   const std::vector<extent_t> tiles = tiles_for(variant_tiles);
-  const auto [query, key] = row_spaces(p);
+  const PropertyOp& op = property_op(p.op);
+  const auto [query, key] = op.row_spaces(p);
   Sample fixed;  // the strata the shape fixes
   oracle::SelectionBound bound;
   choose_by_shape(query, tiles, /*key=*/false, fixed, bound.rows.query_rows);
   // The data's strata; decode's fewest/most keys too (up to three rows of
   // its one run, see choose_by_shape).
   const extent_t data_rows = kLargestLogitRows + kRandomRows;
-  bound.more_query_rows = data_rows + (p.op == Op::attention_decode ? 3 : 0);
-  if (has_key_rows(p.op)) {
+  bound.more_query_rows = data_rows + (has_index_input(p.op) ? 3 : 0);
+  if (op.samples_key_rows) {
     choose_by_shape(key, tiles, /*key=*/true, fixed, bound.rows.key_rows);
     bound.more_key_rows = data_rows;
   }

@@ -25,6 +25,20 @@ double oracle_work(const Problem& p);
 // one core) certify judges every element; past it, a sample.
 inline constexpr double kWholeOracleWork = 0x1p26;
 
+// One kind of rows (query or key) laid out as `blocks` runs of `len` rows
+// (a (b, head) each), with what each stratum needs to know of them; each
+// op's (properties/ops/) from its shape, then its data.
+struct RowSpace {
+  moa::extent_t blocks = 0, len = 0;
+  bool positional = true;           // tile edges along the run mean something
+  std::vector<moa::extent_t> seen;  // per row: keys it sees (query) or queries that see it (key)
+  std::vector<double> norm2;        // per row: the squared norm bounding its logits
+};
+
+// Sum of squares of each run of `per_row` consecutive elements (row-major)
+// of t.
+std::vector<double> row_norms(const AnyTensor& t, moa::extent_t per_row);
+
 struct Sample {
   // The rows to judge; nullopt: every element (the whole oracle is cheap).
   std::optional<oracle::Selection> rows;

@@ -6,6 +6,8 @@
 
 #include <rapidcheck.h>
 
+#include "properties/ops/table.hpp"
+
 namespace moacert::properties {
 
 namespace {
@@ -224,12 +226,7 @@ void clamp_into(CaseSpec& s, const ShapeConstraints& shape) {
     });
     d.H = shape.head_multiples(d.Hkv).clamp(d.H / d.Hkv) * d.Hkv;
   }
-  if (s.problem.op == Op::block) d.M = d.N;
-  if (s.problem.op == Op::attention_decode) {
-    s.lens.resize(std::size_t(d.B), 1);
-    for (std::int64_t& len : s.lens) len = std::clamp<std::int64_t>(len, 1, d.M);
-    s.lens.back() = d.M;
-  }
+  if (const auto& retie = property_op(s.problem.op).retie) retie(s);
 }
 
 }  // namespace
@@ -243,53 +240,13 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings
   strided.strided = true;
   const rc::Gen<CaseSpec> gen = gen_case_spec(op, f, strided);
   const moa::extent_t tile = tiles.empty() ? 16 : tiles.back();
-  const bool attention = is_attention(op);
-  std::vector<Values> families{Values::uniform, Values::normal};
-  if (attention) {
-    for (Values v : {Values::large_logits, Values::ties, Values::dominant, Values::tiny_scale})
-      families.push_back(v);
-  }
-  if (op != Op::block) families.push_back(Values::extreme);
+  const PropertyOp& po = property_op(op);
   std::uint64_t k = 0;
-  for (Values family : families) {
+  for (Values family : po.families) {
     CaseSpec s = gen(rc::Random({0xC0FFEE, k++, 0, 0}), 100).value();
     s.values = family;
     if (family == Values::tiny_scale) s.problem.params.scale = 0x1p-20;
-    Dims& d = s.problem.dims;
-    if (attention) {
-      // Alternate the structural extremes across families: N > M causal
-      // (rows with no key), N = 1, tile straddles, MQA / GQA.
-      switch (k % 4) {
-        case 0:
-          d.N = std::min<moa::extent_t>(tile + 1, 40);
-          d.M = 3;
-          s.problem.params.causal = op != Op::attention_decode;
-          break;
-        case 1:
-          d.N = 1;
-          d.M = std::min<moa::extent_t>(tile + 1, 40);
-          break;
-        case 2:
-          d.N = std::max<moa::extent_t>(tile - 1, 1);
-          d.M = tile;
-          d.Hkv = 1;
-          d.H = 3;
-          break;
-        case 3:
-          d.N = 5;
-          d.M = 7;
-          d.Hkv = 2;
-          d.H = 4;
-          s.problem.params.causal = op != Op::attention_decode;
-          break;
-      }
-      if (op == Op::attention_decode) {
-        d.N = 1;
-        s.lens.assign(std::size_t(d.B), 1);
-        s.lens.back() = d.M;
-      }
-      d.D = std::min<moa::extent_t>(d.D, 32);
-    }
+    if (po.curate) po.curate(s, k, tile);
     clamp_into(s, settings.shape);
     // Layouts follow the shapes just pinned.
     s.layouts.clear();

@@ -1,0 +1,145 @@
+// The rows family's entries of the property engine's table
+// (properties/ops/table.hpp): rmsnorm and mlp.swiglu, ops on independent
+// rows x[T, ...].
+#include <algorithm>
+#include <cmath>
+
+#include "properties/draws.hpp"
+#include "properties/ops/table.hpp"
+#include "properties/regime_parts.hpp"
+#include "reference/named.hpp"
+
+namespace moacert::properties {
+
+namespace {
+
+using moa::extent_t;
+
+// The extremes of the rows ops' small cases: a row of one element, odd
+// widths, a head width.
+rc::Gen<extent_t> odd_widths() {
+  return rc::gen::element<extent_t>(1, 3, 59, 111, 128);
+}
+
+// The cancellation family: x_{0,Dm-1} = 1/2, then W1's and W3's last
+// entry of column 0 are chosen so that (x W)_{00} = 0 before they are
+// rounded to the format: what is left is that rounding, about u of the
+// terms' magnitudes (a single term cannot cancel).
+void aim_cancellation(Case& c) {
+  const extent_t Dm = c.problem.dims.Dm, last = Dm - 1;
+  if (Dm < 2) return;
+  const auto in = inputs_by_name(c.problem.op, c.inputs);
+  AnyTensor& x = in["x"];
+  x.set({0, last}, 0.5);
+  for (std::string_view name : {"w1", "w3"}) {
+    AnyTensor& w = in[name];
+    double sum = 0;
+    for (extent_t k = 0; k < last; ++k) sum += x.get({0, k}) * w.get({k, 0});
+    w.set({last, 0}, -2 * sum);
+  }
+}
+
+Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
+  const std::vector<double> x = dense(inputs_by_name(c.problem.op, c.inputs)["x"]);
+  Regimes out;
+  classify_sums_of_squares(x.data(), c.problem.dims.T, c.problem.dims.D, c.problem.params.eps, l,
+                           out);
+  return out;
+}
+
+Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
+  const Dims& d = c.problem.dims;
+  const auto in = inputs_by_name(c.problem.op, c.inputs);
+  const std::vector<double> x = dense(in["x"]), w1 = dense(in["w1"]), w3 = dense(in["w3"]);
+  Regimes out;
+  classify_gates(x.data(), w1.data(), w3.data(), d.T, d.Dm, d.F, c.problem.format, l, out);
+  return out;
+}
+
+// What both rows ops share: no regime family needs a shape, one query row
+// space of T rows, whose norms are those of x's rows of `width`.
+PropertyOp rows_op(extent_t Dims::*width) {
+  PropertyOp r;
+  r.families = {Values::uniform, Values::normal, Values::extreme};
+  r.shape_for_regime = [](CaseSpec&, const ShapeConstraints&) {};
+  r.row_spaces = [](const Problem& p) {
+    return std::pair{RowSpace{1, p.dims.T, true, {}, {}}, RowSpace{}};
+  };
+  r.add_data = [width](const Case& c, RowSpace& query, RowSpace&) {
+    query.norm2 = row_norms(inputs_by_name(c.problem.op, c.inputs)["x"], c.problem.dims.*width);
+  };
+  return r;
+}
+
+}  // namespace
+
+PropertyOp rmsnorm_op() {
+  using R = Regime;
+  PropertyOp r = rows_op(&Dims::D);
+  r.draw_small_dims = [](Dims& d, extent_t big, const ShapeConstraints& shape,
+                         const std::vector<extent_t>& tiles) {
+    d.T = *gen_extent(8, {}, shape.range(&Dims::T));
+    d.D = draw_dim(
+        shape, &Dims::D,
+        rc::gen::weightedOneOf<extent_t>({{6, gen_extent(4 * big, tiles)}, {1, odd_widths()}}),
+        4 * big, tiles);
+  };
+  r.draw_large_dims = [](Dims& d, const ShapeConstraints& shape,
+                         const std::vector<extent_t>& small_tiles,
+                         const std::vector<extent_t>& large_tiles, int /*generation*/) {
+    d.T = *gen_extent(8, small_tiles, shape.range(&Dims::T));
+    d.D = *gen_large(kLargeExtent, 4097, large_tiles, shape.range(&Dims::D));
+  };
+  r.draw_params = [](Params& params) { params.eps = *rc::gen::element(1e-6, 1e-5, 0.25); };
+  r.regime_families = {Values::rms_range};
+  r.describe_dims = [](const Problem& p, std::ostream& os) {
+    os << " T=" << p.dims.T << " D=" << p.dims.D << " eps=" << p.params.eps;
+  };
+  r.regimes = {R::sum_of_squares_overflows, R::sum_of_squares_underflows, R::eps_dominates};
+  r.classify = classify_rmsnorm;
+  r.oracle_work = [](const Problem& p) { return double(p.dims.T) * double(p.dims.D); };
+  return r;
+}
+
+PropertyOp swiglu_op() {
+  using R = Regime;
+  PropertyOp r = rows_op(&Dims::Dm);
+  r.draw_small_dims = [](Dims& d, extent_t big, const ShapeConstraints& shape,
+                         const std::vector<extent_t>& tiles) {
+    d.T = *gen_extent(big / 2, tiles, shape.range(&Dims::T));
+    d.Dm = *gen_extent(big, tiles, shape.range(&Dims::Dm));
+    d.F = *gen_extent(big, tiles, shape.range(&Dims::F));
+  };
+  // One long axis of the three GEMMs, the others short.
+  r.draw_large_dims = [](Dims& d, const ShapeConstraints& shape,
+                         const std::vector<extent_t>& small_tiles,
+                         const std::vector<extent_t>& large_tiles, int /*generation*/) {
+    auto large = [&](extent_t Dims::*field) {
+      return *gen_large(kLargeExtent, 1025, large_tiles, shape.range(field));
+    };
+    auto small = [&](extent_t Dims::*field, extent_t max_small) {
+      return *gen_extent(max_small, small_tiles, shape.range(field));
+    };
+    const int which = *rc::gen::inRange(0, 3);
+    d.T = which == 0 ? large(&Dims::T) : small(&Dims::T, 4);
+    d.Dm = which == 1 ? large(&Dims::Dm) : small(&Dims::Dm, 16);
+    d.F = which == 2 ? large(&Dims::F) : small(&Dims::F, 16);
+  };
+  r.regime_families = {Values::silu_range, Values::cancellation};
+  r.aim = [](Case& c, Values values) {
+    if (values == Values::cancellation) aim_cancellation(c);
+  };
+  r.describe_dims = [](const Problem& p, std::ostream& os) {
+    os << " T=" << p.dims.T << " Dm=" << p.dims.Dm << " F=" << p.dims.F;
+  };
+  r.regimes = {R::silu_exp_z_overflows,  R::silu_exp_minus_z_overflows,
+               R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows,
+               R::silu_near_zero,        R::cancellation};
+  r.classify = classify_swiglu;
+  r.oracle_work = [](const Problem& p) {
+    return 3 * double(p.dims.T) * double(p.dims.Dm) * double(p.dims.F);
+  };
+  return r;
+}
+
+}  // namespace moacert::properties

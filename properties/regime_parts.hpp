@@ -1,0 +1,32 @@
+// The classifiers of the parts that ops' arithmetic shares (a softmax's
+// rows, RMSNorm's sums of squares, the gated MLP's GEMMs and gates), from
+// which each op's classifier (properties/ops/) is composed; defined in
+// regimes.cpp.
+#pragma once
+
+#include <vector>
+
+#include "properties/regimes.hpp"
+
+namespace moacert::properties {
+
+// A tensor's values in row-major order of its logical shape.
+std::vector<double> dense(const AnyTensor& t);
+
+// The softmax regimes of attention's rows: q (B, H, N, D) and k (B, Hkv, M,
+// D) row-major; `lens` decode's cache lengths (empty: M for every batch).
+void classify_softmax(const std::vector<double>& q, const std::vector<double>& k, const Dims& dm,
+                      bool causal, double scale, const std::vector<double>& lens,
+                      const FormatLimits& l, Regimes& out);
+
+// The regimes of RMSNorm's rows: x (rows, D) row-major.
+void classify_sums_of_squares(const double* x, moa::extent_t rows, moa::extent_t D, double eps,
+                              const FormatLimits& l, Regimes& out);
+
+// The regimes of the gated MLP's GEMMs x W1, x W3 and of silu over its gate
+// arguments x W1: x (T, Dm), w1 and w3 (Dm, F) row-major.
+void classify_gates(const double* x, const double* w1, const double* w3, moa::extent_t T,
+                    moa::extent_t Dm, moa::extent_t F, Format f, const FormatLimits& l,
+                    Regimes& out);
+
+}  // namespace moacert::properties
