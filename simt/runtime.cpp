@@ -7,6 +7,8 @@
 // against a per-byte shadow of the last writer and the last two readers.
 #include "simt/runtime.hpp"
 
+#include "include/moacert/splitmix64.hpp"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -128,16 +130,8 @@ Settings& settings() {
   return s;
 }
 
-// SplitMix64: a seeded, platform-independent stream (std::uniform_int_distribution
-// is not specified bit for bit, and a token must replay on any libstdc++).
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+// The schedule's seeded, platform-independent stream, and a draw below n.
+struct Rng : SplitMix64 {
   std::size_t below(std::size_t n) { return std::size_t(next() % n); }
 };
 
@@ -303,7 +297,7 @@ struct Launch {
   bool failed = false;
   std::string hazard_kind, hazard_message;
   std::exception_ptr kernel_exception;
-  Rng schedule{0};
+  Rng schedule{{0}};
 };
 
 std::recursive_mutex g_mutex;  // one launch at a time per process
@@ -989,8 +983,8 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   L.stacks_lo = reinterpret_cast<std::uintptr_t>(g_stacks.base);
   L.stacks_hi = L.stacks_lo + g_stacks.slot_bytes * g_stacks.count;
   // Blocks in a seeded order; the interleaving stream is seeded from it too.
-  Rng order{settings().seed ^ 0x5eed0b10c5ull};
-  L.schedule = Rng{settings().seed * 0x2545f4914f6cdd1dull + 1};
+  Rng order{{settings().seed ^ 0x5eed0b10c5ull}};
+  L.schedule = Rng{{settings().seed * 0x2545f4914f6cdd1dull + 1}};
   std::vector<std::uint32_t> permutation(blocks);
   for (std::uint32_t i = 0; i < blocks; ++i) permutation[i] = i;
   for (std::size_t i = blocks; i > 1; --i)

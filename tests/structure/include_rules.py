@@ -22,8 +22,8 @@ RULES = {
     "kernels": (["kernels/", "reference/", "include/moacert/"],
                 "kernels/ include reference/ and include/moacert/, never oracle/ "
                 "(a kernel cannot see the answer), properties/, reports/ or cli/"),
-    "properties": (["properties/", "oracle/", "kernels/", "reference/"],
-                   "properties/ includes oracle/, kernels/ and reference/ only"),
+    "properties": (["properties/", "oracle/", "kernels/", "reference/", "include/moacert/"],
+                   "properties/ includes oracle/, kernels/, reference/ and include/moacert/ only"),
     "reports": (["reports/", "reference/", "properties/results.hpp", "files/"],
                 "reports/ reads results (properties/results.hpp) and reference/, and may "
                 "use files/, never kernels/ or the property engine"),
