@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "include/moacert/splitmix64.hpp"
 #include "properties/draws.hpp"
 #include "properties/gen_layout.hpp"
 #include "properties/ops/table.hpp"
@@ -312,15 +313,9 @@ rc::Gen<std::vector<Layout>> gen_layouts(const CaseSpec& spec) {
 
 namespace {
 
-// splitmix64: a fixed integer stream, the same on every machine.
-struct Stream {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+// A fixed integer stream, the same on every machine, and the reals drawn
+// from it.
+struct Stream : SplitMix64 {
   // U[-1, 1), a multiple of 2^-52: exact in double.
   double uniform() { return double(next() >> 11) * 0x1p-52 - 1.0; }
   // Irwin-Hall with four uniforms, variance scaled to about 1; every step
@@ -474,7 +469,7 @@ Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
   validate(p);
   Case c{p, {}};
   const auto shapes = input_shapes(p);
-  Stream rng{spec.seed * 0x2545f4914f6cdd1dull + 1};
+  Stream rng{{spec.seed * 0x2545f4914f6cdd1dull + 1}};
   for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
     const bool index = is_index_input(p, k);
     AnyTensor t(index ? DType::i64 : dtype_of(p.format), spec.layouts[k]);

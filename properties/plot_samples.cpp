@@ -1,5 +1,6 @@
 #include "properties/plot_samples.hpp"
 
+#include "include/moacert/splitmix64.hpp"
 #include "oracle/ulp.hpp"
 #include "properties/check.hpp"
 
@@ -7,16 +8,10 @@ namespace moacert::properties {
 
 namespace {
 
-// splitmix64's finaliser: the reservoir's key of an item from its identity,
-// so that every grouping of the cases keeps the same items.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+// The reservoir's key of an item from its identity (splitmix64 hashes), so
+// that every grouping of the cases keeps the same items.
 std::uint64_t key_of(std::uint64_t kind, std::int64_t ordinal, std::uint64_t a, std::uint64_t b) {
-  return mix(mix(mix(kind) ^ std::uint64_t(ordinal)) ^ a) ^ mix(b);
+  return splitmix64(splitmix64(splitmix64(kind) ^ std::uint64_t(ordinal)) ^ a) ^ splitmix64(b);
 }
 constexpr std::uint64_t kCaseKey = 1, kElementKey = 2, kLaunchKey = 3;
 

@@ -1,6 +1,6 @@
-// The emulator's internals shared by its translation units: the state of a
-// launch, seen by the scheduler (runtime.cpp) and by the load/store
-// callbacks the compiler inserts (instrumentation.cpp).
+// What the load/store callbacks the compiler inserts (instrumentation.cpp)
+// see of the emulator: the access check (access.cpp) and the running fiber.
+// The rest of the emulator's state is simt/state.hpp.
 #pragma once
 
 #include <cstddef>
@@ -19,8 +19,9 @@ enum class Access : std::uint8_t { read, write, atomic };
 void on_access(const void* address, std::size_t bytes, Access kind, const void* pc);
 
 // The fiber running now on this OS thread (null outside a launch): the
-// callbacks' fast path reads it first.
+// callbacks' fast path reads it first. constinit, so that a file other than
+// its definition's (launch.cpp) reads it directly, without a TLS wrapper.
 struct Fiber;
-extern thread_local Fiber* tls_current __attribute__((tls_model("initial-exec")));
+extern thread_local constinit Fiber* tls_current __attribute__((tls_model("initial-exec")));
 
 }  // namespace moacert::simt::detail

@@ -22,8 +22,10 @@ RULES = {
     "kernels": (["kernels/", "reference/", "include/moacert/"],
                 "kernels/ include reference/ and include/moacert/, never oracle/ "
                 "(a kernel cannot see the answer), properties/, reports/ or cli/"),
-    "properties": (["properties/", "oracle/", "kernels/", "reference/", "results/"],
-                   "properties/ includes oracle/, kernels/, reference/ and results/ only"),
+    "properties": (["properties/", "oracle/", "kernels/", "reference/", "results/",
+                    "include/moacert/"],
+                   "properties/ includes oracle/, kernels/, reference/, results/ and "
+                   "include/moacert/ only"),
     "results": (["results/", "reference/"], "results/ includes only reference/"),
     "reports": (["reports/", "reference/", "results/", "files/"],
                 "reports/ reads results/ and reference/, and may use files/, never "

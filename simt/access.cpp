@@ -1,0 +1,236 @@
+// Every access the compiler instruments comes to on_access, which
+// classifies the address (own stack, shared memory, a registered buffer,
+// module static data, or nothing: out of bounds), counts it, and checks it
+// against a per-byte shadow of the last writer and the last two readers.
+// The hot path: its helpers stay in this file.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "simt/state.hpp"
+
+namespace moacert::simt::detail {
+
+Buffer* find_buffer(std::uintptr_t a) {
+  if (runtime.buffer_hint < runtime.buffers.size()) {
+    Buffer& b = runtime.buffers[runtime.buffer_hint];
+    if (a >= b.lo && a < b.hi) return &b;
+  }
+  auto it = std::upper_bound(runtime.buffers.begin(), runtime.buffers.end(), a,
+                             [](std::uintptr_t x, const Buffer& b) { return x < b.lo; });
+  if (it == runtime.buffers.begin()) return nullptr;
+  --it;
+  if (a >= it->hi) return nullptr;
+  runtime.buffer_hint = std::size_t(it - runtime.buffers.begin());
+  return &*it;
+}
+
+namespace {
+
+const Segment* find_segment(std::uintptr_t a) {
+  auto it = std::upper_bound(runtime.segments.begin(), runtime.segments.end(), a,
+                             [](std::uintptr_t x, const Segment& s) { return x < s.lo; });
+  if (it == runtime.segments.begin()) return nullptr;
+  --it;
+  if (a >= it->hi) return nullptr;
+  for (const Segment& r : runtime.relro)
+    if (a >= r.lo && a < r.hi) return &r;
+  return &*it;
+}
+std::string buffer_offset(const Buffer& b, std::uintptr_t a) {
+  return "'" + b.counts.name + "'+" + std::to_string(a - b.lo);
+}
+std::string shared_offset(std::uintptr_t a) {
+  const Launch& L = *runtime.launch;
+  Dl_info info{};
+  if (L.dynamic_lo && a >= L.dynamic_lo && a < L.dynamic_lo + kMaxDynamicShared)
+    return "dynamic shared+" + std::to_string(a - L.dynamic_lo);
+  std::string name = "static shared";
+  if (dladdr(reinterpret_cast<void*>(a), &info) && info.dli_sname && info.dli_saddr)
+    return "shared " + std::string(info.dli_sname) + "+" +
+           std::to_string(a - reinterpret_cast<std::uintptr_t>(info.dli_saddr));
+  return name + "+" + std::to_string(a - L.shared_lo);
+}
+
+std::string out_of_bounds_text(std::uintptr_t a) {
+  if (runtime.buffers.empty()) return "no buffer is registered";
+  const Buffer* below = nullptr;
+  const Buffer* above = nullptr;
+  for (const Buffer& b : runtime.buffers) {
+    if (b.hi <= a && (!below || b.hi > below->hi)) below = &b;
+    if (b.lo > a && (!above || b.lo < above->lo)) above = &b;
+  }
+  const std::uint64_t past = below ? a - below->hi : UINT64_MAX;
+  const std::uint64_t before = above ? above->lo - a : UINT64_MAX;
+  if (past <= before && below)
+    return std::to_string(past) + " bytes past the end of '" + below->counts.name + "' (" +
+           std::to_string(below->hi - below->lo) + " bytes)";
+  return std::to_string(before) + " bytes before '" + above->counts.name + "'";
+}
+
+// ---- the race check ------------------------------------------------------
+// Whether record r (of another thread) happens before the current access:
+// in this block (thread numbers [block_first, block_first + block_threads),
+// compared without a division: this is the checker's hot path), before a
+// barrier since, or in this warp before a collective of both lanes since.
+bool ordered(const Record& r, const Fiber& me, std::uint32_t block_first) {
+  const Launch& L = *runtime.launch;
+  const std::uint32_t other_local = r.thread - 1 - block_first;
+  if (other_local >= L.block_threads) return false;  // another block
+  if (r.epoch != L.epoch) return true;               // a __syncthreads since
+  if (other_local / 32 != me.warp) return false;
+  const Warp& w = L.warps[me.warp];
+  const std::uint32_t common = std::max(w.full_gen, w.pair_gen[other_local % 32][me.lane]);
+  return common > r.warp_gen;
+}
+
+const char* verb(Access k) {
+  return k == Access::read ? "reads" : (k == Access::write ? "writes" : "atomically updates");
+}
+
+[[noreturn]] void race(bool shared, std::uintptr_t a, std::size_t bytes, Access kind,
+                       std::uint64_t where, const Record& other, bool other_wrote) {
+  const Fiber& me = *tls_current;
+  std::string msg = me_name(me) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
+                    (shared ? shared_offset(a) : buffer_offset(*find_buffer(a), a)) + " (" +
+                    describe_where(where) + "), and " + thread_name(other.thread - 1) + " " +
+                    (other.atomic ? "atomically updated" : (other_wrote ? "wrote" : "read")) +
+                    " it (" + describe_where(other.where) + ")";
+  const std::uint32_t other_block = (other.thread - 1) / runtime.launch->block_threads;
+  msg += other_block == runtime.launch->block_linear ? " in the same barrier interval"
+                                                     : ", unordered: blocks of a launch";
+  hazard(shared ? "shared race" : "global race", msg);
+}
+
+void check(ByteShadow* s, std::size_t bytes, std::uint32_t gen, bool shared, std::uintptr_t a,
+           std::size_t access_bytes, Access kind, std::uint64_t where) {
+  Fiber& me = *tls_current;
+  Launch& L = *runtime.launch;
+  const std::uint32_t block_first = L.block_linear * L.block_threads;
+  const std::uint32_t my_thread = block_first + me.linear;
+  const Record mine{my_thread + 1, L.epoch, L.warps[me.warp].gen, kind == Access::atomic, where};
+  for (std::size_t i = 0; i < bytes; ++i) {
+    ByteShadow& b = s[i];
+    if (b.gen != gen) b = ByteShadow{gen, 0, {}, {}, {}};
+    auto conflicts = [&](const Record& r) {
+      return r.thread && r.thread != mine.thread && !(r.atomic && mine.atomic) &&
+             !ordered(r, me, block_first);
+    };
+    if (kind != Access::write && shared && !b.written)
+      hazard("uninitialised shared read", me_name(me) + " " + verb(kind) + " " +
+                                              std::to_string(access_bytes) + " bytes at " +
+                                              shared_offset(a) + " (" + describe_where(where) +
+                                              "), never written in this block");
+    if (conflicts(b.writer)) race(shared, a, access_bytes, kind, where, b.writer, true);
+    if (kind == Access::read) {
+      if (!b.reader.thread || b.reader.thread == mine.thread || b.reader.epoch != L.epoch)
+        b.reader = mine;
+      else
+        b.other_reader = mine;
+    } else {
+      if (conflicts(b.reader)) race(shared, a, access_bytes, kind, where, b.reader, false);
+      if (conflicts(b.other_reader))
+        race(shared, a, access_bytes, kind, where, b.other_reader, false);
+      b.writer = mine;
+      b.written = 1;
+      b.reader = b.other_reader = Record{};
+    }
+  }
+}
+
+void count(bool shared, Access kind, std::size_t bytes) {
+  Counters& c = runtime.launch->counters;
+  if (kind == Access::read) {
+    (shared ? c.shared_loads : c.global_loads) += 1;
+    (shared ? c.shared_load_bytes : c.global_load_bytes) += bytes;
+  } else if (kind == Access::write) {
+    (shared ? c.shared_stores : c.global_stores) += 1;
+    (shared ? c.shared_store_bytes : c.global_store_bytes) += bytes;
+  }
+}
+
+// The per-buffer counters of the current launch that `a` hits: a
+// registered buffer's (zeroed on its first access in the launch), else the
+// module data's. Atomic function calls are counted by atomic_access: their
+// access, like a std::atomic one, is neither a load nor a store.
+BufferCounters& buffer_counts(Buffer* b) {
+  Launch& L = *runtime.launch;
+  if (!b) return L.module_data;
+  if (b->counted_in != L.launch_gen) {
+    b->counted_in = L.launch_gen;
+    const std::string name = std::move(b->counts.name);
+    b->counts = BufferCounters{name};
+    L.touched.push_back(std::size_t(b - runtime.buffers.data()));
+  }
+  return b->counts;
+}
+void count_in(BufferCounters& c, Access kind, std::size_t bytes) {
+  if (kind == Access::read) {
+    ++c.loads;
+    c.load_bytes += bytes;
+  } else if (kind == Access::write) {
+    ++c.stores;
+    c.store_bytes += bytes;
+  }
+}
+
+}  // namespace
+
+void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site site) {
+  Fiber* me = tls_current;
+  if (!me) return;
+  Launch& L = *runtime.launch;
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  const bool shared = a >= L.shared_lo && a < L.shared_hi;
+  ++L.counters.atomics[shared ? Counters::shared : Counters::global][kind];
+  if (!shared) {
+    Buffer* b = find_buffer(a);
+    ++buffer_counts(b && a + bytes <= b->hi ? b : nullptr).atomics;
+  }
+  on_access(address, bytes, Access::atomic, reinterpret_cast<const void*>(intern(site)));
+  yield();
+}
+
+void fence() {}
+
+void on_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
+  Fiber* me = tls_current;
+  if (!me) return;
+  Launch& L = *runtime.launch;
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
+  const auto where = reinterpret_cast<std::uint64_t>(pc);
+  if (a >= L.shared_lo && a + bytes <= L.shared_hi) {
+    count(true, kind, bytes);
+    check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);
+  } else if (Buffer* b = find_buffer(a); b && a + bytes <= b->hi) {
+    count(false, kind, bytes);
+    count_in(buffer_counts(b), kind, bytes);
+    if (b->shadow.size() < b->hi - b->lo) b->shadow = shadow_for(b->hi - b->lo);
+    check(&b->shadow[a - b->lo], bytes, L.launch_gen, false, a, bytes, kind, where);
+  } else if (const Segment* seg = b ? nullptr : find_segment(a)) {
+    if (seg->writable) {
+      count(false, kind, bytes);
+      count_in(buffer_counts(nullptr), kind, bytes);
+    }
+  } else {
+    hazard(
+        "out of bounds",
+        me_name(*me) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
+            [&] {
+              char buf[32];
+              std::snprintf(buf, sizeof buf, "%#" PRIxPTR, a);
+              return std::string(buf);
+            }() +
+            " (" + describe_where(where) + "): " + out_of_bounds_text(b ? b->hi : a) +
+            ", in no tensor or buffer the launch was given");
+  }
+  if (runtime.settings.options.yield_every_accesses &&
+      ++me->accesses % runtime.settings.options.yield_every_accesses == 0)
+    yield();
+}
+
+}  // namespace moacert::simt::detail

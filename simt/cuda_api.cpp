@@ -1,0 +1,68 @@
+// CUDA's runtime API on the host: allocations are registered buffers, the
+// last error is the emulator's; and the message of a fault the signal
+// handler recognised.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "simt/state.hpp"
+
+using namespace moacert::simt;
+
+extern "C" const char* moacert_simt_fault_message(void) {
+  return detail::runtime.fault_message;
+}
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  if (!ptr) return detail::runtime.last_error = cudaErrorInvalidValue;
+  void* p = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+  if (!p) return detail::runtime.last_error = cudaErrorMemoryAllocation;
+  std::memset(p, 0xff, bytes);  // as uninitialised device memory: NaN, not zero
+  const std::string name = "cudaMalloc#" + std::to_string(++detail::runtime.malloc_count);
+  moacert_simt_register_buffer(p, bytes, name.c_str());
+  *ptr = p;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  moacert_simt_unregister_buffer(ptr);
+  std::free(ptr);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
+  if (bytes && (!dst || !src)) return detail::runtime.last_error = cudaErrorInvalidValue;
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
+  if (bytes && !ptr) return detail::runtime.last_error = cudaErrorInvalidValue;
+  std::memset(ptr, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize() {
+  return detail::runtime.last_error;
+}
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = detail::runtime.last_error;
+  detail::runtime.last_error = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError() {
+  return detail::runtime.last_error;
+}
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure (a hazard; see the report)";
+  }
+  return "unknown error";
+}

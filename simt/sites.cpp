@@ -1,0 +1,53 @@
+// Sites: the source locations of emulator calls (interned) and of
+// instrumented accesses (return addresses, symbolised with GCC's
+// libbacktrace when a hazard is reported).
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <string>
+
+#include "simt/state.hpp"
+
+#if MOACERT_SIMT_HAVE_BACKTRACE
+#include <backtrace.h>  // GCC's libbacktrace: file:line from the DWARF of -g
+#endif
+
+namespace moacert::simt::detail {
+
+std::uint64_t intern(Site s) {
+  auto [it, fresh] =
+      runtime.site_index.emplace(std::make_pair(s.file, s.line), runtime.sites.size());
+  if (fresh) runtime.sites.push_back(s);
+  return it->second | kSiteTag;
+}
+std::string describe_where(std::uint64_t w) {
+  if (w & kSiteTag) {
+    const Site& s = runtime.sites[w & ~kSiteTag];
+    return std::string(s.file) + ":" + std::to_string(s.line);
+  }
+  const void* pc = reinterpret_cast<const void*>(w - 1);  // inside the call instruction
+#if MOACERT_SIMT_HAVE_BACKTRACE
+  static backtrace_state* state = backtrace_create_state(nullptr, 0, nullptr, nullptr);
+  std::string file_line;
+  // The innermost frame: with inlining, the line of the access itself.
+  backtrace_pcinfo(
+      state, reinterpret_cast<std::uintptr_t>(pc),
+      [](void* data, std::uintptr_t, const char* file, int line, const char*) {
+        auto* out = static_cast<std::string*>(data);
+        if (file && out->empty()) *out = std::string(file) + ":" + std::to_string(line);
+        return 1;
+      },
+      [](void*, const char*, int) {}, &file_line);
+  if (!file_line.empty()) return file_line;
+#endif
+  Dl_info info{};
+  if (dladdr(pc, &info) && info.dli_sname)
+    return std::string(info.dli_sname) + "+" +
+           std::to_string(reinterpret_cast<std::uintptr_t>(pc) -
+                          reinterpret_cast<std::uintptr_t>(info.dli_saddr));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "pc %p", pc);
+  return buf;
+}
+
+}  // namespace moacert::simt::detail

@@ -1,0 +1,239 @@
+// The emulator's state (not installed): the types of a launch, and the one
+// Runtime that holds what lives from launch to launch, shared by the files
+// of simt/ (one file per concern, listed in docs/simt.md#the-emulators-files).
+// Everything here has hidden visibility: the files call each other directly,
+// as functions of one file would, and the library exports only simt.h's API.
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/context/fiber.hpp>
+
+#include "include/moacert/splitmix64.hpp"
+#include "simt/runtime.hpp"
+
+namespace moacert::simt::detail {
+
+#pragma GCC visibility push(hidden)
+
+namespace ctx = boost::context;
+
+// ---- settings (settings.cpp): the options, and the schedule's seed; from
+// the environment (MOACERT_SIMT_*) until the API sets them.
+struct Settings {
+  Options options;
+  std::uint64_t seed = 0;
+  Settings();
+};
+
+// The schedule's seeded, platform-independent stream, and a draw below n.
+struct Rng : SplitMix64 {
+  std::size_t below(std::size_t n) { return std::size_t(next() % n); }
+};
+
+// ---- fiber stacks (stacks.cpp): one mapping per launch size, each stack
+// below a guard page, so that an overflow faults on a page the signal
+// handler recognises.
+struct StackPool {
+  char* base = nullptr;
+  std::size_t slot_bytes = 0, stack_bytes = 0, count = 0, page = 0;
+  void ensure(std::size_t n, std::size_t bytes);
+  char* lo(std::size_t i) const { return base + i * slot_bytes + page; }
+  char* hi(std::size_t i) const { return base + (i + 1) * slot_bytes; }
+  // The slot whose guard page holds `a`, or -1 (async-signal-safe).
+  long guard_slot(std::uintptr_t a) const {
+    const auto b = reinterpret_cast<std::uintptr_t>(base);
+    if (!base || a < b || a >= b + slot_bytes * count) return -1;
+    const std::size_t i = (a - b) / slot_bytes;
+    return (a - b) % slot_bytes < page ? long(i) : -1;
+  }
+};
+// Installs the handler that names a fiber's stack overflow (once).
+void install_overflow_handler();
+
+// ---- sites (sites.cpp): source locations of emulator calls, interned so
+// that a shadow record holds one word: a return address (tagged 0) or a
+// site index (1).
+inline constexpr std::uint64_t kSiteTag = 1ull << 63;
+std::uint64_t intern(Site s);
+// "file:line" of a site or return address (else function+offset).
+std::string describe_where(std::uint64_t where);
+
+// ---- shadow memory: per byte, its last writer and last two readers.
+struct Record {
+  std::uint32_t thread = 0;  // launch-wide thread number + 1; 0: none
+  std::uint32_t epoch = 0;   // the block's barrier interval
+  std::uint32_t warp_gen = 0;
+  std::uint32_t atomic = 0;
+  std::uint64_t where = 0;
+};
+struct ByteShadow {
+  std::uint32_t gen = 0;  // the block (shared) or launch (global) it describes
+  std::uint32_t written = 0;
+  Record writer, reader, other_reader;
+};
+
+struct Buffer {
+  std::uintptr_t lo, hi;
+  std::uint64_t serial;            // registration order, the order of Counters::buffers
+  BufferCounters counts;           // its name, and its traffic in launch `counted_in`
+  std::uint32_t counted_in = 0;    // 0: not touched by the current launch
+  std::vector<ByteShadow> shadow;  // sized on the first checked access
+};
+
+// ---- the state of a launch ------------------------------------------------
+enum class State : std::uint8_t { runnable, barrier, warp, exited };
+
+struct Fiber {
+  uint3 tid;
+  std::uint32_t linear = 0, warp = 0, lane = 0;
+  State state = State::runnable;
+  ctx::fiber context;
+  // At a barrier or a warp collective: what this thread waits in.
+  std::uint64_t wait_where = 0;
+  WarpOp op{};
+  unsigned mask = 0;
+  std::uint64_t value = 0, result = 0;
+  int arg = 0, width = 32;
+  std::uint32_t accesses = 0;
+};
+
+struct Warp {
+  std::uint32_t gen = 0;       // completed collectives
+  std::uint32_t full_gen = 0;  // the last one that included every lane
+  unsigned lanes = 0;          // the lanes that exist
+  unsigned pending = 0;        // lanes waiting in a collective
+  std::uint32_t pair_gen[32][32] = {};
+};
+
+struct Launch {
+  const char* kernel = "";
+  dim3 grid, block;
+  std::size_t shared_bytes = 0;
+  std::uint32_t block_threads = 0;
+  std::uint32_t launch_gen = 0, block_gen = 0;
+  uint3 block_idx{};
+  std::uint32_t block_linear = 0;
+  std::uintptr_t shared_lo = 0, shared_hi = 0;  // the module's TLS block
+  std::uintptr_t dynamic_lo = 0;
+  std::uintptr_t stacks_lo = 0, stacks_hi = 0;
+  std::vector<std::unique_ptr<Fiber>> fibers;
+  std::vector<Fiber*> runnable;
+  std::vector<Warp> warps;
+  std::uint32_t live = 0, exited = 0;
+  std::uint32_t epoch = 0;
+  // the barrier being gathered
+  std::uint32_t arrived = 0;
+  int reduce_kind = 0;
+  std::int64_t predicate_sum = 0;
+  std::uint64_t barrier_where = 0;
+  int barrier_result = 0;
+  Counters counters;
+  std::vector<std::size_t> touched;  // the runtime.buffers the launch accessed
+  BufferCounters module_data{kModuleData};
+  bool failed = false;
+  std::string hazard_kind, hazard_message;
+  std::exception_ptr kernel_exception;
+  Rng schedule{{0}};
+};
+
+// ---- the loaded modules (modules.cpp) ------------------------------------
+// A loaded module's segment: a kernel may read its static data. A writable
+// one holds `__device__`/`__constant__` variables (global memory: counted,
+// not checked); a read-only one holds literals and the tables of source
+// locations (not memory of the kernel's algorithm: neither counted nor
+// checked).
+struct Segment {
+  std::uintptr_t lo, hi;
+  bool writable;
+};
+// Gathers the loaded modules' segments (at each launch: a plugin may have
+// been loaded since).
+void gather_segments();
+// The static shared memory of the module that holds `kernel`: its TLS block
+// [lo, hi), or {0, 0}.
+std::pair<std::uintptr_t, std::uintptr_t> static_shared_of(const void* kernel);
+
+// ---- the runtime: what lives from launch to launch, once per process ------
+struct Runtime {
+  Settings settings;
+  std::recursive_mutex mutex;  // one launch at a time per process
+  Launch* launch = nullptr;
+  ctx::fiber scheduler;  // the scheduler's continuation while a fiber runs
+  StackPool stacks;
+  std::vector<ByteShadow> shared_shadow;
+  std::vector<Buffer> buffers;  // sorted by lo
+  std::size_t buffer_hint = 0;
+  // Shadows of unregistered buffers, kept for the next ones (buffers.cpp).
+  std::vector<std::vector<ByteShadow>> spare_shadows;
+  std::vector<Segment> segments, relro;  // segments sorted by lo
+  std::vector<Site> sites;
+  std::map<std::pair<const char*, unsigned>, std::uint64_t> site_index;
+  std::uint32_t launch_serial = 0, block_serial = 0;
+  std::uint64_t malloc_count = 0, buffer_serial = 0;
+  cudaError_t last_error = cudaSuccess;
+  Counters last_counters, report_counters;
+  std::uint64_t report_launches = 0;
+  std::string report_hazard_kind, report_hazard;
+  struct sigaction previous_segv {};
+  char fault_message[1024] = {};
+};
+// The one instance (launch.cpp).
+extern Runtime runtime;
+
+// ---- switching fibers -----------------------------------------------------
+// Switches from the running fiber to the scheduler; returns when resumed.
+inline void switch_out() {
+  runtime.scheduler = std::move(runtime.scheduler).resume();
+}
+inline void make_runnable(Fiber* f) {
+  f->state = State::runnable;
+  runtime.launch->runnable.push_back(f);
+}
+// A synchronisation point: another runnable fiber may run first.
+inline void yield() {
+  make_runnable(tls_current);
+  switch_out();
+}
+
+// ---- hazards and the names in their messages (hazards.cpp) ---------------
+// Thrown where the scheduler itself finds a hazard (no fiber to park).
+struct SchedulerHazard {};
+// Records the launch's first hazard; the fiber then never runs again (the
+// scheduler abandons the block's fibers and throws).
+[[noreturn]] void hazard(const std::string& kind, const std::string& message);
+std::string xyz(uint3 v);
+uint3 unflatten(std::uint32_t i, dim3 d);
+std::string hex(unsigned v);
+std::string thread_name(std::uint32_t launch_thread);
+std::string me_name(const Fiber& f);
+
+// ---- the accesses (access.cpp) and the buffers (buffers.cpp) --------------
+Buffer* find_buffer(std::uintptr_t a);
+// A shadow of at least `bytes` entries, a spare one if it can.
+std::vector<ByteShadow> shadow_for(std::size_t bytes);
+
+// ---- barriers and warps (sync.cpp) -----------------------------------------
+// Releases the barrier when every live thread has arrived, or reports the
+// threads that exited without reaching it.
+void check_barrier_complete();
+// Every live fiber waits: explains why the block cannot go on.
+[[noreturn]] void stuck();
+
+// ---- the report (report.cpp) -----------------------------------------------
+// Adds a finished launch to the last launch's counters and to the report.
+void record_report(Launch& L);
+
+#pragma GCC visibility pop
+
+}  // namespace moacert::simt::detail
