@@ -86,7 +86,7 @@ def bench_tables(paths, run):
         out += ["| variant | time (ms) | GFLOP/s | GB/s | peak extra (MB) | torch time / variant time |",
                 "|---|---:|---:|---:|---:|---:|"]
         for name, s, gf, gb, peak in rows:
-            ratio = f"{torch / s:.2f}" if torch else "n/a"
+            ratio = f"{torch / s:.3g}" if torch else "n/a"
             out.append(f"| `{name}` | {s * 1e3:.3f} | {gf:.1f} | {gb:.2f} | {peak / 1e6:.2f} | {ratio} |")
         out.append("")
     return out
@@ -160,6 +160,14 @@ def sampled_table(paths, run):
 # keeps its anchor on this page (an HTML id, which every renderer keeps) and
 # links to its heading in the history: (anchors here, heading there).
 HISTORY_SECTIONS = [
+    ([], "The CPU kernels against the issue's targets (quiet machine, 3 December 2026)"),
+    ([], "Oracle"),
+    ([], "Attention forward"),
+    ([], "Decode"),
+    ([], "Backward, fused, RMSNorm and MLP kernels: attention.bwd, attention.fwdbwd, rmsnorm, "
+         "mlp.swiglu"),
+    ([], "The per-buffer counters' cost (issue #16, the traffic law)"),
+    ([], "CUDA kernels (issue #16)"),
     (["oracle-memory"], "Oracle memory {#oracle-memory}"),
     (["simt-emulator", "simt"], "SIMT emulator (issue #15)"),
     (["deployment-scale-cases"], "Deployment-scale cases"),
@@ -225,8 +233,9 @@ def page(results):
     else:
         lines += ["Not measured in this run.", ""]
     lines += ["## Measured once", "",
-              "Figures measured once and recorded with their date; the sections below keep",
-              "the anchors other pages link to.", ""]
+              "Targets, method, larger problems and one-off experiments, measured with their",
+              "date in the history; the sections below keep the names and anchors that other",
+              "pages and comments cite, each pointing at its record.", ""]
     for anchors, heading in HISTORY_SECTIONS:
         title = re.sub(r" [({].*$", "", heading)
         slug = github_slug(heading)
@@ -234,7 +243,7 @@ def page(results):
         ids = [a for a in anchors if a != github_slug(title)]
         lines += ([" ".join(f'<a id="{a}"></a>' for a in ids), ""] if ids else [])
         lines += [f"### {title}", "",
-                  f"See [performance-history.md#{slug}](performance-history.md#{slug}).", ""]
+                  f"The dated record: [{heading}](performance-history.md#{slug}).", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
