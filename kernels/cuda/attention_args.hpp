@@ -11,7 +11,7 @@
 namespace moacert::kernels::MOACERT_CUDA_NS {
 
 // Element strides of a rank-4 (B, heads, rows, D) and a rank-3
-// (B, heads, rows) tensor: a layout is a value (STYLE.md 1), and every
+// (B, heads, rows) tensor: a layout is a value (CONTRIBUTING.md, style 1), and every
 // kernel honours it.
 struct Strides4 {
   long long b, h, n, d;

@@ -329,7 +329,7 @@ struct Flag {
 };
 
 // Storage type and causal mask become template arguments here and only
-// here (STYLE.md 7): f(T{}, Flag<causal>{}).
+// here (CONTRIBUTING.md, style 7): f(T{}, Flag<causal>{}).
 template <class F>
 int dispatch(Storage storage, bool causal, F&& f) {
   if (storage == Storage::f32) return causal ? f(float{}, Flag<true>{}) : f(float{}, Flag<false>{});

@@ -1,6 +1,6 @@
 // The `cuda.<name>` variants: kernels/cuda/'s ONFs on the GPU. The one
 // translation unit of moacert's host code that includes the CUDA runtime
-// (STYLE.md 10); built only when CMake finds nvcc, and registered only when
+// (CONTRIBUTING.md, style 10); built only when CMake finds nvcc, and registered only when
 // a device is present. The kernels are the same sources as `simt.<name>`'s.
 #include "kernels/cuda/cuda_compat.cuh"
 // after the CUDA language

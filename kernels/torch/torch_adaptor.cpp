@@ -3,7 +3,7 @@
 // baseline `bench` compares against and the reference of the vs-torch rule,
 // and `moacert certify OP --variant torch` certifies PyTorch itself.
 //
-// The only file of moacert that includes torch/torch.h (STYLE.md, "heavy
+// The only file of moacert that includes torch/torch.h (CONTRIBUTING.md, style 10, "heavy
 // headers stay in their rooms"); built when CMake finds LibTorch
 // (MOACERT_HAVE_TORCH).
 //

@@ -1,6 +1,6 @@
 // Flat strided tensors, the one definition every CPU kernel reads its
 // layouts through: a pointer and one stride per axis, in elements, read into
-// the kernel's argument block before its loops (STYLE.md 6). A tiled layout
+// the kernel's argument block before its loops (CONTRIBUTING.md, style 6). A tiled layout
 // (several (extent, stride) pairs on one axis) has no single stride per
 // axis; with_flat_layouts copies such a tensor into a row-major temporary
 // (inputs) or computes into one and copies back (outputs), so the kernels

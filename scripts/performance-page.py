@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Build docs/performance.md from one run of scripts/performance.sh.
+
+    performance-page.py RESULTS_DIR [-o docs/performance.md]
+
+RESULTS_DIR holds what scripts/performance.sh saved (each result beside a
+.cmd file with the exact command that produced it):
+
+    run.json               commit, machine (CPU model, cores), date, load averages
+    bench/*.json           `moacert bench OP --json`: one op, its variants and torch
+    gbench/*.json          a Google Benchmark program's --benchmark_format=json
+    sampled/*.txt          sampled_certify_bench's phase timings
+
+Standard library only. A result that does not have the fields the page reads
+is an error (exit 1 naming the file and the field), never a silent gap.
+"""
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+
+class BadResult(Exception):
+    pass
+
+
+def field(obj, key, where):
+    if not isinstance(obj, dict) or key not in obj:
+        raise BadResult(f"{where}: no field '{key}'")
+    return obj[key]
+
+
+def number(obj, key, where):
+    v = field(obj, key, where)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise BadResult(f"{where}: field '{key}' is not a number")
+    return float(v)
+
+
+def command_of(path):
+    cmd = path.with_suffix(".cmd")
+    if not cmd.is_file():
+        raise BadResult(f"{path}: no {cmd.name} with its command")
+    return cmd.read_text().strip()
+
+
+def load_json(path):
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise BadResult(f"{path}: not JSON ({e})")
+
+
+def provenance(command, run):
+    return [
+        "",
+        f"Command: `{command}`  ",
+        f"Commit `{run['commit']}`, {run['machine']}, {run['date']}, "
+        f"load average {run['load_before']} before and {run['load_after']} after the run.",
+        "",
+    ]
+
+
+def bench_tables(paths, run):
+    """One table per op: each variant's median time, rates and its ratio to torch."""
+    out = []
+    for path in paths:
+        where = str(path)
+        doc = load_json(path)
+        op = field(doc, "op", where)
+        results = field(doc, "results", where)
+        if not isinstance(results, list) or not results:
+            raise BadResult(f"{where}: 'results' is not a non-empty list")
+        rows = []
+        for i, r in enumerate(results):
+            w = f"{where}: results[{i}]"
+            rows.append((field(r, "variant", w), number(r, "seconds", w), number(r, "gflops", w),
+                         number(r, "gbps", w), number(r, "peak_bytes", w)))
+        torch = next((s for name, s, *_ in rows if name == "torch"), None)
+        out += [f"### {op}: kernel time", ""]
+        out += [f"{field(doc, 'dtype', where)}, {field(doc, 'shape', where)}"
+                f"{', causal' if doc.get('causal') else ''}, {field(doc, 'threads', where)} threads; "
+                "median of the repeats."]
+        out += provenance(command_of(path), run)
+        out += ["| variant | time (ms) | GFLOP/s | GB/s | peak extra (MB) | torch time / variant time |",
+                "|---|---:|---:|---:|---:|---:|"]
+        for name, s, gf, gb, peak in rows:
+            ratio = f"{torch / s:.3g}" if torch else "n/a"
+            out.append(f"| `{name}` | {s * 1e3:.3f} | {gf:.1f} | {gb:.2f} | {peak / 1e6:.2f} | {ratio} |")
+        out.append("")
+    return out
+
+
+def gbench_tables(paths, run):
+    """One table per Google Benchmark program: each benchmark's real time and counters."""
+    out = []
+    skip = {"name", "run_name", "run_type", "repetitions", "repetition_index", "threads",
+            "iterations", "real_time", "cpu_time", "time_unit", "label", "family_index",
+            "per_family_instance_index", "aggregate_name", "aggregate_unit", "error_occurred",
+            "error_message"}
+    for path in paths:
+        where = str(path)
+        doc = load_json(path)
+        ctx = field(doc, "context", where)
+        program = pathlib.Path(str(field(ctx, "executable", f"{where}: context"))).name
+        benchmarks = field(doc, "benchmarks", where)
+        if not isinstance(benchmarks, list) or not benchmarks:
+            raise BadResult(f"{where}: 'benchmarks' is not a non-empty list")
+        counters = []
+        for b in benchmarks:
+            for k, v in b.items():
+                if k not in skip and isinstance(v, (int, float)) and k not in counters:
+                    counters.append(k)
+        out += [f"### {program}"]
+        out += provenance(command_of(path), run)
+        out += ["| benchmark | label | real time | " + " | ".join(counters) + " |",
+                "|---|---|---:|" + "---:|" * len(counters)]
+        for i, b in enumerate(benchmarks):
+            w = f"{where}: benchmarks[{i}]"
+            t = number(b, "real_time", w)
+            unit = field(b, "time_unit", w)
+            cells = [f"{b[k]:.4g}" if k in b else "" for k in counters]
+            out.append(f"| `{field(b, 'name', w)}` | {b.get('label', '')} | {t:.4g} {unit} | "
+                       + " | ".join(cells) + " |")
+        out.append("")
+    return out
+
+
+# "OP VARIANT CASE: holds", the case's description running over several lines.
+SAMPLED_HEAD = re.compile(r"\A(\S+) (\S+) .*?: (holds|FAILS[^\n]*)$", re.M | re.S)
+SAMPLED_SECONDS = re.compile(
+    r"^seconds: generation ([\d.]+), bounds ([\d.]+), oracle ([\d.]+), kernel ([\d.]+), "
+    r"judge ([\d.]+); total ([\d.]+)$", re.M)
+
+
+def sampled_table(paths, run):
+    """One table for sampled certification: the phases of one case per op and variant."""
+    if not paths:
+        return []
+    out = ["| op | variant | verdict | generation | bounds | oracle | kernel | judge | total (s) |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    commands = []
+    for path in paths:
+        text = path.read_text()
+        head, secs = SAMPLED_HEAD.search(text), SAMPLED_SECONDS.search(text)
+        if not head or not secs:
+            raise BadResult(f"{path}: no 'OP VARIANT ...: verdict' or 'seconds:' line")
+        verdict = "holds" if head.group(3) == "holds" else "FAILS"
+        out.append(f"| {head.group(1)} | `{head.group(2)}` | {verdict} | "
+                   + " | ".join(secs.groups()) + " |")
+        commands.append(command_of(path))
+    intro = ["Commands: " + "; ".join(f"`{c}`" for c in commands) + "  ",
+             f"Commit `{run['commit']}`, {run['machine']}, {run['date']}, load average "
+             f"{run['load_before']} before and {run['load_after']} after the run.", ""]
+    return intro + out + [""]
+
+
+# Sections of the dated history that other pages link to by anchor: each
+# keeps its anchor on this page (an HTML id, which every renderer keeps) and
+# links to its heading in the history: (anchors here, heading there).
+HISTORY_SECTIONS = [
+    ([], "The CPU kernels against the issue's targets (quiet machine, 3 December 2026)"),
+    ([], "Oracle"),
+    ([], "Attention forward"),
+    ([], "Decode"),
+    ([], "Backward, fused, RMSNorm and MLP kernels: attention.bwd, attention.fwdbwd, rmsnorm, "
+         "mlp.swiglu"),
+    ([], "The per-buffer counters' cost (issue #16, the traffic law)"),
+    ([], "CUDA kernels (issue #16)"),
+    (["oracle-memory"], "Oracle memory {#oracle-memory}"),
+    (["simt-emulator", "simt"], "SIMT emulator (issue #15)"),
+    (["deployment-scale-cases"], "Deployment-scale cases"),
+    (["mpi-ranks-and-threads"], "MPI: ranks and threads"),
+    (["regime-coverage"], "Regime coverage"),
+    (["planted-tiled-kernels"], "Planted tiled kernels"),
+]
+
+
+def github_slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to '-'."""
+    return re.sub(r"[^a-z0-9 _-]", "", heading.lower()).replace(" ", "-")
+
+
+def page(results):
+    run = load_json(results / "run.json")
+    for k in ("commit", "machine", "date", "load_before", "load_after"):
+        field(run, k, str(results / "run.json"))
+    bench = sorted((results / "bench").glob("*.json"))
+    gbench = sorted((results / "gbench").glob("*.json"))
+    sampled = sorted((results / "sampled").glob("*.txt"))
+    if not bench:
+        raise BadResult(f"{results}/bench: no moacert bench results")
+    lines = [
+        "# Performance",
+        "",
+        "<!-- Generated by scripts/performance-page.py; edit the script, not this page. -->",
+        "",
+        "The current figures, all from one run of `scripts/performance.sh BUILD_DIR`,",
+        "which runs `moacert bench --json` and the Google Benchmark programs of `bench/`",
+        "at a small fixed set of sizes, keeps their raw output under `perf-results/`",
+        "(not committed) and calls `scripts/performance-page.py` to write this page.",
+        "Regenerate it with",
+        "",
+        "    scripts/performance.sh build",
+        "",
+        "The runs are short and the machine may be shared, so read the figures as",
+        "ratios between variants measured in the same run, not as absolute speeds;",
+        "each table gives its command, commit, machine and load average. The dated",
+        "runs (targets, method, larger problems, one-off experiments) are in",
+        "[performance-history.md](performance-history.md).",
+        "",
+        "## Kernel time per variant against LibTorch",
+        "",
+        "`moacert bench`: each variant of one op on one problem, warm-up then the",
+        "median of the repeats; rates from the variants' cost functions.",
+        "",
+    ]
+    lines += bench_tables(bench, run)
+    lines += ["## Oracle time and the other benchmark programs", ""]
+    if gbench:
+        lines += ["Google Benchmark programs of `bench/` (`--benchmark_format=json`).", ""]
+        lines += gbench_tables(gbench, run)
+    else:
+        lines += ["Not measured in this run.", ""]
+    lines += ["## Sampled certification", ""]
+    if sampled:
+        lines += ["`sampled_certify_bench`: one deployment-scale case certified the way",
+                  "`certify` judges it, timed phase by phase (seconds).", ""]
+        lines += sampled_table(sampled, run)
+        lines += ["The dated runs: [performance-history.md#sampled-certification]"
+                  "(performance-history.md#sampled-certification).", ""]
+    else:
+        lines += ["Not measured in this run.", ""]
+    lines += ["## Measured once", "",
+              "Targets, method, larger problems and one-off experiments, measured with their",
+              "date in the history; the sections below keep the names and anchors that other",
+              "pages and comments cite, each pointing at its record.", ""]
+    for anchors, heading in HISTORY_SECTIONS:
+        title = re.sub(r" [({].*$", "", heading)
+        slug = github_slug(heading)
+        # The heading keeps the first anchor; other names get an HTML id.
+        ids = [a for a in anchors if a != github_slug(title)]
+        lines += ([" ".join(f'<a id="{a}"></a>' for a in ids), ""] if ids else [])
+        lines += [f"### {title}", "",
+                  f"The dated record: [{heading}](performance-history.md#{slug}).", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=pathlib.Path)
+    ap.add_argument("-o", "--output", type=pathlib.Path)
+    a = ap.parse_args()
+    try:
+        text = page(a.results)
+    except (BadResult, OSError) as e:
+        print(f"performance-page.py: {e}", file=sys.stderr)
+        return 1
+    if a.output:
+        a.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
