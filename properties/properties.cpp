@@ -192,7 +192,7 @@ bool prop_backward_consistency(Format f) {
       // (or the DNF's): |fused - bwd| <= bound_fwdbwd + bound_bwd.
       const kernels::Variant* bv =
           kernels::Registry::builtin().find_family(Op::attention_bwd, v->family());
-      if (!bv) bv = kernels::Registry::builtin().find(Op::attention_bwd, "cpu.dnf");
+      if (!bv) bv = kernels::Registry::builtin().find_role(Op::attention_bwd, kernels::Role::dnf);
       const auto grads = run_variant(*bv, bwd);
       const auto bwd_out = outputs_by_name(Op::attention_bwd, grads);
       const auto fused_bound = outputs_by_name(Op::attention_fwdbwd, fused_bounds);

@@ -678,10 +678,9 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
     v.accepts_strided = v.accepts_strided && e.accepts_strided != 0;
   }
   std::sort(v.formats.begin(), v.formats.end());
-  if (const Variant* dnf = Registry::builtin().find(v.op, "cpu.dnf")) v.cost = dnf->cost;
+  if (const Variant* dnf = Registry::builtin().find_role(v.op, Role::dnf)) v.cost = dnf->cost;
   auto w = std::make_shared<Worker>(worker, path, options.timeout_s);
-  const Op op = v.op;
-  w->name_of_ = [op](int i) {
+  w->name_of_ = [op = v.op](int i) {
     const OpInfo& oi = info(op);
     return std::size_t(i) < oi.inputs.size()
                ? std::string(oi.inputs[std::size_t(i)])

@@ -373,7 +373,7 @@ void register_torch_kernels(Registry& r) {
         .accepts_strided = true,
         .deterministic = false,  // LibTorch's BLAS and reductions promise no order
         .summary = std::move(summary),
-        .cost = cost ? std::move(cost) : torch_cost_from(r.find(op, "cpu.dnf")->cost, op),
+        .cost = cost ? std::move(cost) : torch_cost_from(r.find_role(op, Role::dnf)->cost, op),
         .run = std::move(run),
     });
   };
