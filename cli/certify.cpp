@@ -394,7 +394,7 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   if (!cert.holds) {
     fmt::print("{}\n", cert.failure);
     if (s.case_files.empty())
-      fmt::print("reproduce: {}\n", reproduce_command(cert.worst_token, a, v));
+      fmt::print("reproduce: {}\n", cert.reproduce_command);
     else
       fmt::print("{}\n", cert.failure_case);  // the case file that fails
   }
@@ -468,6 +468,8 @@ int run_certify(const CertifyArgs& a) {
   for (const kernels::Variant* v : variants) {
     SharedCertificate shared = certify_on_ranks(settings, *v, world);
     if (!world.root()) continue;
+    if (!shared.cert.worst_token.empty())
+      shared.cert.reproduce_command = reproduce_command(shared.cert.worst_token, a, *v);
     print_verdict(a, settings, *v, shared, world.size());
     certs.push_back(std::move(shared.cert));
     simt_counters.push_back(std::move(shared.simt_counters));

@@ -70,7 +70,8 @@ std::string failure_text(const properties::Certificate& c) {
     text += "\n" + c.failure_case;  // a case file has no token: its name
   } else {
     if (!c.failure_case.empty()) text += "\n" + c.failure_case;
-    text += "\nreproduce: moacert reproduce " + c.worst_token;
+    text += "\nreproduce: " + (c.reproduce_command.empty() ? "moacert reproduce " + c.worst_token
+                                                           : c.reproduce_command);
   }
   return text;
 }

@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "results/error_histogram.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/shape.hpp"
 #include "reference/ops.hpp"
+#include "results/error_histogram.hpp"
 
 namespace moacert::properties {
 
@@ -131,6 +131,11 @@ struct Certificate {
   int case_files_run = 0;  // certify --case: files judged instead of generated cases
   std::vector<TensorSummary> tensors;
   std::string worst_token;  // the case that came closest to failing (or failed)
+  // The command that replays worst_token as certify printed it (a plugin's
+  // names its library, `--plugin LIB.so#NAME`): what the JUnit failure
+  // carries too. Empty: `moacert reproduce TOKEN`. Not in the JSON, whose
+  // token a reader replays with the variant the certificate names.
+  std::string reproduce_command;
   double worst_ratio = 0;
   std::string failure;                          // why the counterexample fails, in words
   std::string failure_case;                     // the shrunk case, described
