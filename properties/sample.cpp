@@ -16,17 +16,6 @@ double oracle_work(const Problem& p) {
   return property_op(p.op).oracle_work(p);
 }
 
-std::vector<double> row_norms(const AnyTensor& t, extent_t per_row) {
-  std::vector<double> out(static_cast<std::size_t>(moa::tau(t.shape()) / per_row), 0.0);
-  std::size_t n = 0;
-  for (const moa::Index& i : moa::iota(t.shape())) {
-    const double x = t.get(i);
-    out[n / static_cast<std::size_t>(per_row)] += x * x;
-    ++n;
-  }
-  return out;
-}
-
 namespace {
 
 void add(Sample& s, std::vector<extent_t>& rows, std::size_t before, const char* stratum,

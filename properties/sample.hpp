@@ -36,8 +36,18 @@ struct RowSpace {
 };
 
 // Sum of squares of each run of `per_row` consecutive elements (row-major)
-// of t.
-std::vector<double> row_norms(const AnyTensor& t, moa::extent_t per_row);
+// of t. Inline: the op table's row spaces (properties/ops/) use it, and the
+// token fuzzer links those without the sampler.
+inline std::vector<double> row_norms(const AnyTensor& t, moa::extent_t per_row) {
+  std::vector<double> out(static_cast<std::size_t>(moa::tau(t.shape()) / per_row), 0.0);
+  std::size_t n = 0;
+  for (const moa::Index& i : moa::iota(t.shape())) {
+    const double x = t.get(i);
+    out[n / static_cast<std::size_t>(per_row)] += x * x;
+    ++n;
+  }
+  return out;
+}
 
 struct Sample {
   // The rows to judge; nullopt: every element (the whole oracle is cheap).
