@@ -172,6 +172,14 @@ void draw_heads(Dims& d, const ShapeConstraints& shape) {
   }
 }
 
+extent_t LargeCaseDraws::large(extent_t Dims::*field, extent_t limit) const {
+  return *gen_large(kLargeExtent, limit, large_tiles, shape.range(field));
+}
+
+extent_t LargeCaseDraws::small(extent_t Dims::*field, extent_t max_small) const {
+  return *gen_extent(max_small, small_tiles, shape.range(field));
+}
+
 void one_or_two_heads(Dims& d, const ShapeConstraints& shape) {
   if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) return draw_heads(d, shape);
   d.Hkv = 1;

@@ -41,6 +41,18 @@ void draw_heads(Dims& d, const ShapeConstraints& shape);
 // --shape constrains the heads (then draw_heads).
 void one_or_two_heads(Dims& d, const ShapeConstraints& shape);
 
+// The two draws of a deployment-scale case's extents, each within --shape's
+// range of its field: `large` past kLargeExtent up to `limit` (gen_large
+// over the large tiles), `small` at most `max_small` (gen_extent over the
+// small tiles).
+struct LargeCaseDraws {
+  const ShapeConstraints& shape;
+  const std::vector<moa::extent_t>& small_tiles;
+  const std::vector<moa::extent_t>& large_tiles;
+  moa::extent_t large(moa::extent_t Dims::*field, moa::extent_t limit) const;
+  moa::extent_t small(moa::extent_t Dims::*field, moa::extent_t max_small) const;
+};
+
 // The tiles straddled from generation 2: the declared ones with the common
 // ones up to `up_to`, each once.
 std::vector<moa::extent_t> with_common_tiles(std::vector<moa::extent_t> tiles, moa::extent_t up_to);

@@ -44,18 +44,14 @@ void draw_small_dims(bool one_query, Dims& d, extent_t big, const ShapeConstrain
 void draw_large_dims(Dims& d, const ShapeConstraints& shape,
                      const std::vector<extent_t>& small_tiles,
                      const std::vector<extent_t>& large_tiles, extent_t long_axis_limit) {
-  auto range = [&](extent_t Dims::*field) { return shape.range(field); };
-  auto large = [&](extent_t Dims::*field, extent_t limit) {
-    return *gen_large(kLargeExtent, limit, large_tiles, range(field));
-  };
-  auto small = [&](extent_t Dims::*field, extent_t max_small) {
-    return *gen_extent(max_small, small_tiles, range(field));
-  };
-  d.B = range(&Dims::B).lo;
+  const LargeCaseDraws draw{shape, small_tiles, large_tiles};
+  d.B = shape.range(&Dims::B).lo;
   one_or_two_heads(d, shape);
   const int which = *rc::gen::inRange(0, 3);
-  d.N = which == 1 ? small(&Dims::N, 40) : large(&Dims::N, which == 2 ? 513 : long_axis_limit);
-  d.M = which == 0 ? small(&Dims::M, 40) : large(&Dims::M, which == 2 ? 513 : long_axis_limit);
+  d.N = which == 1 ? draw.small(&Dims::N, 40)
+                   : draw.large(&Dims::N, which == 2 ? 513 : long_axis_limit);
+  d.M = which == 0 ? draw.small(&Dims::M, 40)
+                   : draw.large(&Dims::M, which == 2 ? 513 : long_axis_limit);
   d.D = head_width(shape, small_tiles);
 }
 

@@ -35,21 +35,15 @@ void draw_small_dims(Dims& d, extent_t /*big*/, const ShapeConstraints& shape,
 void draw_large_dims(Dims& d, const ShapeConstraints& shape,
                      const std::vector<extent_t>& small_tiles,
                      const std::vector<extent_t>& large_tiles, int /*generation*/) {
-  auto range = [&](extent_t Dims::*field) { return shape.range(field); };
-  auto large = [&](extent_t Dims::*field, extent_t limit) {
-    return *gen_large(kLargeExtent, limit, large_tiles, range(field));
-  };
-  auto small = [&](extent_t Dims::*field, extent_t max_small) {
-    return *gen_extent(max_small, small_tiles, range(field));
-  };
-  d.B = range(&Dims::B).lo;
+  const LargeCaseDraws draw{shape, small_tiles, large_tiles};
+  d.B = shape.range(&Dims::B).lo;
   one_or_two_heads(d, shape);
   const int which = *rc::gen::inRange(0, 3);
-  d.N = which == 0 ? large(&Dims::N, 513) : small(&Dims::N, 8);
+  d.N = which == 0 ? draw.large(&Dims::N, 513) : draw.small(&Dims::N, 8);
   d.M = d.N;
-  d.D = small(&Dims::D, 8);
-  d.Dm = which == 1 ? large(&Dims::Dm, 1025) : small(&Dims::Dm, 16);
-  d.F = which == 2 ? large(&Dims::F, 1025) : small(&Dims::F, 16);
+  d.D = draw.small(&Dims::D, 8);
+  d.Dm = which == 1 ? draw.large(&Dims::Dm, 1025) : draw.small(&Dims::Dm, 16);
+  d.F = which == 2 ? draw.large(&Dims::F, 1025) : draw.small(&Dims::F, 16);
 }
 
 // The shape a regime's family needs, where --shape allows it.

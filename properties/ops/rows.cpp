@@ -114,16 +114,11 @@ PropertyOp swiglu_op() {
   r.draw_large_dims = [](Dims& d, const ShapeConstraints& shape,
                          const std::vector<extent_t>& small_tiles,
                          const std::vector<extent_t>& large_tiles, int /*generation*/) {
-    auto large = [&](extent_t Dims::*field) {
-      return *gen_large(kLargeExtent, 1025, large_tiles, shape.range(field));
-    };
-    auto small = [&](extent_t Dims::*field, extent_t max_small) {
-      return *gen_extent(max_small, small_tiles, shape.range(field));
-    };
+    const LargeCaseDraws draw{shape, small_tiles, large_tiles};
     const int which = *rc::gen::inRange(0, 3);
-    d.T = which == 0 ? large(&Dims::T) : small(&Dims::T, 4);
-    d.Dm = which == 1 ? large(&Dims::Dm) : small(&Dims::Dm, 16);
-    d.F = which == 2 ? large(&Dims::F) : small(&Dims::F, 16);
+    d.T = which == 0 ? draw.large(&Dims::T, 1025) : draw.small(&Dims::T, 4);
+    d.Dm = which == 1 ? draw.large(&Dims::Dm, 1025) : draw.small(&Dims::Dm, 16);
+    d.F = which == 2 ? draw.large(&Dims::F, 1025) : draw.small(&Dims::F, 16);
   };
   r.regime_families = {Values::silu_range, Values::cancellation};
   r.aim = [](Case& c, Values values) {
