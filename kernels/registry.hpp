@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/envelope.hpp"
 #include "reference/problem.hpp"
 #include "reference/tensor.hpp"
 
@@ -92,6 +93,10 @@ struct Variant {
   // maximum (the CUDA kernels' shared tiles hold D <= 128): certify draws
   // its cases within these, as within --shape. Empty: no limit.
   std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>> max_extents;
+  // The problems the kernel supports, as it declares them (plugin ABI 2, a
+  // worker's handshake): unlimited for the built-in variants, whose
+  // compiled maxima are max_extents.
+  Envelope envelope;
   // Variants of different ops that share one loop nest (cpu.flash's forward
   // inside cpu.fused, cpu.flash_bwd's backward too) name the same family;
   // empty means its own name.
