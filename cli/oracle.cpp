@@ -25,7 +25,11 @@ struct OracleArgs {
   int precision = oracle::Options{}.max_precision;
   int threads = 0;
   std::string max_memory;
-  int digits = 40;   // the case files' "exact" strings
+  // The "exact" strings' digits: none unless asked. What a user of the
+  // answer compares with is the correctly rounded value in the case's
+  // format; 40 digits cost an MPFI narrowing of every element, 50 times
+  // the rest of the answer (docs/performance.md#oracle).
+  int digits = 0;
   std::string rows;  // empty: every element
 };
 
@@ -94,7 +98,7 @@ void add_oracle(CLI::App& app, int& status) {
       ->check(CLI::Range(53, 1 << 20));
   cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)");
   cmd->add_option("--digits", args->digits,
-                  "significant digits of the \"exact\" strings (0: none, no narrowing for them)")
+                  "significant digits of the \"exact\" strings (default 0: none, no narrowing for them)")
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--rows", args->rows,
                   "evaluate these rows only, e.g. \"q=0,5..9;k=3\" (flat row indices, "

@@ -5,7 +5,10 @@
 //
 // The only file of moacert that includes torch/torch.h (CONTRIBUTING.md, style 10, "heavy
 // headers stay in their rooms"); built when CMake finds LibTorch
-// (MOACERT_HAVE_TORCH).
+// (MOACERT_HAVE_TORCH) as a module of its own, libmoacert_torch.so, which
+// moacert loads on the first call of a `torch` variant (kernels/torch/module.hpp):
+// the variants themselves, their costs and the checks of each call are
+// torch_variants.cpp's.
 //
 // Choices that hold for every op:
 // * Zero copy in: each input is a torch::from_blob view with the layout's
@@ -37,7 +40,7 @@
 #include <torch/torch.h>
 
 #include "kernels/cpu/common/strided.hpp"
-#include "kernels/registry.hpp"
+#include "kernels/torch/module.hpp"
 
 namespace moacert::kernels {
 
@@ -87,23 +90,11 @@ void set_threads(int threads) {
   if (openblas_set) openblas_set(threads);
 }
 
-// The arity and shapes every variant checks (check_tensors), and the one
-// format the adaptor does not run.
-void check_call(const Problem& p, std::span<const TensorRef> inputs,
-                std::span<const TensorRef> outputs) {
-  check_tensors(p, inputs, outputs);
-  if (p.format == Format::f16) {
-    throw std::invalid_argument(std::string(info(p.op).name) +
-                                ": variant torch does not run f16 on the CPU");
-  }
-}
-
 // Runs body(inputs, outputs) with flat layouts, the problem's thread count
 // and autograd off unless `grad`.
 template <class Body>
-void run_torch(const Problem& p, std::span<const TensorRef> inputs,
-               std::span<const TensorRef> outputs, const RunOptions& opt, bool grad, Body&& body) {
-  check_call(p, inputs, outputs);
+void run_torch(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+               const RunOptions& opt, bool grad, Body&& body) {
   set_threads(opt.threads);
   torch::AutoGradMode mode(grad);
   cpu::with_flat_layouts(inputs, outputs, body);
@@ -170,7 +161,7 @@ Attention attention(torch::Tensor q, torch::Tensor k, torch::Tensor v, double sc
 
 void run_attention_fwd(const Problem& pr, std::span<const TensorRef> inputs,
                        std::span<const TensorRef> outputs, const RunOptions& opt) {
-  run_torch(pr, inputs, outputs, opt, /*grad=*/false,
+  run_torch(inputs, outputs, opt, /*grad=*/false,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               const Attention a = attention(compute(in[0]), compute(in[1]), compute(in[2]),
                                             pr.scale(), pr.causal());
@@ -200,7 +191,7 @@ void attention_autograd(const Problem& pr, std::span<const TensorRef> in, const 
 // bound allows a recomputed o and lse (docs/bounds.md#attention-backward).
 void run_attention_bwd(const Problem& pr, std::span<const TensorRef> inputs,
                        std::span<const TensorRef> outputs, const RunOptions& opt) {
-  run_torch(pr, inputs, outputs, opt, /*grad=*/true,
+  run_torch(inputs, outputs, opt, /*grad=*/true,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               attention_autograd(pr, in, in[5], out, nullptr, nullptr);
             });
@@ -212,7 +203,7 @@ void run_attention_bwd(const Problem& pr, std::span<const TensorRef> inputs,
 // backward on the CPU in 1.13.
 void run_attention_fwdbwd(const Problem& pr, std::span<const TensorRef> inputs,
                           std::span<const TensorRef> outputs, const RunOptions& opt) {
-  run_torch(pr, inputs, outputs, opt, /*grad=*/true,
+  run_torch(inputs, outputs, opt, /*grad=*/true,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               attention_autograd(pr, in, in[3], out.subspan(2), &out[0], &out[1]);
             });
@@ -224,7 +215,7 @@ void run_attention_fwdbwd(const Problem& pr, std::span<const TensorRef> inputs,
 // on a poisoned cache).
 void run_attention_decode(const Problem& pr, std::span<const TensorRef> inputs,
                           std::span<const TensorRef> outputs, const RunOptions& opt) {
-  run_torch(pr, inputs, outputs, opt, /*grad=*/false,
+  run_torch(inputs, outputs, opt, /*grad=*/false,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               const torch::Tensor q = compute(in[0]), k = compute(in[1]),
                                   v = compute(in[2]);  // (B,H,1,D), (B,Hkv,L,D)
@@ -263,16 +254,16 @@ torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& w1, const torc
 
 void run_rmsnorm(const Problem& pr, std::span<const TensorRef> inputs,
                  std::span<const TensorRef> outputs, const RunOptions& opt) {
-  run_torch(pr, inputs, outputs, opt, /*grad=*/false,
+  run_torch(inputs, outputs, opt, /*grad=*/false,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               wrap(out[0]).copy_(rmsnorm(compute(in[0]), compute(in[1]), pr.params.eps));
             });
 }
 
-void run_swiglu(const Problem& pr, std::span<const TensorRef> inputs,
+void run_swiglu(const Problem&, std::span<const TensorRef> inputs,
                 std::span<const TensorRef> outputs, const RunOptions& opt) {
   run_torch(
-      pr, inputs, outputs, opt, /*grad=*/false,
+      inputs, outputs, opt, /*grad=*/false,
       [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
         wrap(out[0]).copy_(swiglu(compute(in[0]), compute(in[1]), compute(in[2]), compute(in[3])));
       });
@@ -284,7 +275,7 @@ void run_swiglu(const Problem& pr, std::span<const TensorRef> inputs,
 // wv), the DNF's as_heads: (B,N,H·D) viewed (B,N,H,D), heads to axis 1.
 void run_block(const Problem& pr, std::span<const TensorRef> inputs,
                std::span<const TensorRef> outputs, const RunOptions& opt) {
-  run_torch(pr, inputs, outputs, opt, /*grad=*/false,
+  run_torch(inputs, outputs, opt, /*grad=*/false,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               const Dims& d = pr.dims;
               const double eps = pr.params.eps;
@@ -305,92 +296,29 @@ void run_block(const Problem& pr, std::span<const TensorRef> inputs,
             });
 }
 
-// ---- costs ----------------------------------------------------------------
-
-Cost attention_fwd_cost(const Problem& p) {
-  const Dims& d = p.dims;
-  const double bytes = info(p.format).bytes;
-  const double nm = double(d.B) * d.H * d.N * d.M;
-  Cost c;
-  c.flops = 4.0 * nm * d.D + 5.0 * nm;
-  c.bytes_read = bytes * (double(d.B) * d.H * d.N * d.D + 2.0 * d.B * d.Hkv * d.M * d.D);
-  c.bytes_written = bytes * (double(d.B) * d.H * d.N * d.D + double(d.B) * d.H * d.N);
-  // S and P (B,H,N,M) in the format, the mask, the lse, and the repeated K and V.
-  c.peak_extra_bytes = 2.0 * bytes * nm + double(d.N) * d.M +
-                       (d.Hkv != d.H ? 2.0 * bytes * d.B * d.H * d.M * d.D : 0.0);
-  return c;
-}
-
-// The other ops do the DNF's arithmetic (cpu.dnf's FLOP and byte counts);
-// what differs is what LibTorch materialises: for the attention backward,
-// S, P, dP and dS (B,H,N,M) in the compute type and the repeated K, V and
-// their gradients; for the rest, the activations between operators.
-CostFn torch_cost_from(const CostFn& dnf, Op op) {
-  return [dnf, op](const Problem& p) {
-    Cost c = dnf(p);
-    const Dims& d = p.dims;
-    const double acc = p.format == Format::f64 ? 8 : 4;
-    const double nm = double(d.B) * d.H * d.N * d.M, kv = double(d.B) * d.H * d.M * d.D;
-    switch (op) {
-      case Op::attention_bwd:
-      case Op::attention_fwdbwd:
-        c.peak_extra_bytes = 4.0 * acc * nm + (d.Hkv != d.H ? 4.0 * acc * kv : 0.0);
-        break;
-      case Op::attention_decode:  // per batch row: S and P, and K, V repeated to H heads
-        c.peak_extra_bytes =
-            2.0 * acc * d.H * d.M + (d.Hkv != d.H ? 2.0 * acc * d.H * d.M * d.D : 0.0);
-        break;
-      case Op::rmsnorm:
-        c.peak_extra_bytes = acc * d.T * d.D;
-        break;
-      case Op::mlp_swiglu:
-        c.peak_extra_bytes = 3.0 * acc * d.T * d.F;
-        break;
-      case Op::block:
-        c.peak_extra_bytes =
-            acc *
-            (double(d.B) * d.N * (6.0 * d.Dm + 2.0 * d.H * d.D + 4.0 * d.Hkv * d.D + 3.0 * d.F) +
-             2.0 * d.B * d.H * d.N * d.N);
-        break;
-      case Op::attention_fwd:
-        break;
-    }
-    return c;
-  };
-}
-
 }  // namespace
 
-void register_torch_kernels(Registry& r) {
-  const std::vector<Format> formats = {Format::f64, Format::f32, Format::bf16};
-  auto add = [&](Op op, std::string summary, CostFn cost, RunFn run) {
-    r.add(Variant{
-        .name = "torch",
-        .op = op,
-        .backend = "torch",
-        .role = Role::torch,
-        .formats = formats,
-        .accepts_strided = true,
-        .deterministic = false,  // LibTorch's BLAS and reductions promise no order
-        .summary = std::move(summary),
-        .cost = cost ? std::move(cost) : torch_cost_from(r.find_role(op, Role::dnf)->cost, op),
-        .run = std::move(run),
-    });
-  };
-  add(Op::attention_fwd, "LibTorch: matmul, scale, mask, softmax, matmul; GQA by repeat_interleave",
-      attention_fwd_cost, run_attention_fwd);
-  add(Op::attention_bwd,
-      "LibTorch autograd through matmul/softmax/matmul (forward recomputed; o, lse unused)",
-      nullptr, run_attention_bwd);
-  add(Op::attention_fwdbwd, "LibTorch: matmul/softmax/matmul forward, autograd backward", nullptr,
-      run_attention_fwdbwd);
-  add(Op::attention_decode, "LibTorch: per batch row, matmul/softmax/matmul over lens[b] keys",
-      nullptr, run_attention_decode);
-  add(Op::rmsnorm, "LibTorch: x * rsqrt(mean(x^2) + eps) * w", nullptr, run_rmsnorm);
-  add(Op::mlp_swiglu, "LibTorch: matmul(silu(matmul(x, w1)) * matmul(x, w3), w2)", nullptr,
-      run_swiglu);
-  add(Op::block, "LibTorch: rmsnorm, projections, causal attention (repeat_interleave), residuals",
-      nullptr, run_block);
-}
-
 }  // namespace moacert::kernels
+
+// The module's one entry point (kernels/torch/module.hpp): the op's run,
+// looked up in the table of runs by op.
+extern "C" void moacert_torch_run(const moacert::Problem& p,
+                                  std::span<const moacert::TensorRef> inputs,
+                                  std::span<const moacert::TensorRef> outputs,
+                                  const moacert::kernels::RunOptions& options) {
+  using namespace moacert;
+  using namespace moacert::kernels;
+  using Run = void (*)(const Problem&, std::span<const TensorRef>, std::span<const TensorRef>,
+                       const RunOptions&);
+  static constexpr std::pair<Op, Run> runs[] = {{Op::attention_fwd, run_attention_fwd},
+                                                {Op::attention_bwd, run_attention_bwd},
+                                                {Op::attention_fwdbwd, run_attention_fwdbwd},
+                                                {Op::attention_decode, run_attention_decode},
+                                                {Op::rmsnorm, run_rmsnorm},
+                                                {Op::mlp_swiglu, run_swiglu},
+                                                {Op::block, run_block}};
+  for (const auto& [op, run] : runs)
+    if (op == p.op) return run(p, inputs, outputs, options);
+  throw std::logic_error("the LibTorch module has no run for " + std::string(info(p.op).name));
+}
+static_assert(std::is_same_v<decltype(&moacert_torch_run), moacert::kernels::torch_module::Run>);
