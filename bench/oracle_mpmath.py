@@ -10,8 +10,14 @@ numbers (mp.iv; rigorous like the oracle's first pass). Prints the
 seconds (wall and process CPU) taken by the evaluation alone.
 
     python3 bench/oracle_mpmath.py [--interval] [--prec 53] [--n 128] [--d 64]
+                                   [--case CASE.json]
+
+--case also writes the same inputs as a case file (docs/case-files.md),
+so that `moacert oracle attention.fwd --input CASE.json` answers the same
+problem (docs/performance-history.md#oracle).
 """
 import argparse
+import json
 import random
 import struct
 import time
@@ -29,6 +35,7 @@ def main():
     ap.add_argument("--prec", type=int, default=53)
     ap.add_argument("--n", type=int, default=128)
     ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--case", help="also write the inputs as a case file")
     args = ap.parse_args()
     ctx = mpmath.iv if args.interval else mpmath.mp
     ctx.prec = args.prec
@@ -38,6 +45,13 @@ def main():
     q = [[f32(rng.uniform(-1, 1)) for _ in range(d)] for _ in range(n)]
     k = [[f32(rng.uniform(-1, 1)) for _ in range(d)] for _ in range(m)]
     v = [[f32(rng.uniform(-1, 1)) for _ in range(d)] for _ in range(m)]
+    if args.case:
+        def tensor(rows):
+            return {"shape": [1, 1, len(rows), d], "data": [x.hex() for row in rows for x in row]}
+        case = {"op": "attention.fwd", "dtype": "f32", "params": {"causal": False},
+                "tensors": {"q": tensor(q), "k": tensor(k), "v": tensor(v)}}
+        with open(args.case, "w") as f:
+            json.dump(case, f)
 
     start, cpu_start = time.perf_counter(), time.process_time()
     Q = [[ctx.mpf(x) for x in row] for row in q]
