@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -31,6 +32,20 @@ std::string quoted_prefix(const std::string& bytes) {
   std::string s;
   for (char c : bytes.substr(0, 60)) s += (c == '\n' ? ' ' : c);
   return "\"" + s + (bytes.size() > 60 ? "...\"" : "\"");
+}
+
+// How the worker ended, when it did by itself (not killed by moacert): its
+// signal, or its exit status. The command runs under /bin/sh, which reports
+// a child's fatal signal N as exit status 128 + N: named as the signal.
+std::optional<std::string> ended_by_itself(int status) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+    return "the worker died of " + isolation::signal_name(WTERMSIG(status));
+  if (!WIFEXITED(status)) return std::nullopt;
+  const int code = WEXITSTATUS(status);
+  if (code > 128 && code < 128 + 32 && code - 128 != SIGKILL)
+    return "the worker died of " + isolation::signal_name(code - 128) + " (exit status " +
+           std::to_string(code) + " from its shell)";
+  return "the worker exited with status " + std::to_string(code);
 }
 
 }  // namespace
@@ -77,17 +92,15 @@ void Connection::stop(bool graceful) {
   pid_ = -1;
 }
 
-Received Connection::fail(std::string why, bool hang) {
+Received Connection::fail(std::string why, bool kill_now, bool hang) {
   const pid_t pid = pid_;
   if (sock_ >= 0) close(sock_);
   if (stdout_ >= 0) close(stdout_);
   sock_ = stdout_ = -1;
   pid_ = -1;
-  if (hang) kill(-pid, SIGKILL);
-  const int status = isolation::reap(pid, Clock::now() + std::chrono::seconds(hang ? 0 : 2));
-  // The worker's own end, when it ended by itself (a crash, an exit).
-  if (!hang && (WIFSIGNALED(status) ? WTERMSIG(status) != SIGKILL : WIFEXITED(status)))
-    why += " (" + isolation::describe_status(status) + ")";
+  if (kill_now) kill(-pid, SIGKILL);
+  const int status = isolation::reap(pid, Clock::now() + std::chrono::seconds(kill_now ? 0 : 2));
+  if (!kill_now) why = ended_by_itself(status).value_or(why);
   return {{}, std::move(why), hang};
 }
 
@@ -144,7 +157,7 @@ Received Connection::receive(double timeout_s) {
     if (left <= 0) {
       std::ostringstream seconds;
       seconds << timeout_s;
-      return fail("timeout after " + seconds.str() + " s", /*hang=*/true);
+      return fail("timeout after " + seconds.str() + " s", /*kill=*/true, /*hang=*/true);
     }
     pollfd f[2] = {{sock_, POLLIN, 0}, {stdout_, POLLIN, 0}};
     const int r = poll(f, stdout_ >= 0 ? 2 : 1, int(std::min<long long>(left, 1000)));
@@ -153,16 +166,18 @@ Received Connection::receive(double timeout_s) {
     if (stdout_ >= 0 && (f[1].revents & (POLLIN | POLLHUP))) {
       const std::string bytes = stray_stdout();
       if (!bytes.empty())
-        return fail("wrote to standard output out of turn: " + quoted_prefix(bytes));
+        return fail("wrote to standard output out of turn: " + quoted_prefix(bytes),
+                    /*kill=*/true);
     }
     if (!(f[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     const ssize_t n = recv(sock_, buf.data(), buf.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return fail("the worker closed its socket");
-    if (std::size_t(n) > kMaxRecord) return fail("the worker sent a record over 64 KiB");
+    if (std::size_t(n) > kMaxRecord)
+      return fail("the worker sent a record over 64 KiB", /*kill=*/true);
     // A print just before the answer is in the pipe by now.
     if (const std::string bytes = stray_stdout(); !bytes.empty())
-      return fail("wrote to standard output out of turn: " + quoted_prefix(bytes));
+      return fail("wrote to standard output out of turn: " + quoted_prefix(bytes), /*kill=*/true);
     return {std::string(buf.data(), std::size_t(n)), {}, false};
   }
 }

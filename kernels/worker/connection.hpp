@@ -38,8 +38,10 @@ class Connection {
   void stop(bool graceful);
 
  private:
-  // The worker is gone or misbehaved: stop it, and say why with its exit.
-  Received fail(std::string why, bool hang = false);
+  // The worker is gone or misbehaved: stop it (`kill`: at once, for a
+  // hang or bytes out of turn), and say why, with how it ended when it
+  // ended by itself.
+  Received fail(std::string why, bool kill = false, bool hang = false);
   std::string stray_stdout();
 
   std::string command_;
