@@ -97,6 +97,21 @@ def main(mode):
     elif mode == "prints_before_handshake":
         print("loading...", flush=True)
         moacert.serve(moacert.Kernel("rmsnorm", rmsnorm, tensors="numpy"))
+    elif mode == "writes_past_its_output":
+        # What a kernel with an off-by-one store does: one element past y.
+        channel = Channel()
+        channel.send({"protocol": PROTOCOL,
+                      "kernels": [{"op": "rmsnorm", "name": "k", "formats": ["f32"]}]})
+        while True:
+            call = channel.receive()
+            if call is None:
+                return
+            t = {d["name"]: d for d in call["tensors"]}
+            v = {n: channel.numpy_view(d) for n, d in t.items()}
+            v["y"][...] = rmsnorm(v["x"], v["w"], call["params"]["eps"])
+            end = t["y"]["offset"] + v["y"].nbytes
+            channel.segment[end:end + 4] = b"\0\0\0\0"
+            channel.send({"call": call["call"], "status": "done"})
     elif mode == "garbage_answer":
         channel = Channel()
         channel.send({"protocol": PROTOCOL,
