@@ -41,6 +41,10 @@ def wrong_shape(x, w, eps):
     return rmsnorm(x, w, eps)[:, :-1] if x.shape[1] > 1 else np.zeros((x.shape[0], 2), x.dtype)
 
 
+def wrong_dtype(x, w, eps):
+    return rmsnorm(x, w, eps).astype(np.float64)
+
+
 def wrong_count(x, w, eps):
     y = rmsnorm(x, w, eps)
     return (y, y)
@@ -71,8 +75,8 @@ def raises(x, w, eps):
     raise RuntimeError("CUDA error: out of memory")
 
 
-KERNELS = {f.__name__: f for f in (rmsnorm, crashes, hangs, exits, wrong_shape, wrong_count,
-                                    writes_nan, prints, changes_its_input, unsupported, raises)}
+KERNELS = {f.__name__: f for f in (rmsnorm, crashes, hangs, exits, wrong_shape, wrong_dtype,
+                                    wrong_count, writes_nan, prints, changes_its_input, unsupported, raises)}
 
 
 def handshake_only(kernels, protocol=PROTOCOL):
