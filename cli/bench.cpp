@@ -23,6 +23,7 @@
 #include "cli/shape.hpp"
 #include "kernels/plugin/plugin.hpp"
 #include "kernels/registry.hpp"
+#include "kernels/worker/worker.hpp"
 
 namespace moacert::cli {
 
@@ -33,6 +34,7 @@ struct BenchArgs {
   std::string variants;
   std::string shape;
   std::string plugin;  // LIB.so[#NAME], timed with the variants
+  std::string worker;  // CMD ARGS: its kernel of the op, timed with the variants
   double timeout = 60;
   std::string max_memory;
   std::string dtype = "f32";
@@ -110,6 +112,16 @@ int run_bench(const BenchArgs& a) {
     }
     if (names.empty()) variants.clear();  // --plugin alone: time the plugin only
     variants.push_back(&*plugin);
+  }
+  std::optional<kernels::Variant> worker;
+  if (!a.worker.empty()) {
+    kernels::worker::LoadOptions lo;
+    lo.timeout_s = a.timeout;
+    worker = kernels::worker::load(a.worker, *op, {}, lo);
+    if (!worker->supports(*format))
+      throw UsageError("bench: worker kernel " + worker->name + " does not run " + a.dtype);
+    if (names.empty() && a.plugin.empty()) variants.clear();  // --worker alone: time it only
+    variants.push_back(&*worker);
   }
   if (variants.empty()) throw UsageError("bench: no variant of " + a.op + " runs " + a.dtype);
   // Each variant's own scratch (its cost function's peak_extra_bytes: the
@@ -227,7 +239,10 @@ void add_bench(CLI::App& app, int& status) {
   cmd->add_option("--threads", args->threads, "threads (default: the OpenMP default)");
   cmd->add_flag("--json", args->json, "print one JSON object (docs/design.md)");
   cmd->add_option("--plugin", args->plugin, "also time a plugin kernel: LIB.so[#NAME]");
-  cmd->add_option("--timeout", args->timeout, "seconds a plugin call may take (default 60)");
+  cmd->add_option("--worker", args->worker,
+                  "also time a worker's kernel: \"CMD ARGS\" (docs/worker-protocol.md)");
+  cmd->add_option("--timeout", args->timeout,
+                  "seconds a plugin or worker call may take (default 60)");
   cmd->add_option("--max-memory", args->max_memory,
                   "refuse a problem needing more, e.g. 4G (default: half the RAM)");
   cmd->add_option("--warmup", args->warmup, "untimed calls before timing (default 2)");

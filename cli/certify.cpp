@@ -24,6 +24,7 @@
 #include "cli/shared_certify.hpp"
 #include "files/atomic_write.hpp"
 #include "kernels/plugin/plugin.hpp"
+#include "kernels/worker/worker.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
@@ -112,7 +113,8 @@ struct CertifyArgs {
   std::string rule = "apriori";
   std::string out = "moacert-out";
   std::string plugin;                   // LIB.so[#NAME]
-  double timeout = 60;                  // seconds per plugin call
+  std::string worker;                   // CMD ARGS (docs/worker-protocol.md)
+  double timeout = 60;                  // seconds per plugin or worker call
   std::string max_memory;               // bytes, "4G"; empty: half the RAM
   std::vector<std::string> case_files;  // --case: judge these instead of generated cases
   std::string junit;                    // --junit FILE: JUnit XML for CI dashboards
@@ -138,6 +140,18 @@ kernels::Variant load_plugin(const std::string& spec, const std::string& variant
                      ", " + op_words);
   }
   return v;
+}
+
+// The variant of `--worker "CMD"` (its process ends with it): the
+// worker's kernel of `op`, `variant` (--variant NAME) among several, else
+// `default_name` (a token's).
+kernels::Variant load_worker(const std::string& command, const std::string& plugin,
+                             const std::string& variant, double timeout, Op op,
+                             const std::string& default_name = {}) {
+  if (!plugin.empty()) throw UsageError("give --plugin or --worker, not both");
+  kernels::worker::LoadOptions o;
+  o.timeout_s = timeout;
+  return kernels::worker::load(command, op, variant, o, default_name);
 }
 
 // check_budget for a case certify or reproduce judges with `v`: the oracle
@@ -183,10 +197,14 @@ void require_writable(const fs::path& dir) {
   fs::remove(probe, ec);
 }
 
-// The variants certify runs: --plugin's (loaded into `plugin`), --variant's,
-// or every variant of the op.
+// The variants certify runs: --worker's or --plugin's (loaded into
+// `plugin`), --variant's, or every variant of the op.
 std::vector<const kernels::Variant*> chosen_variants(const CertifyArgs& a, Op op,
                                                      std::optional<kernels::Variant>& plugin) {
+  if (!a.worker.empty()) {
+    plugin = load_worker(a.worker, a.plugin, a.variant, a.timeout, op);
+    return {&*plugin};
+  }
   if (!a.plugin.empty()) {
     plugin = load_plugin(a.plugin, a.variant, a.timeout, op, "not " + a.op);
     return {&*plugin};
@@ -341,10 +359,16 @@ SharedCertificate certify_on_ranks(const CertifySettings& s, const kernels::Vari
 // The command that replays a token as printed, from any folder: a
 // plugin's names its library by its absolute path and its kernel
 // (--plugin LIB.so#NAME, without which reproduce refuses a plugin's token)
-// and the --timeout its calls had, when not the default.
+// and the --timeout its calls had, when not the default; a worker's, its
+// command (--worker "CMD": the token names its kernel).
 std::string reproduce_command(const std::string& token, const CertifyArgs& a,
                               const kernels::Variant& v) {
   std::string line = "moacert reproduce " + token;
+  if (!a.worker.empty()) {
+    line += " --worker " + shell_word(a.worker);
+    if (a.timeout != CertifyArgs{}.timeout) line += fmt::format(" --timeout {}", a.timeout);
+    return line;
+  }
   if (a.plugin.empty()) return line;
   const std::string lib = a.plugin.substr(0, a.plugin.rfind('#'));  // LIB.so[#NAME]
   line += " --plugin " + shell_word(fs::absolute(lib).lexically_normal().string() + "#" +
@@ -483,7 +507,7 @@ int run_certify(const CertifyArgs& a) {
 }
 
 struct ReproduceArgs {
-  std::string token, variant, save, plugin, max_memory;
+  std::string token, variant, save, plugin, worker, max_memory;
   double timeout = 60;
 };
 
@@ -496,7 +520,14 @@ int run_reproduce(const ReproduceArgs& a) {
   check_timeout(a.timeout);
   const std::uint64_t max_memory = max_memory_of(a.max_memory);
   std::optional<kernels::Variant> plugin;
-  if (!a.plugin.empty()) {
+  if (!a.worker.empty()) {
+    // Without --variant, the token's own kernel name picks among several.
+    plugin = load_worker(a.worker, a.plugin, a.variant, a.timeout, token->op,
+                         kernels::worker::kernel_name_of(token->variant));
+  } else if (token->variant.rfind("worker:", 0) == 0 && a.variant.empty()) {
+    throw UsageError("the token names " + token->variant +
+                     ": give its command with --worker \"CMD\" (or --variant another)");
+  } else if (!a.plugin.empty()) {
     // Without #NAME, the token's own kernel name picks among several.
     plugin = load_plugin(a.plugin, a.variant, a.timeout, token->op,
                          "the token's case of " + std::string(info(token->op).name),
@@ -557,7 +588,9 @@ void add_certify(CLI::App& app, int& status) {
   cmd->add_option("--out", a->out, "output folder (default moacert-out)");
   cmd->add_option("--plugin", a->plugin,
                   "certify a plugin kernel: LIB.so[#NAME] (docs/plugins.md)");
-  cmd->add_option("--timeout", a->timeout, "seconds a plugin call may take (default 60)");
+  cmd->add_option("--worker", a->worker,
+                  "certify a worker's kernel: \"CMD ARGS\" (docs/worker-protocol.md)");
+  cmd->add_option("--timeout", a->timeout, "seconds a plugin or worker call may take (default 60)");
   cmd->add_option("--max-memory", a->max_memory,
                   "refuse cases needing more, e.g. 4G (default: half the RAM)");
   cmd->add_option("--shape", a->shape,
@@ -575,7 +608,8 @@ void add_reproduce(CLI::App& app, int& status) {
   cmd->add_option("token", a->token, "the token printed by certify")->required();
   cmd->add_option("--variant", a->variant, "judge another variant on the same case");
   cmd->add_option("--plugin", a->plugin, "judge a plugin kernel: LIB.so[#NAME]");
-  cmd->add_option("--timeout", a->timeout, "seconds a plugin call may take (default 60)");
+  cmd->add_option("--worker", a->worker, "judge a worker's kernel: \"CMD ARGS\"");
+  cmd->add_option("--timeout", a->timeout, "seconds a plugin or worker call may take (default 60)");
   cmd->add_option("--max-memory", a->max_memory,
                   "refuse a case needing more (default: half the RAM)");
   cmd->add_option("--save", a->save,

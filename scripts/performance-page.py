@@ -174,6 +174,7 @@ HISTORY_SECTIONS = [
     (["mpi-ranks-and-threads"], "MPI: ranks and threads"),
     (["regime-coverage"], "Regime coverage"),
     (["planted-tiled-kernels"], "Planted tiled kernels"),
+    ([], "Workers (issue #28)"),
 ]
 
 

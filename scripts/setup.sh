@@ -12,6 +12,7 @@ packages=(
   libhwy-dev libsleef-dev libhwloc-dev libomp-dev
   libopenmpi-dev openmpi-bin gnuplot-nox python3-mpmath python3-jsonschema chromium
   clang libclang-rt-14-dev gfortran procps
+  python3-numpy python3-pytest python3-torch
 )
 
 missing=()

@@ -1,0 +1,110 @@
+#include "kernels/worker/handshake.hpp"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace moacert::kernels::worker {
+
+namespace {
+
+using nlohmann::json;
+
+const json& member(const json& o, const char* key, const std::string& where) {
+  if (!o.contains(key)) throw WorkerError(where + ": no \"" + key + "\"");
+  return o.at(key);
+}
+
+std::string text_member(const json& o, const char* key, const std::string& where) {
+  const json& v = member(o, key, where);
+  if (!v.is_string() || v.get<std::string>().empty())
+    throw WorkerError(where + ": \"" + key + "\" is not a non-empty string");
+  return v.get<std::string>();
+}
+
+DeclaredKernel parse_kernel(const json& k, const std::string& who, std::size_t index) {
+  const std::string at = who + ": kernel " + std::to_string(index);
+  if (!k.is_object()) throw WorkerError(at + " is not a JSON object");
+  static const std::set<std::string> known = {"op",       "name",   "formats",
+                                              "envelope", "device", "accepts_strided"};
+  for (auto it = k.begin(); it != k.end(); ++it)
+    if (!known.count(it.key())) throw WorkerError(at + ": unknown member \"" + it.key() + "\"");
+  DeclaredKernel d;
+  d.name = text_member(k, "name", at);
+  const std::string where = who + ": " + d.name;
+  const std::string op = text_member(k, "op", where);
+  const auto parsed_op = parse_op(op);
+  if (!parsed_op) throw WorkerError(where + ": unknown op '" + op + "' (moacert list)");
+  d.op = *parsed_op;
+
+  const json& formats = member(k, "formats", where);
+  if (!formats.is_array() || formats.empty())
+    throw WorkerError(where + ": \"formats\" is not a non-empty list");
+  for (const json& f : formats) {
+    const auto format = f.is_string() ? parse_format(f.get<std::string>()) : std::nullopt;
+    if (!format)
+      throw WorkerError(where + ": unknown format " + f.dump() + " (f64, f32, bf16, f16)");
+    if (std::find(d.formats.begin(), d.formats.end(), *format) != d.formats.end())
+      throw WorkerError(where + ": format " + f.get<std::string>() + " is declared twice");
+    d.formats.push_back(*format);
+  }
+  std::sort(d.formats.begin(), d.formats.end());
+
+  // The envelope's own device, unless the kernel names one; both: they agree.
+  try {
+    d.envelope = k.contains("envelope") ? envelope_from_json(k.at("envelope")) : Envelope{};
+    if (k.contains("device")) {
+      const json& device = k.at("device");
+      const std::string dev = device.is_string() ? device.get<std::string>() : device.dump();
+      const Device named = dev == "cuda" ? Device::cuda : Device::cpu;
+      if (dev != "cpu" && dev != "cuda")
+        throw std::invalid_argument("device " + dev + " is neither cpu nor cuda");
+      const bool envelope_names_one = k.contains("envelope") && k.at("envelope").is_object() &&
+                                      k.at("envelope").contains("device");
+      if (envelope_names_one && d.envelope.device != named)
+        throw std::invalid_argument("device " + dev + " is not the envelope's " +
+                                    std::string(name(d.envelope.device)));
+      d.envelope.device = named;
+    }
+    d.envelope.check(d.op, d.name);
+  } catch (const std::invalid_argument& e) {
+    const std::string why = e.what();
+    // Envelope::check names the kernel itself; envelope_from_json does not.
+    throw WorkerError(who + ": " +
+                      (why.rfind(d.name + ":", 0) == 0 ? why : d.name + ": envelope: " + why));
+  }
+  if (k.contains("accepts_strided")) {
+    if (!k.at("accepts_strided").is_boolean())
+      throw WorkerError(where + ": \"accepts_strided\" is not true or false");
+    d.accepts_strided = k.at("accepts_strided").get<bool>();
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<DeclaredKernel> parse_handshake(const std::string& record, const std::string& who) {
+  const json h = json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (!h.is_object())
+    throw WorkerError(who + ": the handshake is not a JSON object: " + record.substr(0, 80));
+  if (!h.contains("protocol") || !h.at("protocol").is_string())
+    throw WorkerError(who + ": the handshake names no \"protocol\"");
+  if (const std::string p = h.at("protocol").get<std::string>(); p != kProtocol)
+    throw WorkerError(who + " speaks " + p + ", this moacert speaks " + kProtocol);
+  const json& kernels = member(h, "kernels", who + ": the handshake");
+  if (!kernels.is_array() || kernels.empty())
+    throw WorkerError(who + ": the handshake declares no kernels");
+  std::vector<DeclaredKernel> out;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    DeclaredKernel d = parse_kernel(kernels[i], who, i);
+    for (const DeclaredKernel& e : out)
+      if (e.name == d.name)
+        throw WorkerError(who + ": kernel name '" + d.name + "' is declared twice");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace moacert::kernels::worker

@@ -1,0 +1,66 @@
+"""PyTorch's attention, its autograd, rmsnorm, the SwiGLU MLP and a KV-cache
+decode, certified by moacert from pytest; and a planted bug caught."""
+
+import shlex
+import subprocess
+
+import pytest
+
+import kernels
+import moacert
+
+
+def holds(certificate):
+    assert certificate["verdict"] == "holds"
+    assert certificate["worst_case"]["error_to_allowed"] <= 1
+    return certificate
+
+
+def test_attention_forward(moacert_certify):
+    cert = holds(moacert_certify("attention.fwd", kernels.attention))
+    assert set(cert["tensors"]) == {"o", "lse"}
+    assert cert["variant"] == "worker:attention" and cert["role"] == "plugin"
+
+
+def test_attention_backward_by_autograd(moacert_certify):
+    cert = holds(moacert_certify("attention.bwd", kernels.attention_backward))
+    assert set(cert["tensors"]) == {"dq", "dk", "dv"}
+
+
+def test_decode_with_a_kv_cache(moacert_certify):
+    holds(moacert_certify("attention.decode", kernels.decode))
+
+
+def test_rmsnorm(moacert_certify):
+    holds(moacert_certify("rmsnorm", kernels.rmsnorm))
+
+
+def test_swiglu(moacert_certify):
+    holds(moacert_certify("mlp.swiglu", kernels.swiglu))
+
+
+def test_bf16_attention_accumulated_in_f32(moacert_certify):
+    holds(moacert_certify("attention.fwd", kernels.attention_f32_accumulate, dtype="bf16"))
+
+
+def test_bf16_attention_composed_in_bf16_fails_the_a_priori_bound(moacert_certify):
+    # PyTorch 1.13's CPU composition rounds q·kᵀ, the softmax and p·v to
+    # bf16 in turn: past the a priori bound of a kernel that rounds once.
+    with pytest.raises(moacert.CertificationFailed):
+        moacert_certify("attention.fwd", kernels.attention, dtype="bf16")
+
+
+def test_a_mask_off_by_one_is_caught_and_replayed(moacert_certify):
+    with pytest.raises(moacert.CertificationFailed) as failed:
+        moacert_certify("attention.fwd", kernels.attention_mask_off_by_one)
+    e = failed.value
+    assert e.certificate["verdict"] == "fails"
+    # The counterexample's element, and the command that replays it.
+    assert "o(" in str(e) or "lse(" in str(e)
+    assert e.reproduce.startswith("moacert reproduce mc1.")
+    assert "--worker" in e.reproduce and str(e).splitlines()[-1] == "reproduce: " + e.reproduce
+    replay = subprocess.run(
+        [moacert.find_moacert()] + shlex.split(e.reproduce)[1:],
+        capture_output=True, text=True)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "worker:attention_mask_off_by_one, rule apriori: FAILS" in replay.stdout

@@ -1,0 +1,47 @@
+"""`python3 -m moacert FILE.py:FUNCTION --op OP ...`: one function as a
+moacert worker, the command moacert.certify hands `moacert --worker`."""
+
+import json
+import sys
+
+from .serve import Kernel, serve
+
+
+def main(argv=None):
+    """`python3 -m moacert FILE.py:FUNCTION --op OP [--name N] [--formats f32,bf16]
+    [--envelope JSON] [--device cpu|cuda] [--tensors torch|numpy]`: serves one
+    module-level function (what moacert.certify starts)."""
+    import argparse
+    import importlib.util
+    import os
+
+    parser = argparse.ArgumentParser(prog="python3 -m moacert")
+    parser.add_argument("function", help="FILE.py:NAME or MODULE:NAME")
+    parser.add_argument("--op", required=True)
+    parser.add_argument("--name")
+    parser.add_argument("--formats", default="f32")
+    parser.add_argument("--envelope")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tensors")
+    parser.add_argument("--contiguous", action="store_true",
+                        help="ask moacert for row-major contiguous tensors")
+    a = parser.parse_args(argv)
+    where, _, qualname = a.function.rpartition(":")
+    if where.endswith(".py"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+        spec = importlib.util.spec_from_file_location(
+            os.path.splitext(os.path.basename(where))[0], where)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    fn = module
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    serve(Kernel(a.op, fn, name=a.name or qualname, formats=a.formats.split(","),
+                 envelope=json.loads(a.envelope) if a.envelope else None, device=a.device,
+                 accepts_strided=not a.contiguous, tensors=a.tensors))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""moacert.serve: Python functions as a moacert worker (docs/worker-protocol.md).
+
+A kernel function receives the op's inputs by name as keyword arguments
+(``q``, ``k``, ``v``; attention.bwd's ``do``) and the op's parameters (``scale``, ``causal``,
+``eps``, ...) the same way, and returns the outputs: a dict by name, a tuple
+in the op's order, or the one tensor of a one-output op. It raises
+``moacert.Unsupported`` for a problem it does not run.
+"""
+
+import sys
+import traceback
+
+
+class Unsupported(Exception):
+    """Raised by a kernel for a problem it does not run: answered "unsupported"."""
+
+
+class Kernel:
+    """One kernel a worker declares in its handshake."""
+
+    def __init__(self, op, fn, name=None, formats=("f32",), envelope=None, device="cpu",
+                 accepts_strided=True, tensors=None):
+        self.op = op
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "kernel")
+        self.formats = list(formats)
+        self.envelope = envelope
+        self.device = device
+        self.accepts_strided = accepts_strided
+        # "torch" or "numpy": what the function receives; torch where installed.
+        self.tensors = tensors or _default_tensors()
+        if self.tensors == "numpy" and "bf16" in self.formats:
+            raise ValueError(f"{self.name}: bf16 needs torch tensors (numpy has no bfloat16)")
+        if device != "cpu" and self.tensors != "torch":
+            raise ValueError(f"{self.name}: device {device} needs torch tensors")
+
+    def declaration(self):
+        d = {"op": self.op, "name": self.name, "formats": self.formats, "device": self.device,
+             "accepts_strided": self.accepts_strided}
+        if self.envelope is not None:
+            d["envelope"] = self.envelope
+        return d
+
+
+def _default_tensors():
+    try:
+        import torch  # noqa: F401
+        return "torch"
+    except ImportError:
+        return "numpy"
+
+
+def _shape_of(x):
+    return tuple(int(n) for n in x.shape)
+
+
+def _dtype_name(x):
+    return str(x.dtype).replace("torch.", "")
+
+
+def _write_output(view, result, name, device):
+    """Copies a returned output into moacert's output tensor, after checking
+    that it is one: the shape and dtype moacert asked for."""
+    if not hasattr(result, "shape") or not hasattr(result, "dtype"):
+        raise TypeError(f"returned {type(result).__name__} for {name}, not a tensor")
+    if _shape_of(result) != _shape_of(view):
+        raise ValueError(f"returned {name} of shape {_shape_of(result)}, "
+                         f"expected {_shape_of(view)}")
+    if _dtype_name(result) != _dtype_name(view):
+        raise ValueError(f"returned {name} as {_dtype_name(result)}, "
+                         f"expected {_dtype_name(view)}")
+    if hasattr(view, "copy_"):  # torch: from the device when there
+        if result.data_ptr() != view.data_ptr():
+            view.copy_(result.detach())
+    else:
+        import numpy as np
+        if not np.shares_memory(view, result) or view.ctypes.data != result.ctypes.data:
+            view[...] = result
+
+
+def _outputs_by_name(result, names):
+    if isinstance(result, dict):
+        missing = [n for n in names if n not in result]
+        extra = [n for n in result if n not in names]
+        if missing or extra:
+            raise ValueError(f"returned outputs {sorted(result)}, expected {names}")
+        return result
+    if isinstance(result, (tuple, list)):
+        if len(result) != len(names):
+            raise ValueError(f"returned {len(result)} outputs, expected {len(names)} ({names})")
+        return dict(zip(names, result))
+    if len(names) != 1:
+        raise ValueError(f"returned one output, expected {len(names)} ({names})")
+    return {names[0]: result}
+
+
+def _run(channel, kernel, call):
+    views = {}
+    for t in call["tensors"]:
+        views[t["name"]] = (channel.torch_view(t) if kernel.tensors == "torch"
+                            else channel.numpy_view(t))
+    inputs = [t["name"] for t in call["tensors"] if not t["output"]]
+    outputs = [t["name"] for t in call["tensors"] if t["output"]]
+    arguments = {}
+    for n in inputs:
+        x = views[n]
+        if kernel.device != "cpu":
+            x = x.to(kernel.device)
+        arguments[n] = x
+    arguments.update(call["params"])
+    result = kernel.fn(**arguments)
+    for name, value in _outputs_by_name(result, outputs).items():
+        _write_output(views[name], value, name, kernel.device)
+    if kernel.device != "cpu":
+        import torch
+        torch.cuda.synchronize()
+
+
+def serve(*kernels):
+    """Serves `kernels` (Kernel objects) to the moacert that started this
+    process, until it closes the socket. Each call's answer: done, unsupported
+    (the kernel raised Unsupported), or error (any other exception, its type
+    and message)."""
+    from .protocol import PROTOCOL, Channel
+
+    by_name = {}
+    for k in kernels:
+        if k.name in by_name:
+            raise ValueError(f"kernel name {k.name} is served twice")
+        by_name[k.name] = k
+    channel = Channel()
+    channel.send({"protocol": PROTOCOL, "kernels": [k.declaration() for k in kernels]})
+    while True:
+        call = channel.receive()
+        if call is None:
+            return
+        answer = {"call": call["call"], "status": "done"}
+        try:
+            _run(channel, by_name[call["kernel"]], call)
+        except Unsupported as e:
+            answer = {"call": call["call"], "status": "unsupported", "message": str(e)}
+        except Exception as e:  # the kernel's failure is the answer, not the worker's
+            last = traceback.extract_tb(e.__traceback__)[-1]
+            answer = {"call": call["call"], "status": "error",
+                      "message": f"{type(e).__name__}: {e} ({last.filename}:{last.lineno})"}
+        # A print of the kernel reaches moacert's watch before the answer does.
+        sys.stdout.flush()
+        channel.send(answer)
