@@ -227,6 +227,9 @@ std::vector<ByteShadow> shadow_for(std::size_t bytes);
 // Releases the barrier when every live thread has arrived, or reports the
 // threads that exited without reaching it.
 void check_barrier_complete();
+// Completes a tensor-core collective (tensor_core.cpp): mma or ldmatrix,
+// every lane of the warp in `lanes`, at the same instruction.
+void complete_tensor_op(WarpOp op, Fiber* const (&lanes)[32]);
 // Every live fiber waits: explains why the block cannot go on.
 [[noreturn]] void stuck();
 
