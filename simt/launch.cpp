@@ -39,6 +39,7 @@ void run_block(Body body, void* closure) {
   L.arrived = 0;
   L.exited = 0;
   L.live = L.block_threads;
+  L.copies.clear();  // a copy never waited for does not outlive its block
   // Fresh shared memory: a NaN pattern (0xff bytes are a NaN in f32, f64,
   // bf16 and f16), and a shadow that knows no byte as written.
   if (L.shared_hi > L.shared_lo)

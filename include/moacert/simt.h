@@ -165,8 +165,8 @@ struct Counters {
 
 // A hazard or a bad launch, as the emulator found it. `kind` is one of
 // "shared race", "global race", "divergent barrier", "deadlock",
-// "warp mask", "out of bounds", "uninitialised shared read", "misaligned access",
-// "bad launch".
+// "warp mask", "out of bounds", "uninitialised shared read",
+// "misaligned access", "async copy race", "bad launch".
 class Hazard : public std::runtime_error {
  public:
   Hazard(std::string kind, const std::string& message)
@@ -238,6 +238,11 @@ void mma_m16n8k16(MmaInput input, MmaOperands* lane, Site site);
 // ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16: `row` is this
 // lane's row address (lanes 0 .. 8*count-1 give one each); out[count].
 void ldmatrix(int count, bool trans, const void* row, std::uint32_t* out, Site site);
+// cp.async.{ca,cg}.shared.global of `bytes` (4, 8, 16; .cg: 16), its
+// commit_group and wait_group (docs/simt.md#tensor-cores).
+void async_copy(void* dst, const void* src, int bytes, bool cache_global, Site site);
+void async_commit_group(Site site);
+void async_wait_group(int pending, Site site);
 int block_barrier(int reduce_kind, int predicate, Site site);  // 0 plain, 1 count, 2 and, 3 or
 void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site site);
 void fence();

@@ -10,6 +10,15 @@
 //   mma_m16n8k16_f16(d, a, b, c)   mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 //   ldmatrix<N>(r, row)            ldmatrix.sync.aligned.m8n8.xN.shared.b16, N in 1, 2, 4
 //   ldmatrix<N, true>(r, row)      the same, .trans
+//   cp_async_ca<B>(dst, src)       cp.async.ca.shared.global [dst], [src], B;  B in 4, 8, 16
+//   cp_async_cg(dst, src)          cp.async.cg.shared.global [dst], [src], 16;
+//   cp_async_commit_group()        cp.async.commit_group;
+//   cp_async_wait_group<N>()       cp.async.wait_group N;
+//
+// A cp.async is in flight from its issue until its thread's wait_group
+// covers its group: touching its destination, or writing its source, in
+// that time is an `async copy race` on the emulator. Other threads read
+// the destination after that wait and a __syncthreads.
 //
 // Every lane of the warp must call each of them at the same source line
 // (they are .sync.aligned); the emulator reports a lane that does not as a
@@ -75,6 +84,25 @@ __device__ __forceinline__ void ldmatrix(std::uint32_t (&r)[N], const void* row)
                  : "r"(shared));
 }
 
+template <int Bytes>
+__device__ __forceinline__ void cp_async_ca(void* dst, const void* src) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(shared), "l"(src), "n"(Bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_cg(void* dst, const void* src) {
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit_group() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 #else  // the host emulator
 
 namespace detail {
@@ -101,6 +129,23 @@ template <int N, bool Trans = false>
 inline void ldmatrix(std::uint32_t (&r)[N], const void* row, MOACERT_SIMT_HERE) {
   static_assert(N == 1 || N == 2 || N == 4, "ldmatrix loads 1, 2 or 4 matrices");
   ::moacert::simt::detail::ldmatrix(N, Trans, row, r, MOACERT_SIMT_SITE);
+}
+
+template <int Bytes>
+inline void cp_async_ca(void* dst, const void* src, MOACERT_SIMT_HERE) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");
+  ::moacert::simt::detail::async_copy(dst, src, Bytes, false, MOACERT_SIMT_SITE);
+}
+inline void cp_async_cg(void* dst, const void* src, MOACERT_SIMT_HERE) {
+  ::moacert::simt::detail::async_copy(dst, src, 16, true, MOACERT_SIMT_SITE);
+}
+inline void cp_async_commit_group(MOACERT_SIMT_HERE) {
+  ::moacert::simt::detail::async_commit_group(MOACERT_SIMT_SITE);
+}
+template <int N>
+inline void cp_async_wait_group(MOACERT_SIMT_HERE) {
+  static_assert(N >= 0, "cp.async.wait_group N: N >= 0");
+  ::moacert::simt::detail::async_wait_group(N, MOACERT_SIMT_SITE);
 }
 
 #endif  // __CUDACC__

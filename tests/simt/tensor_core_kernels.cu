@@ -151,6 +151,92 @@ __global__ void pipeline_missing_barrier(const uint16_t* tile, uint32_t* out) {
   out[tid] = r[0];
 }
 
+// ---- cp.async: a double-buffered pipeline of `stages` tiles of 64 x 4
+// floats, each thread copying its 16 bytes per stage (in copies of `Bytes`
+// with .ca, or one .cg), and adding, per stage, an element another thread
+// copied.
+template <int Bytes, bool CacheGlobal>
+__device__ void issue_stage(float* dst, const float* src) {
+  if constexpr (CacheGlobal)
+    moacert::tc::cp_async_cg(dst, src);
+  else
+    for (int b = 0; b < 16; b += Bytes) moacert::tc::cp_async_ca<Bytes>(dst + b / 4, src + b / 4);
+  moacert::tc::cp_async_commit_group();
+}
+
+template <int Bytes, bool CacheGlobal>
+__global__ void async_pipeline(const float* x, float* y, int stages) {
+  __align__(16) __shared__ float buf[2][64 * 4];
+  const int tid = int(threadIdx.x);
+  issue_stage<Bytes, CacheGlobal>(&buf[0][tid * 4], &x[tid * 4]);
+  float acc = 0.0f;
+  for (int s = 0; s < stages; ++s) {
+    if (s + 1 < stages)
+      issue_stage<Bytes, CacheGlobal>(&buf[(s + 1) % 2][tid * 4], &x[(s + 1) * 256 + tid * 4]);
+    else
+      moacert::tc::cp_async_commit_group();  // an empty group: wait_group<1> below stays right
+    moacert::tc::cp_async_wait_group<1>();   // stage s has landed
+    __syncthreads();
+    acc += buf[s % 2][(tid * 4 + 5) % 256];
+    __syncthreads();  // everyone has read stage s before it is overwritten
+  }
+  y[tid] = acc;
+}
+
+// Planted: the thread reads its destination before waiting for it.
+__global__ void async_read_before_wait(const float* x, float* y) {
+  __align__(16) __shared__ float buf[64 * 4];
+  const int tid = int(threadIdx.x);
+  moacert::tc::cp_async_cg(&buf[tid * 4], &x[tid * 4]);
+  moacert::tc::cp_async_commit_group();
+  y[tid] = buf[tid * 4];  // (cp_async_wait_group<0>() belongs before this)
+  moacert::tc::cp_async_wait_group<0>();
+}
+
+// Planted: the thread writes the source of its copy while it is in flight.
+__global__ void async_source_written(float* x, float* y) {
+  __align__(16) __shared__ float buf[64 * 4];
+  const int tid = int(threadIdx.x);
+  moacert::tc::cp_async_ca<16>(&buf[tid * 4], &x[tid * 4]);
+  moacert::tc::cp_async_commit_group();
+  x[tid * 4] = 0.0f;  // the copy may still read it
+  moacert::tc::cp_async_wait_group<0>();
+  __syncthreads();
+  y[tid] = buf[tid * 4];
+}
+
+// Planted: the pipeline without its trailing barrier: stage s + 1 is issued
+// into the buffer other threads may still be reading for stage s - 1.
+__global__ void async_double_buffer_overwritten(const float* x, float* y, int stages) {
+  __align__(16) __shared__ float buf[2][64 * 4];
+  const int tid = int(threadIdx.x);
+  issue_stage<16, true>(&buf[0][tid * 4], &x[tid * 4]);
+  float acc = 0.0f;
+  for (int s = 0; s < stages; ++s) {
+    if (s + 1 < stages)
+      issue_stage<16, true>(&buf[(s + 1) % 2][tid * 4], &x[(s + 1) * 256 + tid * 4]);
+    else
+      moacert::tc::cp_async_commit_group();
+    moacert::tc::cp_async_wait_group<1>();
+    __syncthreads();
+    acc += buf[s % 2][(tid * 4 + 5) % 256];
+    // (the __syncthreads that belongs here is missing)
+  }
+  y[tid] = acc;
+}
+
+// Planted: the barrier between the stages comes before the wait, so the
+// tile lands after it and other threads read it unordered.
+__global__ void async_wait_after_barrier(const float* x, float* y) {
+  __align__(16) __shared__ float buf[64 * 4];
+  const int tid = int(threadIdx.x);
+  moacert::tc::cp_async_cg(&buf[tid * 4], &x[tid * 4]);
+  moacert::tc::cp_async_commit_group();
+  __syncthreads();
+  moacert::tc::cp_async_wait_group<0>();
+  y[tid] = buf[(tid * 4 + 5) % 256];
+}
+
 template <class T>
 T* device_copy(const std::vector<T>& host) {
   T* p = nullptr;
@@ -219,6 +305,21 @@ std::vector<float> run_ldmatrix_mma(const std::vector<uint16_t>& a, const std::v
   return host_copy(d, 16 * 8);
 }
 
+std::vector<float> run_async_pipeline(const std::vector<float>& x, int bytes, bool cache_global) {
+  Buffers m;
+  const float* dx = m.add(device_copy(x));
+  float* y = m.zeros<float>(64);
+  const int stages = int(x.size() / 256);
+  if (cache_global) moacert_launch((async_pipeline<16, true>), 1, 64, 0, dx, y, stages);
+  if (!cache_global && bytes == 4)
+    moacert_launch((async_pipeline<4, false>), 1, 64, 0, dx, y, stages);
+  if (!cache_global && bytes == 8)
+    moacert_launch((async_pipeline<8, false>), 1, 64, 0, dx, y, stages);
+  if (!cache_global && bytes == 16)
+    moacert_launch((async_pipeline<16, false>), 1, 64, 0, dx, y, stages);
+  return host_copy(y, 64);
+}
+
 void run_tensor_core_planted(const std::string& name) {
   Buffers m;
   float* d = m.zeros<float>(64);
@@ -228,6 +329,12 @@ void run_tensor_core_planted(const std::string& name) {
   if (name == "mma_lane_exited") moacert_launch(mma_lane_exited, 1, 32, 0, d);
   if (name == "ldmatrix_past_tile") moacert_launch(ldmatrix_past_tile, 1, 32, 512, out);
   if (name == "ldmatrix_misaligned") moacert_launch(ldmatrix_misaligned, 1, 32, 0, out);
+  float* x = m.add(device_copy(std::vector<float>(4 * 256, 1.0f)));
+  if (name == "async_read_before_wait") moacert_launch(async_read_before_wait, 1, 64, 0, x, d);
+  if (name == "async_source_written") moacert_launch(async_source_written, 1, 64, 0, x, d);
+  if (name == "async_double_buffer_overwritten")
+    moacert_launch(async_double_buffer_overwritten, 1, 64, 0, x, d, 4);
+  if (name == "async_wait_after_barrier") moacert_launch(async_wait_after_barrier, 1, 64, 0, x, d);
   if (name == "pipeline_missing_barrier")
     moacert_launch(pipeline_missing_barrier, 1, 64, 0, tile, out);
 }

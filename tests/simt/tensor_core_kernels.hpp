@@ -20,6 +20,10 @@ std::vector<std::uint32_t> run_ldmatrix(const std::vector<std::uint16_t>& tile, 
 std::vector<float> run_ldmatrix_mma(const std::vector<std::uint16_t>& a,
                                     const std::vector<std::uint16_t>& b,
                                     const std::vector<float>& c);
+// The cp.async pipeline over x (stages of 256 floats), copies of `bytes`
+// with .ca, or 16 with .cg: per thread t, the sum over stages of the
+// stage's element (4t + 5) mod 256.
+std::vector<float> run_async_pipeline(const std::vector<float>& x, int bytes, bool cache_global);
 // Launches the planted tensor-core hazard `name`; throws moacert::simt::Hazard.
 void run_tensor_core_planted(const std::string& name);
 
