@@ -45,6 +45,13 @@ bool in_shared(std::uintptr_t a, std::size_t bytes) {
   return a >= L.shared_lo && a + bytes <= L.shared_hi;
 }
 
+// Marks (or clears) a destination's bytes as written by a copy in flight.
+void mark_in_flight(const AsyncCopy& c, std::uint32_t block) {
+  const Launch& L = *runtime.launch;
+  for (std::size_t i = 0; i < c.bytes; ++i)
+    runtime.shared_in_flight[c.dst - L.shared_lo + i] = block;
+}
+
 // Completes the copies of the current thread in groups up to `last`: the
 // data lands in shared memory, written by this thread now, so that another
 // thread needs a barrier after this wait to read it (a shared race
@@ -61,6 +68,7 @@ void complete_groups(std::uint32_t last) {
       L.copies[kept++] = c;
   L.copies.resize(kept);
   for (const AsyncCopy& c : landed) {
+    mark_in_flight(c, 0);
     std::memcpy(reinterpret_cast<void*>(c.dst), reinterpret_cast<const void*>(c.src), c.bytes);
     record_shared_write(c.dst, c.bytes, c.where);
   }
@@ -70,7 +78,14 @@ void complete_groups(std::uint32_t last) {
 
 void check_async_copies(std::uintptr_t a, std::size_t bytes, Access kind, bool shared,
                         std::uint64_t where) {
-  for (const AsyncCopy& c : runtime.launch->copies) {
+  const Launch& L = *runtime.launch;
+  if (shared) {  // the bytes' marks first: the copies are scanned only for a hazard
+    bool in_flight = false;
+    for (std::size_t i = 0; i < bytes; ++i)
+      in_flight |= runtime.shared_in_flight[a - L.shared_lo + i] == L.block_gen;
+    if (!in_flight) return;
+  }
+  for (const AsyncCopy& c : L.copies) {
     if (shared && overlaps(a, bytes, c.dst, c.bytes))
       in_flight_race(c,
                      std::string(kind == Access::read ? "reads " : "writes ") +
@@ -110,6 +125,7 @@ void async_copy(void* dst, const void* src, int bytes, bool cache_global, Site s
   on_access(src, std::size_t(bytes), Access::read, reinterpret_cast<const void*>(where));
   on_access(dst, std::size_t(bytes), Access::write, reinterpret_cast<const void*>(where));
   L.copies.push_back({d, s, std::size_t(bytes), where, me->linear, kUncommitted});
+  mark_in_flight(L.copies.back(), L.block_gen);
 }
 
 void async_commit_group(Site) {

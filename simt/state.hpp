@@ -183,6 +183,9 @@ struct Runtime {
   ctx::fiber scheduler;  // the scheduler's continuation while a fiber runs
   StackPool stacks;
   std::vector<ByteShadow> shared_shadow;
+  // Per shared byte: the block (Launch::block_gen) whose cp.async in flight
+  // writes it, else another value (async_copy.cpp).
+  std::vector<std::uint32_t> shared_in_flight;
   std::vector<Buffer> buffers;  // sorted by lo
   std::size_t buffer_hint = 0;
   // Shadows of unregistered buffers, kept for the next ones (buffers.cpp).
