@@ -196,6 +196,12 @@ void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site
 
 void fence() {}
 
+void record_shared_write(std::uintptr_t a, std::size_t bytes, std::uint64_t where) {
+  const Launch& L = *runtime.launch;
+  check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, Access::write,
+        where);
+}
+
 void on_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
   Fiber* me = tls_current;
   if (!me) return;
@@ -204,9 +210,11 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
   const auto where = reinterpret_cast<std::uint64_t>(pc);
   if (a >= L.shared_lo && a + bytes <= L.shared_hi) {
+    if (!L.copies.empty()) check_async_copies(a, bytes, kind, true, where);
     count(true, kind, bytes);
     check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);
   } else if (Buffer* b = find_buffer(a); b && a + bytes <= b->hi) {
+    if (!L.copies.empty() && kind != Access::read) check_async_copies(a, bytes, kind, false, where);
     count(false, kind, bytes);
     count_in(buffer_counts(b), kind, bytes);
     if (b->shadow.size() < b->hi - b->lo) b->shadow = shadow_for(b->hi - b->lo);

@@ -39,6 +39,7 @@ void run_block(Body body, void* closure) {
   L.arrived = 0;
   L.exited = 0;
   L.live = L.block_threads;
+  L.copies.clear();  // a copy never waited for does not outlive its block
   // Fresh shared memory: a NaN pattern (0xff bytes are a NaN in f32, f64,
   // bf16 and f16), and a shadow that knows no byte as written.
   if (L.shared_hi > L.shared_lo)
@@ -171,6 +172,8 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   std::tie(L.shared_lo, L.shared_hi) = static_shared_of(module.kernel);
   if (L.shared_hi - L.shared_lo > runtime.shared_shadow.size())
     runtime.shared_shadow.assign(L.shared_hi - L.shared_lo, ByteShadow{});
+  if (L.shared_hi - L.shared_lo > runtime.shared_in_flight.size())
+    runtime.shared_in_flight.assign(L.shared_hi - L.shared_lo, 0);
   runtime.stacks.ensure(L.block_threads, opt.stack_bytes);
   L.stacks_lo = reinterpret_cast<std::uintptr_t>(runtime.stacks.base);
   L.stacks_hi = L.stacks_lo + runtime.stacks.slot_bytes * runtime.stacks.count;

@@ -106,6 +106,16 @@ struct Fiber {
   std::uint64_t value = 0, result = 0;
   int arg = 0, width = 32;
   std::uint32_t accesses = 0;
+  std::uint32_t async_groups = 0;  // cp.async groups committed
+};
+
+// A cp.async in flight: issued by `thread` (the block's linear thread
+// number), in its group `group` (kUncommitted until cp.async.commit_group).
+struct AsyncCopy {
+  std::uintptr_t dst, src;
+  std::size_t bytes;
+  std::uint64_t where;
+  std::uint32_t thread, group;
 };
 
 struct Warp {
@@ -138,6 +148,7 @@ struct Launch {
   std::int64_t predicate_sum = 0;
   std::uint64_t barrier_where = 0;
   int barrier_result = 0;
+  std::vector<AsyncCopy> copies;  // the block's cp.async in flight (async_copy.cpp)
   Counters counters;
   std::vector<std::size_t> touched;  // the runtime.buffers the launch accessed
   BufferCounters module_data{kModuleData};
@@ -172,6 +183,9 @@ struct Runtime {
   ctx::fiber scheduler;  // the scheduler's continuation while a fiber runs
   StackPool stacks;
   std::vector<ByteShadow> shared_shadow;
+  // Per shared byte: the block (Launch::block_gen) whose cp.async in flight
+  // writes it, else another value (async_copy.cpp).
+  std::vector<std::uint32_t> shared_in_flight;
   std::vector<Buffer> buffers;  // sorted by lo
   std::size_t buffer_hint = 0;
   // Shadows of unregistered buffers, kept for the next ones (buffers.cpp).
@@ -223,10 +237,22 @@ Buffer* find_buffer(std::uintptr_t a);
 // A shadow of at least `bytes` entries, a spare one if it can.
 std::vector<ByteShadow> shadow_for(std::size_t bytes);
 
+// ---- cp.async (async_copy.cpp) ---------------------------------------------
+// An access to a destination of a cp.async in flight (shared) or a write to
+// its source (global) is an `async copy race`; called while any is in flight.
+void check_async_copies(std::uintptr_t a, std::size_t bytes, Access kind, bool shared,
+                        std::uint64_t where);
+// The current thread's write of `bytes` shared bytes at `a` checked and
+// recorded, not counted: a cp.async's data landing at its wait.
+void record_shared_write(std::uintptr_t a, std::size_t bytes, std::uint64_t where);
+
 // ---- barriers and warps (sync.cpp) -----------------------------------------
 // Releases the barrier when every live thread has arrived, or reports the
 // threads that exited without reaching it.
 void check_barrier_complete();
+// Completes a tensor-core collective (tensor_core.cpp): mma or ldmatrix,
+// every lane of the warp in `lanes`, at the same instruction.
+void complete_tensor_op(WarpOp op, Fiber* const (&lanes)[32]);
 // Every live fiber waits: explains why the block cannot go on.
 [[noreturn]] void stuck();
 

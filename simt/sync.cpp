@@ -77,7 +77,20 @@ void complete_collective(Warp& w, std::uint32_t warp_index, unsigned mask) {
                                 describe_where(lanes[l]->wait_where) + ")");
       if (lanes[l]->value) ballot |= 1ull << l;
     }
-  for (int l = 0; l < 32; ++l) {
+  const bool tensor_op = first.op == WarpOp::mma || first.op == WarpOp::ldmatrix;
+  if (tensor_op) {
+    // .sync.aligned: every lane at the same instruction with the same qualifiers
+    for (int l = 0; l < 32; ++l)
+      if (lanes[l]->wait_where != first.wait_where || lanes[l]->arg != first.arg)
+        hazard("warp mask",
+               "lanes of warp " + std::to_string(warp_index) + " of block " + xyz(L.block_idx) +
+                   " meet in " + (first.op == WarpOp::mma ? "mma.sync.aligned" : "ldmatrix") +
+                   " at different instructions or qualifiers (" + describe_where(first.wait_where) +
+                   " and " + describe_where(lanes[l]->wait_where) +
+                   "): .aligned requires every lane at the same one");
+    complete_tensor_op(first.op, lanes);
+  }
+  for (int l = 0; !tensor_op && l < 32; ++l) {
     Fiber* f = lanes[l];
     if (!f) continue;
     const int width = f->width;

@@ -166,7 +166,7 @@ struct Counters {
 // A hazard or a bad launch, as the emulator found it. `kind` is one of
 // "shared race", "global race", "divergent barrier", "deadlock",
 // "warp mask", "out of bounds", "uninitialised shared read",
-// "bad launch".
+// "misaligned access", "async copy race", "bad launch".
 class Hazard : public std::runtime_error {
  public:
   Hazard(std::string kind, const std::string& message)
@@ -211,10 +211,38 @@ uint3 block_idx();
 dim3 block_dim();
 dim3 grid_dim();
 
-enum class WarpOp : int { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+enum class WarpOp : int {
+  sync,
+  shfl,
+  shfl_up,
+  shfl_down,
+  shfl_xor,
+  ballot,
+  any,
+  all,
+  mma,
+  ldmatrix
+};
 std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width,
                               Site site);
 unsigned active_mask();
+
+// Tensor cores (include/moacert/tensor_core.h, docs/simt.md#tensor-cores): the
+// warp-collective instructions, each over the 32 lanes' own operands.
+enum class MmaInput : int { bf16, f16 };
+struct MmaOperands {  // one lane's registers of mma.m16n8k16.row.col, f32 accumulators
+  std::uint32_t a[4], b[2];
+  float c[4], d[4];
+};
+void mma_m16n8k16(MmaInput input, MmaOperands* lane, Site site);
+// ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16: `row` is this
+// lane's row address (lanes 0 .. 8*count-1 give one each); out[count].
+void ldmatrix(int count, bool trans, const void* row, std::uint32_t* out, Site site);
+// cp.async.{ca,cg}.shared.global of `bytes` (4, 8, 16; .cg: 16), its
+// commit_group and wait_group (docs/simt.md#tensor-cores).
+void async_copy(void* dst, const void* src, int bytes, bool cache_global, Site site);
+void async_commit_group(Site site);
+void async_wait_group(int pending, Site site);
 int block_barrier(int reduce_kind, int predicate, Site site);  // 0 plain, 1 count, 2 and, 3 or
 void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site site);
 void fence();
