@@ -141,7 +141,8 @@ int run_report(const ReportArgs& a) {
     o.cases = a.cases;
     o.seed = a.seed;
     const properties::Certificate cert = properties::certify(o);
-    const std::string counters = p.variant->simt_counters ? p.variant->simt_counters() : "";
+    const std::string counters =
+        p.variant->instrumentation ? p.variant->instrumentation->simt_counters() : "";
     const CertificateFiles files = render_certificate(cert, counters, provenance);
     mine.put(std::uint64_t(j));
     mine.put(cert.holds);

@@ -26,22 +26,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 Dims default_dims(Op op) {
   Dims d;
-  switch (op) {
-    case Op::attention_decode:
-      d.B = 4, d.H = 32, d.Hkv = 8, d.N = 1, d.M = 8192, d.D = 128;
-      break;
-    case Op::rmsnorm:
-      d.T = 8192, d.D = 4096;
-      break;
-    case Op::mlp_swiglu:
-      d.T = 512, d.Dm = 1024, d.F = 2816;
-      break;
-    case Op::block:
-      d.B = 1, d.N = 512, d.Dm = 1024, d.H = 16, d.Hkv = 4, d.D = 64, d.F = 2816;
-      break;
-    default:
-      d.B = 1, d.H = 8, d.Hkv = 8, d.N = 2048, d.M = 2048, d.D = 64;
-  }
+  for (const ShapeEntry& e :
+       parse_shape_entries(std::string(info(op).typical_shape), "ops table", /*ranges=*/false))
+    d.*dim_field(e.name) = e.lo;
   return d;
 }
 

@@ -71,7 +71,9 @@ SharedCertificate certify_shared(const properties::CertifyOptions& o, Ranks& ran
   }
   // The root's counters are read after the certificate, which runs the
   // schedule spread; the others' now.
-  const auto counters = [&] { return o.variant->simt_counters ? o.variant->simt_counters() : ""; };
+  const auto counters = [&] {
+    return o.variant->instrumentation ? o.variant->instrumentation->simt_counters() : "";
+  };
   properties::WireWriter w;
   w.put(properties::encode_records(mine));
   w.put(ranks.root() ? std::string() : counters());

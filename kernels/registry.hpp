@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/envelope.hpp"
+#include "kernels/instrumentation.hpp"
 #include "reference/problem.hpp"
 #include "reference/tensor.hpp"
 
@@ -58,14 +60,6 @@ using RunFn = std::function<void(const Problem&, std::span<const TensorRef> inpu
                                  std::span<const TensorRef> outputs, const RunOptions&)>;
 using CostFn = std::function<Cost(const Problem&)>;
 
-// One kernel launch as a counting backend saw it: its float atomics and
-// global bytes (loads and stores), counted and as its cost function
-// models them.
-struct LaunchCounts {
-  std::string kernel;
-  double atomics = 0, model_atomics = 0, bytes = 0, model_bytes = 0;
-};
-
 // What a variant is to certify, whatever its name and backend: the DNF's
 // own evaluation (cpu.dnf: the baseline, never an ONF under test in the
 // equivalence report), a built-in ONF, PyTorch (the reference the vs-torch
@@ -105,33 +99,13 @@ struct Variant {
   // or a contiguous fast path changes the order of a reduction (the results
   // then agree within the rule instead).
   bool same_bits_any_layout = true;
-  // A kernel run on the SIMT emulator (a plugin built against
-  // moacert/simt.h, or kernels/cuda/'s simt.* variants): the emulator's
-  // counters summed over its calls so far, as JSON (docs/simt.md#counters);
-  // empty for other kernels.
-  std::function<std::string()> simt_counters;
   // Where a call runs, for the certificate: "host emulator", a GPU's name
   // and driver; empty for this machine's CPU.
   std::string where;
-  // Backends that count what their calls did (the host emulator,
-  // kernels/cuda/): the counts of the calls since the last take, by name
-  // ("float atomics", "global loads", ...). Null where nothing is counted.
-  std::function<std::vector<std::pair<std::string, double>>()> take_counts;
-  // Backends that check each call's counts against the variant's cost
-  // function (kernels/cuda/'s global traffic per launch and tensor,
-  // docs/cuda.md): the first difference since the last take, in words, or
-  // "" when every call since agreed. Null where nothing is checked.
-  std::function<std::string()> take_count_mismatch;
-  // Backends whose schedule is seeded (RunOptions::schedule_seed, derived
-  // from the case): a variation added to that seed for the next calls, 0
-  // for the case's own schedule (what `reproduce` replays). For measuring
-  // a result's spread over schedules. Null otherwise.
-  std::function<void(std::uint64_t)> set_schedule_seed;
-  // Backends that count each launch and model it (kernels/cuda/'s simt.*
-  // variants): every launch since the last take, its counts beside its
-  // cost function's, for the certificate's plot of counted against
-  // modelled. Null otherwise.
-  std::function<std::vector<LaunchCounts>()> take_launch_counts;
+  // What a counting backend says of its calls (kernels/instrumentation.hpp):
+  // set by kernels/cuda/'s simt.* variants and a plugin built against
+  // moacert/simt.h; null for kernels that count nothing.
+  std::shared_ptr<Instrumentation> instrumentation;
 
   bool supports(Format f) const;
 };

@@ -305,17 +305,20 @@ class CaseRun {
   // the cost function's and the backend's own check of its counts (the
   // traffic law).
   Judged judge_counted(Case c, const std::string& what) {
-    if (v_.take_counts) v_.take_counts();  // drop what earlier calls left
-    if (v_.take_count_mismatch) v_.take_count_mismatch();
+    kernels::Instrumentation* counting = v_.instrumentation.get();
+    if (counting) {  // drop what earlier calls left
+      counting->take_counts();
+      counting->take_count_mismatch();
+    }
     const auto classifying = Clock::now();
     r_.regimes = classify(c).to_ullong();
     r_.generation_seconds += seconds_since(classifying);
-    if (v_.take_launch_counts) v_.take_launch_counts();
+    if (counting) counting->take_launch_counts();
     Judged j =
         judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
-    if (v_.take_launch_counts) j.launches = v_.take_launch_counts();
+    if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);
-    if (v_.take_counts && j.error.empty()) keep_counts(j, what);
+    if (counting && j.error.empty()) keep_counts(*counting, j, what);
     return j;
   }
 
@@ -326,14 +329,16 @@ class CaseRun {
     return judge_counted(std::move(c), describe(spec));
   }
 
-  void keep_counts(const Judged& j, const std::string& what) {
-    if (v_.take_count_mismatch) {
-      const std::string mismatch = v_.take_count_mismatch();
-      if (!mismatch.empty()) r_.traffic_mismatch = what + ": " + mismatch;
+  // Nothing when the backend counts nothing (Instrumentation::take_counts).
+  void keep_counts(kernels::Instrumentation& counting, const Judged& j, const std::string& what) {
+    std::optional<kernels::Counts> counts = counting.take_counts();
+    if (!counts) return;
+    if (const std::optional<std::string> mismatch = counting.take_count_mismatch()) {
+      if (!mismatch->empty()) r_.traffic_mismatch = what + ": " + *mismatch;
       r_.traffic_checked = true;
     }
     r_.counted = true;
-    r_.counts = v_.take_counts();
+    r_.counts = std::move(*counts);
     double atomics = 0;
     for (const auto& [name, n] : r_.counts)
       if (name == "float atomics") atomics = n;
@@ -551,7 +556,8 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     } else if (r.ratio >= cert.worst_ratio || cert.worst_token.empty()) {
       cert.worst_ratio = r.ratio;
       cert.worst_token = r.token;
-      if (v.set_schedule_seed && !v.deterministic) worst = r.position;
+      if (v.instrumentation && v.instrumentation->seeds_schedule() && !v.deterministic)
+        worst = r.position;
     }
   }
   if (cert.holds && int(records.size()) != size())
@@ -571,7 +577,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     const auto names = info(v.op).outputs;
     std::vector<std::vector<AnyTensor>> runs;
     for (int r = 1; r <= kSpreadRuns && cert.holds; ++r) {
-      v.set_schedule_seed(std::uint64_t(r));
+      v.instrumentation->set_schedule_seed(std::uint64_t(r));
       runs.push_back(run_variant(v, w.c, o_.threads));
       const Verdict verdict =
           judge(w.c, w.exact, runs.back(), o_.rule, w.bounds.empty() ? nullptr : &w.bounds,
@@ -583,8 +589,8 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
         cert.worst_ratio = INFINITY;
       }
     }
-    v.set_schedule_seed(0);
-    if (v.take_counts) v.take_counts();
+    v.instrumentation->set_schedule_seed(0);
+    v.instrumentation->take_counts();
     cert.spread_runs = int(runs.size());
     for (std::size_t t = 0; cert.holds && t < runs[0].size(); ++t) {
       double spread = 0;

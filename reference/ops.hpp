@@ -48,6 +48,9 @@ struct OpInfo {
   std::vector<Axes> input_axes, output_axes;             // the axes of each, alike
   std::vector<Element> input_elements, output_elements;  // the element type of each, alike
   std::vector<std::string_view> params;
+  // A deployment-typical shape, as `--shape` writes it: what `bench`, `list`
+  // and a partial `--shape` start from (cli/shape.cpp).
+  std::string_view typical_shape;
 };
 
 namespace detail {
@@ -88,8 +91,8 @@ inline void parse_signature(std::string_view sig, OpInfo& op) {
 }
 
 inline OpInfo op_info(Op op, std::string_view name, Family family, std::string_view signature,
-                      std::vector<std::string_view> params) {
-  OpInfo o{op, name, family, {}, {}, {}, {}, {}, {}, std::move(params)};
+                      std::vector<std::string_view> params, std::string_view typical_shape) {
+  OpInfo o{op, name, family, {}, {}, {}, {}, {}, {}, std::move(params), typical_shape};
   parse_signature(signature, o);
   return o;
 }
@@ -100,25 +103,27 @@ inline const std::vector<OpInfo>& all_ops() {
   using detail::op_info;
   static const std::vector<OpInfo> ops = {
       op_info(Op::attention_fwd, "attention.fwd", Family::attention,
-              "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] -> o[B,H,N,D] lse[B,H,N]", {"scale", "causal"}),
+              "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] -> o[B,H,N,D] lse[B,H,N]", {"scale", "causal"},
+              "B=1,H=8,Hkv=8,N=2048,M=2048,D=64"),
       op_info(Op::attention_bwd, "attention.bwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] o[B,H,N,D] lse[B,H,N] do[B,H,N,D]"
               " -> dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
-              {"scale", "causal"}),
+              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64"),
       op_info(Op::attention_fwdbwd, "attention.fwdbwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] do[B,H,N,D]"
               " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
-              {"scale", "causal"}),
+              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64"),
       op_info(Op::attention_decode, "attention.decode", Family::attention,
               "q[B,H,1,D] k[B,Hkv,L,D] v[B,Hkv,L,D] lens[B]:i64 -> o[B,H,1,D] lse[B,H,1]",
-              {"scale"}),
-      op_info(Op::rmsnorm, "rmsnorm", Family::rows, "x[T,D] w[D] -> y[T,D]", {"eps"}),
+              {"scale"}, "B=4,H=32,Hkv=8,N=1,L=8192,D=128"),
+      op_info(Op::rmsnorm, "rmsnorm", Family::rows, "x[T,D] w[D] -> y[T,D]", {"eps"},
+              "T=8192,D=4096"),
       op_info(Op::mlp_swiglu, "mlp.swiglu", Family::rows,
-              "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}),
+              "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}, "T=512,Dm=1024,F=2816"),
       op_info(Op::block, "block", Family::block,
               "x[B,N,Dm] attn_norm[Dm] wq[Dm,H*D] wk[Dm,Hkv*D] wv[Dm,Hkv*D] wo[H*D,Dm]"
               " mlp_norm[Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[B,N,Dm]",
-              {"heads", "kv_heads", "eps"}),
+              {"heads", "kv_heads", "eps"}, "B=1,N=512,Dm=1024,H=16,Hkv=4,D=64,F=2816"),
   };
   return ops;
 }

@@ -3,7 +3,12 @@
 // naive loop nest of every op. It is the baseline that an a priori bound
 // must let pass (a plain sequential summation order), and the variant every
 // op has even before a tuned kernel exists. Single-threaded and strided.
+#include <cstdint>
+#include <functional>
 #include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/register.hpp"
@@ -11,6 +16,7 @@
 #include "reference/dnf/attention.hpp"
 #include "reference/dnf/block.hpp"
 #include "reference/dnf/norm_mlp.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::kernels::cpu {
 namespace {
@@ -78,78 +84,142 @@ void narrow(const moa::Tensor<A>& from, const TensorRef& to) {
   }
 }
 
+// One call's tensors in the accumulation type A, by the signature's names:
+// the float inputs widened, the outputs to be narrowed once at the end, and
+// the caller's own inputs for an index input (decode's lens), which is
+// never widened.
 template <class A>
-void run_dnf(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out) {
-  std::vector<Widened<A>> x;
-  for (std::size_t k = 0; k < in.size(); ++k)
-    if (!is_index_input(p, static_cast<int>(k))) x.push_back(widen<A>(in[k]));
-  std::vector<moa::Tensor<A>> y;
-  for (const TensorRef& t : out) y.emplace_back(t.layout.shape());
-  auto v = [&](std::size_t k) { return x[k].view; };
-  auto o = [&](std::size_t k) { return y[k].view(); };
-  const double scale = p.scale();
-  switch (p.op) {
+struct DnfArgs {
+  const Problem& p;
+  ByName<moa::View<const A>> in;
+  ByName<moa::View<A>> out;
+  ByName<const TensorRef> given;
+  // The accumulation type, for the generic lambdas of the table.
+  using Accumulation = A;
+};
+
+// The DNF of one op: its evaluation in double (f64) and in float (the other
+// formats), and its FLOPs read as loops (2 per multiply-add, 1 per
+// exp/div/sqrt). Both evaluations come from one generic lambda.
+struct DnfOp {
+  std::function<void(const DnfArgs<double>&)> run_f64;
+  std::function<void(const DnfArgs<float>&)> run_f32;
+  std::function<double(const Dims&)> flops;
+};
+
+template <class Call>
+DnfOp dnf_op(Call call, std::function<double(const Dims&)> flops) {
+  return {call, call, std::move(flops)};
+}
+
+// One N×M×D product of the attention family.
+double attention_product(const Dims& d) {
+  return 2.0 * d.B * d.H * d.N * d.M * d.D;
+}
+
+// The one switch on the op in cpu.dnf: a new op fails to compile here
+// (-Wswitch) until its row is written.
+DnfOp row_of(Op op) {
+  switch (op) {
     case Op::attention_fwd:
-      dnf::attention_fwd<A>(v(0), v(1), v(2), scale, p.causal(), o(0), o(1));
-      break;
-    case Op::attention_bwd:  // o and lse (inputs 3, 4) are recomputed by the DNF
-      dnf::attention_bwd<A>(v(0), v(1), v(2), v(5), scale, p.causal(), o(0), o(1), o(2));
-      break;
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::attention_fwd<A>(a.in["q"], a.in["k"], a.in["v"], a.p.scale(), a.p.causal(),
+                                  a.out["o"], a.out["lse"]);
+          },
+          [](const Dims& d) { return 2 * attention_product(d); });
+    case Op::attention_bwd:  // o and lse are recomputed by the DNF
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::attention_bwd<A>(a.in["q"], a.in["k"], a.in["v"], a.in["do"], a.p.scale(),
+                                  a.p.causal(), a.out["dq"], a.out["dk"], a.out["dv"]);
+          },
+          [](const Dims& d) { return 5 * attention_product(d); });
     case Op::attention_fwdbwd:
-      dnf::attention_fwdbwd<A>(v(0), v(1), v(2), v(3), scale, p.causal(), o(0), o(1), o(2), o(3),
-                               o(4));
-      break;
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::attention_fwdbwd<A>(a.in["q"], a.in["k"], a.in["v"], a.in["do"], a.p.scale(),
+                                     a.p.causal(), a.out["o"], a.out["lse"], a.out["dq"],
+                                     a.out["dk"], a.out["dv"]);
+          },
+          [](const Dims& d) { return 7 * attention_product(d); });
     case Op::attention_decode:
-      dnf::attention_decode<A>(v(0), v(1), v(2), in[3].view<const std::int64_t>(), scale, o(0),
-                               o(1));
-      break;
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::attention_decode<A>(a.in["q"], a.in["k"], a.in["v"],
+                                     a.given["lens"].template view<const std::int64_t>(),
+                                     a.p.scale(), a.out["o"], a.out["lse"]);
+          },
+          [](const Dims& d) { return 2 * attention_product(d); });
     case Op::rmsnorm:
-      dnf::rmsnorm<A>(v(0), v(1), p.params.eps, o(0));
-      break;
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::rmsnorm<A>(a.in["x"], a.in["w"], a.p.params.eps, a.out["y"]);
+          },
+          [](const Dims& d) { return 4.0 * d.T * d.D; });
     case Op::mlp_swiglu:
-      dnf::mlp_swiglu<A>(v(0), v(1), v(2), v(3), o(0));
-      break;
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::mlp_swiglu<A>(a.in["x"], a.in["w1"], a.in["w3"], a.in["w2"], a.out["y"]);
+          },
+          [](const Dims& d) { return 6.0 * d.T * d.Dm * d.F; });
     case Op::block:
-      dnf::block<A>(v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7), v(8), v(9), p.dims.H,
-                    p.dims.Hkv, p.params.eps, o(0));
-      break;
+      return dnf_op(
+          [](const auto& a) {
+            using A = typename std::decay_t<decltype(a)>::Accumulation;
+            dnf::block<A>(a.in["x"], a.in["attn_norm"], a.in["wq"], a.in["wk"], a.in["wv"],
+                          a.in["wo"], a.in["mlp_norm"], a.in["w1"], a.in["w3"], a.in["w2"],
+                          a.p.dims.H, a.p.dims.Hkv, a.p.params.eps, a.out["y"]);
+          },
+          [](const Dims& d) {
+            return 2.0 * d.B * d.N * d.Dm * (2 * d.H * d.D + 2 * d.Hkv * d.D + 3 * d.F) +
+                   4.0 * d.B * d.H * d.N * d.N * d.D;
+          });
   }
+  throw std::logic_error("cpu.dnf: no table row for op " + std::to_string(static_cast<int>(op)));
+}
+
+const DnfOp& dnf_of(Op op) {
+  static const std::vector<DnfOp> table = [] {
+    std::vector<DnfOp> t;
+    for (const OpInfo& o : all_ops()) t.push_back(row_of(o.op));
+    return t;
+  }();
+  return table[static_cast<std::size_t>(op)];
+}
+
+template <class A>
+void run_dnf(const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+             const std::function<void(const DnfArgs<A>&)>& evaluate) {
+  std::vector<Widened<A>> widened(in.size());  // index inputs stay empty
+  std::vector<moa::View<const A>> x(in.size());
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (!is_index_input(p.op, k)) x[k] = (widened[k] = widen<A>(in[k])).view;
+  std::vector<moa::Tensor<A>> y;
+  std::vector<moa::View<A>> y_views;
+  for (const TensorRef& t : out) y.emplace_back(t.layout.shape());
+  for (moa::Tensor<A>& t : y) y_views.push_back(t.view());
+  evaluate(DnfArgs<A>{p, inputs_by_name(p.op, x), outputs_by_name(p.op, y_views),
+                      inputs_by_name(p.op, in)});
   for (std::size_t k = 0; k < out.size(); ++k) narrow(y[k], out[k]);
 }
 
-// FLOPs of the DNF read as loops (2 per multiply-add, 1 per exp/div/sqrt).
 Cost dnf_cost(const Problem& p) {
   const Dims& d = p.dims;
   const double bytes = info(p.format).bytes;
   Cost c;
-  const double attn = 2.0 * d.B * d.H * d.N * d.M * d.D;  // one N×M×D product
   double in_elems = 0, out_elems = 0;
   for (const auto& s : input_shapes(p)) in_elems += double(moa::tau(s));
   for (const auto& s : output_shapes(p)) out_elems += double(moa::tau(s));
   c.bytes_read = in_elems * bytes;
   c.bytes_written = out_elems * bytes;
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_decode:
-      c.flops = 2 * attn;
-      break;
-    case Op::attention_bwd:
-      c.flops = 5 * attn;
-      break;
-    case Op::attention_fwdbwd:
-      c.flops = 7 * attn;
-      break;
-    case Op::rmsnorm:
-      c.flops = 4.0 * d.T * d.D;
-      break;
-    case Op::mlp_swiglu:
-      c.flops = 6.0 * d.T * d.Dm * d.F;
-      break;
-    case Op::block:
-      c.flops = 2.0 * d.B * d.N * d.Dm * (2 * d.H * d.D + 2 * d.Hkv * d.D + 3 * d.F) +
-                4.0 * d.B * d.H * d.N * d.N * d.D;
-      break;
-  }
+  c.flops = dnf_of(p.op).flops(d);
   // One row of scores per query row, plus the block's activations.
   c.peak_extra_bytes = 8.0 * (d.M + d.N * (d.H + 2 * d.Hkv) * d.D + d.N * d.F);
   return c;
@@ -173,9 +243,9 @@ void register_dnf(Registry& r) {
             [](const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
                const RunOptions&) {
               if (p.format == Format::f64)
-                run_dnf<double>(p, in, out);
+                run_dnf<double>(p, in, out, dnf_of(p.op).run_f64);
               else
-                run_dnf<float>(p, in, out);
+                run_dnf<float>(p, in, out, dnf_of(p.op).run_f32);
             },
     });
   }

@@ -172,11 +172,9 @@ struct BackendHooks {
   // ONF's cost function.
   std::function<void(const std::string& onf, const Problem&, std::span<const TensorRef> in)>
       after_run;
-  std::function<std::string()> simt_counters;
-  std::function<std::vector<std::pair<std::string, double>>()> take_counts;
-  std::function<std::string()> take_count_mismatch;
-  std::function<void(std::uint64_t)> set_schedule_seed;
-  std::function<std::vector<LaunchCounts>()> take_launch_counts;
+  // What the backend counts of its calls (kernels/instrumentation.hpp), one
+  // object shared by its variants; null on the device, which counts nothing.
+  std::shared_ptr<Instrumentation> instrumentation;
 };
 
 inline void register_onfs(Registry& r, const std::string& backend, const std::string& where,
@@ -244,12 +242,8 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
         .same_bits_any_layout = true,
-        .simt_counters = hooks.simt_counters,
         .where = where,
-        .take_counts = hooks.take_counts,
-        .take_count_mismatch = hooks.take_count_mismatch,
-        .set_schedule_seed = hooks.set_schedule_seed,
-        .take_launch_counts = hooks.take_launch_counts,
+        .instrumentation = hooks.instrumentation,
     };
     r.add(std::move(v));
   }

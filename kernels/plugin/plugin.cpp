@@ -588,7 +588,7 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
       throw std::invalid_argument("plugin kernel does not run " + std::string(name(p.format)));
     w->call(it->second, p, in, out, run_options.schedule_seed);
   };
-  v.simt_counters = [w] { return w->simt_counters(); };
+  v.instrumentation = std::make_shared<SimtCountersOnly>([w] { return w->simt_counters(); });
   return v;
 }
 

@@ -88,41 +88,24 @@ Cost attention_fwd_cost(const Problem& p) {
 }
 
 // The other ops do the DNF's arithmetic (cpu.dnf's FLOP and byte counts);
-// what differs is what LibTorch materialises: for the attention backward,
-// S, P, dP and dS (B,H,N,M) in the compute type and the repeated K, V and
-// their gradients; for the rest, the activations between operators.
-CostFn torch_cost_from(const CostFn& dnf, Op op) {
-  return [dnf, op](const Problem& p) {
+// what differs is what LibTorch materialises, which each op's row of
+// register_torch_kernels states: its scratch beyond inputs and outputs
+// (`acc`: the compute type's bytes).
+using PeakExtraFn = double (*)(const Dims&, double acc);
+
+CostFn torch_cost_from(const CostFn& dnf, PeakExtraFn peak_extra) {
+  return [dnf, peak_extra](const Problem& p) {
     Cost c = dnf(p);
-    const Dims& d = p.dims;
-    const double acc = p.format == Format::f64 ? 8 : 4;
-    const double nm = double(d.B) * d.H * d.N * d.M, kv = double(d.B) * d.H * d.M * d.D;
-    switch (op) {
-      case Op::attention_bwd:
-      case Op::attention_fwdbwd:
-        c.peak_extra_bytes = 4.0 * acc * nm + (d.Hkv != d.H ? 4.0 * acc * kv : 0.0);
-        break;
-      case Op::attention_decode:  // per batch row: S and P, and K, V repeated to H heads
-        c.peak_extra_bytes =
-            2.0 * acc * d.H * d.M + (d.Hkv != d.H ? 2.0 * acc * d.H * d.M * d.D : 0.0);
-        break;
-      case Op::rmsnorm:
-        c.peak_extra_bytes = acc * d.T * d.D;
-        break;
-      case Op::mlp_swiglu:
-        c.peak_extra_bytes = 3.0 * acc * d.T * d.F;
-        break;
-      case Op::block:
-        c.peak_extra_bytes =
-            acc *
-            (double(d.B) * d.N * (6.0 * d.Dm + 2.0 * d.H * d.D + 4.0 * d.Hkv * d.D + 3.0 * d.F) +
-             2.0 * d.B * d.H * d.N * d.N);
-        break;
-      case Op::attention_fwd:
-        break;
-    }
+    c.peak_extra_bytes = peak_extra(p.dims, p.format == Format::f64 ? 8 : 4);
     return c;
   };
+}
+
+// The attention backward: S, P, dP and dS (B,H,N,M) in the compute type and
+// the repeated K, V and their gradients.
+double attention_bwd_peak_extra(const Dims& d, double acc) {
+  const double nm = double(d.B) * d.H * d.N * d.M, kv = double(d.B) * d.H * d.M * d.D;
+  return 4.0 * acc * nm + (d.Hkv != d.H ? 4.0 * acc * kv : 0.0);
 }
 
 }  // namespace
@@ -139,22 +122,36 @@ void register_torch_kernels(Registry& r) {
         .accepts_strided = true,
         .deterministic = false,  // LibTorch's BLAS and reductions promise no order
         .summary = std::move(summary),
-        .cost = cost ? std::move(cost) : torch_cost_from(r.find_role(op, Role::dnf)->cost, op),
+        .cost = std::move(cost),
         .run = run_in_module,
     });
+  };
+  // The DNF's counts with LibTorch's scratch (torch_cost_from).
+  auto dnf_with = [&](Op op, PeakExtraFn peak_extra) {
+    return torch_cost_from(r.find_role(op, Role::dnf)->cost, peak_extra);
   };
   add(Op::attention_fwd, "LibTorch: matmul, scale, mask, softmax, matmul; GQA by repeat_interleave",
       attention_fwd_cost);
   add(Op::attention_bwd,
       "LibTorch autograd through matmul/softmax/matmul (forward recomputed; o, lse unused)",
-      nullptr);
-  add(Op::attention_fwdbwd, "LibTorch: matmul/softmax/matmul forward, autograd backward", nullptr);
+      dnf_with(Op::attention_bwd, attention_bwd_peak_extra));
+  add(Op::attention_fwdbwd, "LibTorch: matmul/softmax/matmul forward, autograd backward",
+      dnf_with(Op::attention_fwdbwd, attention_bwd_peak_extra));
   add(Op::attention_decode, "LibTorch: per batch row, matmul/softmax/matmul over lens[b] keys",
-      nullptr);
-  add(Op::rmsnorm, "LibTorch: x * rsqrt(mean(x^2) + eps) * w", nullptr);
-  add(Op::mlp_swiglu, "LibTorch: matmul(silu(matmul(x, w1)) * matmul(x, w3), w2)", nullptr);
+      dnf_with(Op::attention_decode, [](const Dims& d, double acc) {
+        // per batch row: S and P, K and V repeated
+        return 2.0 * acc * d.H * d.M + (d.Hkv != d.H ? 2.0 * acc * d.H * d.M * d.D : 0.0);
+      }));
+  add(Op::rmsnorm, "LibTorch: x * rsqrt(mean(x^2) + eps) * w",
+      dnf_with(Op::rmsnorm, [](const Dims& d, double acc) { return acc * d.T * d.D; }));
+  add(Op::mlp_swiglu, "LibTorch: matmul(silu(matmul(x, w1)) * matmul(x, w3), w2)",
+      dnf_with(Op::mlp_swiglu, [](const Dims& d, double acc) { return 3.0 * acc * d.T * d.F; }));
   add(Op::block, "LibTorch: rmsnorm, projections, causal attention (repeat_interleave), residuals",
-      nullptr);
+      dnf_with(Op::block, [](const Dims& d, double acc) {  // the activations between operators
+        return acc *
+               (double(d.B) * d.N * (6.0 * d.Dm + 2.0 * d.H * d.D + 4.0 * d.Hkv * d.D + 3.0 * d.F) +
+                2.0 * d.B * d.H * d.N * d.N);
+      }));
 }
 
 }  // namespace moacert::kernels

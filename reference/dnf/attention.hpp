@@ -23,15 +23,12 @@
 #include "reference/dnf/reductions.hpp"
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
+#include "reference/problem.hpp"
 
 namespace moacert::dnf {
 
 using moa::extent_t;
 using moa::View;
-
-struct AttentionShape {
-  extent_t B, H, Hkv, N, M, D;
-};
 
 // Whether query row i sees key j (reference/causal.hpp).
 inline bool visible(bool causal, extent_t i, extent_t j, extent_t N, extent_t M) {
@@ -46,10 +43,14 @@ inline extent_t visible_keys(bool causal, extent_t i, extent_t N, extent_t M, ex
   return last < 0 ? 0 : std::min(last + 1, len);
 }
 
+// The problem's dimensions read off q (B,H,N,D) and k (B,Hkv,M,D): the
+// attention fields of reference/problem.hpp's Dims, the others 1.
 template <class T>
-AttentionShape attention_shape(const View<const T>& q, const View<const T>& k) {
+Dims attention_dims(const View<const T>& q, const View<const T>& k) {
   const moa::Shape qs = q.shape(), ks = k.shape();
-  return {qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
+  Dims d;
+  d.B = qs[0], d.H = qs[1], d.Hkv = ks[1], d.N = qs[2], d.M = ks[2], d.D = qs[3];
+  return d;
 }
 
 // One row's softmax over its visible keys, the step shared by forward and
@@ -98,7 +99,7 @@ SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T
 template <class T>
 void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double scale_d, bool causal,
                    View<T> o, View<T> lse) {
-  const AttentionShape s = attention_shape(q, k);
+  const Dims s = attention_dims(q, k);
   const T scale = ScalarTraits<T>::from_double(scale_d);
   const extent_t group = s.H / s.Hkv;
   for (extent_t b = 0; b < s.B; ++b) {
@@ -170,7 +171,7 @@ template <class T>
 void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
                    double scale_d, bool causal, View<T> dq, View<T> dk, View<T> dv) {
   using Tr = ScalarTraits<T>;
-  const AttentionShape s = attention_shape(q, k);
+  const Dims s = attention_dims(q, k);
   const T scale = Tr::from_double(scale_d);
   const extent_t group = s.H / s.Hkv;
   for (const moa::Index& idx : moa::iota(dk.shape())) dk(idx) = Tr::zero();
@@ -208,7 +209,7 @@ void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, V
                             double scale_d, bool causal, const std::vector<extent_t>& keys,
                             View<T> dk_rows, View<T> dv_rows) {
   using Tr = ScalarTraits<T>;
-  const AttentionShape s = attention_shape(q, k);
+  const Dims s = attention_dims(q, k);
   const T scale = Tr::from_double(scale_d);
   for (const moa::Index& idx : moa::iota(dk_rows.shape())) dk_rows(idx) = Tr::zero();
   for (const moa::Index& idx : moa::iota(dv_rows.shape())) dv_rows(idx) = Tr::zero();
@@ -246,7 +247,7 @@ void attention_fwdbwd(View<const T> q, View<const T> k, View<const T> v, View<co
 template <class T>
 void attention_decode(View<const T> q, View<const T> k, View<const T> v,
                       View<const std::int64_t> lens, double scale_d, View<T> o, View<T> lse) {
-  const AttentionShape s = attention_shape(q, k);
+  const Dims s = attention_dims(q, k);
   const T scale = ScalarTraits<T>::from_double(scale_d);
   const extent_t group = s.H / s.Hkv;
   for (extent_t b = 0; b < s.B; ++b) {

@@ -10,10 +10,6 @@
 
 namespace moacert::dnf {
 
-struct BlockShape {
-  extent_t B, N, Dm, H, Hkv, D, F;
-};
-
 // The (B·N, heads·D) row-major matrix `flat` seen as (B, heads, N, D).
 template <class T>
 View<T> as_heads(View<T> flat, extent_t B, extent_t N, extent_t heads, extent_t D) {

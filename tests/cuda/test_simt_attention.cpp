@@ -144,7 +144,7 @@ TEST(SimtAttention, FusedV1HasTwiceTheAtomicsOfBwdAtomicAndFusedV3AsMany) {
 // of the same call (what a certificate records) must agree.
 void expect_traffic_law(const std::string& onf, const Case& c) {
   const kernels::Variant& v = simt_variant(c.problem.op, onf);
-  v.take_count_mismatch();
+  v.instrumentation->take_count_mismatch();
   const auto counted = counted_run(onf, c);
   const bool decode = c.problem.op == Op::attention_decode;
   std::vector<std::int64_t> lens;
@@ -161,7 +161,7 @@ void expect_traffic_law(const std::string& onf, const Case& c) {
                decode ? "exact for its lens" : "exact");
   if (decode)
     assert_holds(cost::traffic_mismatches(onf, c.problem, nullptr, counted), "bounds without lens");
-  const std::string own = v.take_count_mismatch();
+  const std::string own = v.instrumentation->take_count_mismatch().value();
   if (!own.empty()) RC_FAIL(where + ": the variant's own check: " + own);
 }
 
@@ -233,9 +233,9 @@ TEST(SimtAttention, NoFloatAtomicsMeansTheSameBitsInEveryBlockOrder) {
       const kernels::Variant& v = simt_variant(o.op, o.onf);
       const auto first = properties::run_variant(v, c);
       for (std::uint64_t variation : {1u, 2u, 99u}) {
-        v.set_schedule_seed(variation);
+        v.instrumentation->set_schedule_seed(variation);
         const auto other = properties::run_variant(v, c);
-        v.set_schedule_seed(0);
+        v.instrumentation->set_schedule_seed(0);
         RC_ASSERT(properties::bitwise_equal(first, other));
       }
     });
@@ -254,13 +254,13 @@ TEST(SimtAttention, FusedV1DiffersOverBlockOrdersAndStaysWithinTheRule) {
   const kernels::Variant& v = simt_variant(Op::attention_fwdbwd, "fused_v1");
   std::vector<std::vector<AnyTensor>> runs;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    v.set_schedule_seed(seed);  // a variation of the case's own schedule
+    v.instrumentation->set_schedule_seed(seed);  // a variation of the case's own schedule
     runs.push_back(properties::run_variant(v, c));
     const properties::Verdict verdict =
         properties::judge(c, exact, runs.back(), properties::Rule{}, &bounds);
     EXPECT_TRUE(verdict.holds) << "block order " << seed << ": " << verdict.why;
   }
-  v.set_schedule_seed(0);
+  v.instrumentation->set_schedule_seed(0);
   int distinct = 1;
   for (std::size_t r = 1; r < runs.size(); ++r)
     if (!properties::bitwise_equal(runs[0], runs[r])) ++distinct;

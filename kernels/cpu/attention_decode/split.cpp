@@ -255,7 +255,8 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
   // settings of this call, strides up front
-  const std::size_t D = a.D, dp = w.dp, G = a.H / a.Hkv, split = a.split_len, sp = w.split_p;
+  const std::size_t D = extent(a.dims.D), dp = w.dp, G = extent(a.dims.H / a.dims.Hkv),
+                    split = a.split_len, sp = w.split_p;
   const std::ptrdiff_t q_h = a.q.s[1], q_d = a.q.s[3], k_l = a.k.s[2], k_d = a.k.s[3],
                        v_l = a.v.s[2], v_d = a.v.s[3];
   const std::size_t len = static_cast<std::size_t>(a.lens.at(b));
@@ -349,23 +350,25 @@ void split_task(const DecodeArgs& a, std::size_t b, std::size_t g, std::size_t c
 
 template <class T, class S>
 void split_run(const DecodeArgs& a) {
-  const std::size_t G = a.H / a.Hkv, lanes = hn::Lanes(hn::ScalableTag<T>());
-  const std::size_t dp = round_up(a.D, lanes);
+  const std::size_t B = extent(a.dims.B), H = extent(a.dims.H), Hkv = extent(a.dims.Hkv),
+                    cache_length = extent(a.dims.M), D = extent(a.dims.D);
+  const std::size_t G = H / Hkv, lanes = hn::Lanes(hn::ScalableTag<T>());
+  const std::size_t dp = round_up(D, lanes);
   // The chunk grid depends on L and split_len only, never on the thread
   // count, and the merge runs in ascending chunk order: deterministic.
-  const std::size_t chunks = (a.L + a.split_len - 1) / a.split_len;
+  const std::size_t chunks = (cache_length + a.split_len - 1) / a.split_len;
   // The partial triples live in a per-calling-thread workspace kept across
   // calls: freshly mapped megabytes cost first-touch page faults on every
   // call (about a tenth of the call at the bench shape). Every slot read is
   // written first in this call.
   static thread_local std::vector<T> workspace;
-  const std::size_t slots = a.B * a.H * chunks;
+  const std::size_t slots = B * H * chunks;
   if (workspace.size() < slots * (dp + 2)) workspace.resize(slots * (dp + 2));
   T* part_m = workspace.data();  // (B, H, chunks)
   T* part_l = part_m + slots;    // (B, H, chunks)
   T* part_acc = part_l + slots;  // (B, H, chunks, Dp)
   // partial (b, h, c) lives at ((b·Hkv + g)·chunks + c)·G + hh, h = g·G + hh
-  const std::int64_t tasks = static_cast<std::int64_t>(a.B * a.Hkv * chunks);
+  const std::int64_t tasks = static_cast<std::int64_t>(B * Hkv * chunks);
 
   // merge: head h of batch b rescales its chunks' triples to their common
   // max, in ascending chunk order (whichever thread runs it: deterministic).
@@ -374,7 +377,7 @@ void split_run(const DecodeArgs& a) {
     const std::size_t len = static_cast<std::size_t>(a.lens.at(b));
     const std::size_t used =
         (len + a.split_len - 1) / a.split_len;  // chunks past lens[b] are empty
-    auto slot = [&](std::size_t c) { return ((b * a.Hkv + g) * chunks + c) * G + hh; };
+    auto slot = [&](std::size_t c) { return ((b * Hkv + g) * chunks + c) * G + hh; };
     T m = part_m[slot(0)];
     for (std::size_t c = 1; c < used; ++c) m = std::max(m, part_m[slot(c)]);
     T l = 0;
@@ -391,7 +394,7 @@ void split_run(const DecodeArgs& a) {
     }
     // lens[b] >= 1: every decode row sees a key, so l >= 1.
     S* o_row = a.o.as<S>().row(b, h, 0);
-    for (std::size_t d = 0; d < a.D; ++d)
+    for (std::size_t d = 0; d < D; ++d)
       o_row[static_cast<std::ptrdiff_t>(d) * a.o.inner()] = from_compute<S>(acc[d] / l);
     a.lse.as<S>().at(b, h, 0) = from_compute<S>(m + std::log(l));
   };
@@ -400,22 +403,22 @@ void split_run(const DecodeArgs& a) {
   // chunk of a (b, kv head) merges its G heads (an acq_rel countdown makes
   // the other tasks' partials visible to it). On an oversubscribed machine a
   // barrier waits for the slowest thread's time slice.
-  std::vector<std::atomic<std::size_t>> remaining(a.B * a.Hkv);  // (B, Hkv)
+  std::vector<std::atomic<std::size_t>> remaining(B * Hkv);  // (B, Hkv)
   for (auto& r : remaining) r.store(chunks, std::memory_order_relaxed);
 
 #pragma omp parallel num_threads(a.threads)
   {
-    SplitScratch<T> w(G, a.D, a.split_len, lanes);
+    SplitScratch<T> w(G, D, a.split_len, lanes);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const std::size_t task = static_cast<std::size_t>(t);
       const std::size_t c = task % chunks, bg = task / chunks;
       const std::size_t slot = task * G;
       // split
-      split_task<T, S>(a, bg / a.Hkv, bg % a.Hkv, c, w, &part_m[slot], &part_l[slot],
+      split_task<T, S>(a, bg / Hkv, bg % Hkv, c, w, &part_m[slot], &part_l[slot],
                        &part_acc[slot * dp]);
       if (remaining[bg].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        const std::size_t b = bg / a.Hkv, g = bg % a.Hkv;
+        const std::size_t b = bg / Hkv, g = bg % Hkv;
         for (std::size_t hh = 0; hh < G; ++hh) merge(b, g * G + hh, w.row.get());
       }
     }
@@ -481,13 +484,8 @@ void run_split(const Problem& p, std::span<const TensorRef> inputs,
   check_decode(p, inputs, outputs);
   with_flat_layouts(inputs, outputs,
                     [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
-                      const Dims& d = p.dims;
                       DecodeArgs a;
-                      a.B = d.B;
-                      a.H = d.H;
-                      a.Hkv = d.Hkv;
-                      a.L = d.M;
-                      a.D = d.D;
+                      a.dims = p.dims;
                       a.split_len = SplitTiles::split_len;
                       a.scale = p.scale();
                       a.threads = thread_count(opt.threads);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/common/strided.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/moa.hpp"
+#include "reference/problem.hpp"
 
 namespace moacert::kernels::cpu {
 
@@ -23,10 +24,11 @@ struct SplitTiles {
 // The tile extents cpu.split runs in format f on this machine: split_len.
 std::vector<moa::extent_t> split_tiles(Format f);
 
-// One call of cpu.split: q (B,H,1,D), k, v (B,Hkv,L,D), lens (B); the data
-// in the storage type of the call's format.
+// One call of cpu.split: the problem's dimensions (reference/problem.hpp's
+// Dims: B, H, Hkv, D, and M, the cache length L) and q (B,H,1,D), k, v
+// (B,Hkv,L,D), lens (B); the data in the storage type of the call's format.
 struct DecodeArgs {
-  std::size_t B = 0, H = 0, Hkv = 0, L = 0, D = 0;
+  Dims dims;
   std::size_t split_len = SplitTiles::split_len;  // cache positions per chunk
   double scale = 1;
   int threads = 1;

@@ -51,7 +51,7 @@ void decode_split_generic(View<const T> q, View<const T> k, View<const T> v,
   using Tr = dnf::ScalarTraits<T>;
   using std::exp;
   using std::log;
-  const dnf::AttentionShape s = dnf::attention_shape(q, k);
+  const Dims s = dnf::attention_dims(q, k);
   const extent_t B = s.B, H = s.H, D = s.D, group = s.H / s.Hkv;
   const T scale = Tr::from_double(scale_d);
 

@@ -157,8 +157,9 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
   // settings of this call, strides up front
-  const std::size_t N = a.N, M = a.M, D = a.D, dp = w.dp, bnp = w.bnp;
-  const std::size_t g = h / (a.H / a.Hkv);
+  const std::size_t N = extent(a.dims.N), M = extent(a.dims.M), D = extent(a.dims.D), dp = w.dp,
+                    bnp = w.bnp;
+  const std::size_t g = h / extent(a.dims.H / a.dims.Hkv);
   const std::ptrdiff_t q_n = a.q.s[2], q_d = a.q.s[3], k_m = a.k.s[2], k_d = a.k.s[3],
                        v_m = a.v.s[2], v_d = a.v.s[3], o_n = a.o.s[2], o_d = a.o.s[3],
                        lse_n = a.lse.s[2];
@@ -308,19 +309,20 @@ void flash_block(const FlashArgs& a, std::size_t b, std::size_t h, std::size_t i
 
 template <class T, class S, bool kCausal>
 void flash_run(const FlashArgs& a) {
-  const std::size_t q_blocks = (a.N + kBlockM - 1) / kBlockM;
-  const std::int64_t tasks = static_cast<std::int64_t>(a.B * a.H * q_blocks);
+  const std::size_t B = extent(a.dims.B), H = extent(a.dims.H);
+  const std::size_t q_blocks = (extent(a.dims.N) + kBlockM - 1) / kBlockM;
+  const std::int64_t tasks = static_cast<std::int64_t>(B * H * q_blocks);
   const std::size_t lanes = hn::Lanes(hn::ScalableTag<T>());
   // Each task owns its output rows and runs in a fixed order, so the result
   // is bitwise the same for every thread count and schedule.
 #pragma omp parallel num_threads(a.threads)
   {
-    FlashScratch<T> w(a.D, a.M, lanes);
+    FlashScratch<T> w(extent(a.dims.D), extent(a.dims.M), lanes);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const std::size_t task = static_cast<std::size_t>(t);
       const std::size_t blk = task % q_blocks, bh = task / q_blocks;
-      flash_block<T, S, kCausal>(a, bh / a.H, bh % a.H, blk * kBlockM, w);
+      flash_block<T, S, kCausal>(a, bh / H, bh % H, blk * kBlockM, w);
     }
   }
 }
@@ -367,6 +369,7 @@ HWY_AFTER_NAMESPACE();
 #include "kernels/cpu/common/tiles.hpp"
 #include "kernels/cpu/register.hpp"
 #include "kernels/registry.hpp"
+#include "reference/dnf/attention.hpp"
 
 namespace moacert::kernels::cpu {
 
@@ -424,14 +427,8 @@ void run_flash(const Problem& p, std::span<const TensorRef> inputs,
   check_tensors(p, inputs, outputs);
   with_flat_layouts(inputs, outputs,
                     [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
-                      const Dims& d = p.dims;
                       FlashArgs a;
-                      a.B = d.B;
-                      a.H = d.H;
-                      a.Hkv = d.Hkv;
-                      a.N = d.N;
-                      a.M = d.M;
-                      a.D = d.D;
+                      a.dims = p.dims;
                       a.scale = p.scale();
                       a.causal = p.causal();
                       a.threads = thread_count(opt.threads);
@@ -449,14 +446,8 @@ void run_flash(const Problem& p, std::span<const TensorRef> inputs,
 template <class T>
 void flash_attention_fwd(moa::View<const T> q, moa::View<const T> k, moa::View<const T> v,
                          moa::View<T> o, moa::View<T> lse, const AttentionParams& params) {
-  const moa::Shape qs = q.shape(), ks = k.shape();
   FlashArgs a;
-  a.B = static_cast<std::size_t>(qs[0]);
-  a.H = static_cast<std::size_t>(qs[1]);
-  a.N = static_cast<std::size_t>(qs[2]);
-  a.D = static_cast<std::size_t>(qs[3]);
-  a.Hkv = static_cast<std::size_t>(ks[1]);
-  a.M = static_cast<std::size_t>(ks[2]);
+  a.dims = dnf::attention_dims(q, k);
   a.scale = params.scale;
   a.causal = params.causal;
   a.threads = thread_count(params.threads);

@@ -38,10 +38,12 @@ struct AttentionParams {
   int threads = 0;  // 0: the OpenMP default
 };
 
-// One call of cpu.flash with flat strides (in elements) read up front; the
-// data in the storage type of the call's format.
+// One call of cpu.flash: the problem's dimensions (B, H, Hkv, N, M, D of
+// reference/problem.hpp's Dims) and the tensors with flat strides (in
+// elements) read up front; the data in the storage type of the call's
+// format.
 struct FlashArgs {
-  std::size_t B = 0, H = 0, Hkv = 0, N = 0, M = 0, D = 0;
+  Dims dims;
   double scale = 1;
   bool causal = false;
   int threads = 1;

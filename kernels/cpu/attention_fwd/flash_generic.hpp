@@ -35,7 +35,7 @@ void flash_fwd_generic(View<const T> q, View<const T> k, View<const T> v, double
   using Tr = dnf::ScalarTraits<T>;
   using std::exp;
   using std::log;
-  const dnf::AttentionShape s = dnf::attention_shape(q, k);
+  const Dims s = dnf::attention_dims(q, k);
   const extent_t B = s.B, H = s.H, N = s.N, M = s.M, D = s.D, group = s.H / s.Hkv;
   const T scale = Tr::from_double(scale_d);
   const T neg_inf = Tr::neg_inf();

@@ -19,6 +19,12 @@
 
 namespace moacert::kernels::cpu {
 
+// An extent of the problem (reference/problem.hpp's Dims, signed) in the
+// loops' unsigned type, read once where a kernel's settings are read.
+inline std::size_t extent(moa::extent_t e) {
+  return static_cast<std::size_t>(e);
+}
+
 // x rounded up to a whole number of `to` (vectors, tiles).
 // @pre to >= 1   @post result % to == 0, x <= result < x + to
 inline std::size_t round_up(std::size_t x, std::size_t to) {
