@@ -58,12 +58,38 @@ using RunFn = std::function<void(const Problem&, std::span<const TensorRef> inpu
                                  std::span<const TensorRef> outputs, const RunOptions&)>;
 using CostFn = std::function<Cost(const Problem&)>;
 
+// How `bench` times a device backend's launches (Variant::time_on_device):
+// `warmup` untimed calls' launches, then `repeats` timed ones.
+struct DeviceTimingOptions {
+  int warmup = 1;
+  int repeats = 5;
+};
+
+// A device backend's timings of one problem: the launches alone, with the
+// inputs resident on the device and the outputs allocated once, and the
+// host<->device copies apart (docs/design.md, `bench`).
+struct DeviceTimes {
+  std::string clock;                  // what timed the launches: "CUDA events", "host clock"
+  std::vector<double> launches;       // seconds, each timed call's launches
+  double copy_to_device_seconds = 0;  // every input to the device, once
+  double copy_to_device_bytes = 0;
+  double copy_from_device_seconds = 0;  // every output back, once
+  double copy_from_device_bytes = 0;
+};
+using DeviceTimeFn =
+    std::function<DeviceTimes(const Problem&, std::span<const TensorRef> inputs,
+                              std::span<const TensorRef> outputs, const DeviceTimingOptions&)>;
+
 // One kernel launch as a counting backend saw it: its float atomics and
 // global bytes (loads and stores), counted and as its cost function
 // models them.
 struct LaunchCounts {
   std::string kernel;
   double atomics = 0, model_atomics = 0, bytes = 0, model_bytes = 0;
+  // Global load and store accesses, one per thread and access (what Nsight
+  // Compute's thread-level sass__inst_executed_global_* count on hardware,
+  // scripts/device-check.sh).
+  double loads = 0, stores = 0;
 };
 
 // What a variant is to certify, whatever its name and backend: the DNF's
@@ -132,6 +158,10 @@ struct Variant {
   // cost function's, for the certificate's plot of counted against
   // modelled. Null otherwise.
   std::function<std::vector<LaunchCounts>()> take_launch_counts;
+  // Backends whose kernels run in device memory (kernels/cuda/'s cuda.* and
+  // simt.* variants): `bench`'s timings of the launches alone and of the
+  // copies apart. Null for host kernels, which bench times call by call.
+  DeviceTimeFn time_on_device;
 
   bool supports(Format f) const;
 };
