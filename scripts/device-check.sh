@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/device-check.sh [--dry-run] [CARRY]: the device check of issue
+# scripts/device-check.sh [--dry-run | --check] [CARRY]: the device check of issue
 # #27, built to fit the GPU machine (/work/.library/device/README.md: at
 # most 64 MiB of files in, no package registry, one command of at most 10
 # minutes, about 15 minutes in all).
@@ -21,19 +21,29 @@
 #   command: bash device-carry/run.sh "$OUT"
 # which writes $OUT/summary.log and $OUT/raw.tar.gz in at most 8 minutes
 # (scripts/device/run.sh says what it runs).
+#
+# `--check CARRY` runs only the checks, on a carry packed before (the CTest
+# device.carry_check plants a missing library in a copy and expects them
+# to name it).
 set -euo pipefail
-dry_run=0
-if [ "${1:-}" = --dry-run ]; then
-  dry_run=1
-  shift
-fi
+mode=full
+case "${1:-}" in
+  --dry-run) mode=dry_run; shift ;;
+  --check) mode=check; shift ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${BUILD_DEVICE:-build-device}
 carry=${1:-device-carry}
 carry_arg=$carry  # as given, for the device tool's carry list
 limit=$((64 * 1024 * 1024))
+# The system's libraries the carry leaves out: glibc (libc, libm, libdl,
+# librt, libpthread, the loader, the vDSO), the C++ runtime (libstdc++,
+# libgcc_s) and the CUDA driver (libcuda, which the static CUDA runtime
+# opens itself).
+system_lib='^(linux-vdso|ld-linux[^ ]*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda)\.so'
 
+pack() {
 # The build: the device's architecture only; the binary finds its libraries
 # beside it ($ORIGIN/../lib, the carry's layout as the build tree's), never
 # through a path of this machine.
@@ -53,10 +63,7 @@ cmake --build "$build" -j"${JOBS:-2}" --target moacert
 echo "device-check: built in $(($(date +%s) - t0)) s"
 
 # The carry: the binary, the libraries it loads but the system's runtimes,
-# the on-device scripts. The system's: glibc (libc, libm, libdl, librt,
-# libpthread, the loader, the vDSO), the C++ runtime (libstdc++, libgcc_s)
-# and the CUDA driver (libcuda, which the static CUDA runtime opens itself).
-system_lib='^(linux-vdso|ld-linux[^ ]*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda)\.so'
+# the on-device scripts.
 rm -rf "$carry"
 mkdir -p "$carry/bin" "$carry/lib"
 carry=$(cd "$carry" && pwd)
@@ -68,6 +75,13 @@ ldd "$build/cli/moacert" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
   done
 cp scripts/device/run.sh scripts/device/counts.py scripts/device/sdpa.py \
   scripts/device/bench_table.py "$carry/"
+}
+
+if [ "$mode" = check ]; then
+  carry=$(cd "$carry" && pwd)
+else
+  pack
+fi
 size=$(du -sb "$carry" | cut -f1)
 echo "device-check: $carry holds $(find "$carry" -type f | wc -l) files, $size bytes" \
   "($(awk -v b="$size" 'BEGIN {printf "%.1f MiB", b / 1048576}'), the limit 64 MiB):"
@@ -109,8 +123,8 @@ glibcxx=$(objdump -T "$carry"/bin/moacert "$carry"/lib/* 2>/dev/null |
   grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)
 echo "device-check: the device needs $glibc and $glibcxx or later (its own libc and libstdc++)"
 
-if [ "$dry_run" -eq 1 ]; then
-  echo "device-check: dry run passed"
+if [ "$mode" != full ]; then
+  echo "device-check: $([ "$mode" = check ] && echo check || echo dry run) passed"
   exit 0
 fi
 cat <<EOT
