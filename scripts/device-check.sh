@@ -44,37 +44,41 @@ limit=$((64 * 1024 * 1024))
 system_lib='^(linux-vdso|ld-linux[^ ]*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda)\.so'
 
 pack() {
-# The build: the device's architecture only; the binary finds its libraries
-# beside it ($ORIGIN/../lib, the carry's layout as the build tree's), never
-# through a path of this machine.
-echo "device-check: configure and build $build (CUDA sm_90, no LibTorch, no MPI)"
-t0=$(date +%s)
-mkdir -p "$build"
-configure_log=$build/device-check-configure.log
-cmake -S . -B "$build" -G Ninja -DMOACERT_WITH_TORCH=OFF -DMOACERT_WITH_MPI=OFF \
-  -DMOACERT_WITH_CUDA=ON -DMOACERT_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON \
-  >"$configure_log" 2>&1 || { tail -30 "$configure_log"; exit 1; }
-if ! grep -q "^--   CUDA: found" "$configure_log"; then
-  grep "^--   CUDA" "$configure_log" || true
-  echo "device-check: this machine has no nvcc: the cuda.* kernels cannot be built here"
-  exit 1
-fi
-cmake --build "$build" -j"${JOBS:-2}" --target moacert
-echo "device-check: built in $(($(date +%s) - t0)) s"
+  # The build: the device's architecture only; the binary finds its libraries
+  # beside it ($ORIGIN/../lib, the carry's layout as the build tree's), never
+  # through a path of this machine.
+  echo "device-check: configure and build $build (CUDA sm_90, no LibTorch, no MPI)"
+  t0=$(date +%s)
+  mkdir -p "$build"
+  configure_log=$build/device-check-configure.log
+  cmake -S . -B "$build" -G Ninja -DMOACERT_WITH_TORCH=OFF -DMOACERT_WITH_MPI=OFF \
+    -DMOACERT_WITH_CUDA=ON -DMOACERT_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON \
+    >"$configure_log" 2>&1 || { tail -30 "$configure_log"; exit 1; }
+  if ! grep -q "^--   CUDA: found" "$configure_log"; then
+    grep "^--   CUDA" "$configure_log" || true
+    echo "device-check: this machine has no nvcc: the cuda.* kernels cannot be built here"
+    exit 1
+  fi
+  cmake --build "$build" -j"${JOBS:-2}" --target moacert
+  echo "device-check: built in $(($(date +%s) - t0)) s"
 
-# The carry: the binary, the libraries it loads but the system's runtimes,
-# the on-device scripts.
-rm -rf "$carry"
-mkdir -p "$carry/bin" "$carry/lib"
-carry=$(cd "$carry" && pwd)
-strip --strip-unneeded -o "$carry/bin/moacert" "$build/cli/moacert"
-ldd "$build/cli/moacert" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
-  while read -r name path; do
-    [[ $name =~ $system_lib ]] && continue
-    strip --strip-unneeded -o "$carry/lib/$name" "$(readlink -f "$path")"
-  done
-cp scripts/device/run.sh scripts/device/counts.py scripts/device/sdpa.py \
-  scripts/device/bench_table.py "$carry/"
+  # The carry: the binary, the libraries it loads but the system's runtimes,
+  # the on-device scripts.
+  if [ -e "$carry" ] && [ ! -f "$carry/run.sh" ]; then
+    echo "device-check: $carry exists and is not a carry (no run.sh): not replaced"
+    exit 2
+  fi
+  rm -rf "$carry"
+  mkdir -p "$carry/bin" "$carry/lib"
+  carry=$(cd "$carry" && pwd)
+  strip --strip-unneeded -o "$carry/bin/moacert" "$build/cli/moacert"
+  ldd "$build/cli/moacert" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    while read -r name path; do
+      [[ $name =~ $system_lib ]] && continue
+      strip --strip-unneeded -o "$carry/lib/$name" "$(readlink -f "$path")"
+    done
+  cp scripts/device/run.sh scripts/device/counts.py scripts/device/sdpa.py \
+    scripts/device/bench_table.py "$carry/"
 }
 
 if [ "$mode" = check ]; then
