@@ -22,6 +22,10 @@
 #
 # Each step has its own timeout, and a step that would pass the budget is
 # skipped and says so: one hang cannot eat the machine's time.
+#
+# DEVICE_CHECK_BACKEND=simt runs the same steps on the simt.* twins (the
+# emulator), for trying this script on a machine without a GPU (with
+# stand-ins for nvidia-smi, ncu and compute-sanitizer on PATH).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +39,7 @@ summary=$out/summary.log
 exec > >(tee "$summary") 2>&1
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 moacert=$here/bin/moacert
+backend=${DEVICE_CHECK_BACKEND:-cuda}
 start=$(date +%s)
 budget=${DEVICE_CHECK_SECONDS:-460}
 left() { echo $((budget - ($(date +%s) - start))); }
@@ -85,10 +90,11 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv
 # "OP VARIANT" for every cuda.* variant this binary registers on this device
 # (the same list as the simt.* twins: kernels/cuda/backend_glue.hpp).
 "$moacert" list >"$raw/list.txt" 2>&1
-awk '/^[a-z]/ {op = $1} /^  cuda\./ {print op, $1}' "$raw/list.txt" >"$raw/variants.txt"
+awk -v b="  $backend." '/^[a-z]/ {op = $1} index($0, b) == 1 {print op, $1}' "$raw/list.txt" \
+  >"$raw/variants.txt"
 cat "$raw/variants.txt"
 if [ ! -s "$raw/variants.txt" ]; then
-  echo "device-check: no cuda.* variant registered (moacert list below)"
+  echo "device-check: no $backend.* variant registered (moacert list below)"
   cat "$raw/list.txt"
   status=1
   finish
@@ -113,28 +119,32 @@ done
 # The emulator's count of each variant's launches at the small shape,
 # beside the cost function's model (bench --json's "launches").
 (while read -r op v; do
-   twin=simt.${v#cuda.}
+   twin=simt.${v#*.}
    within 60 "$moacert" bench "$op" --variants "$twin" --shape "$(small_shape "$op")" \
      --warmup 1 --repeats 1 --threads 1 --json >"$raw/counts/$twin.json" 2>"$raw/counts/$twin.err"
  done <"$raw/variants.txt") &
 pids+=($!)
 # certify every cuda.* variant in f32 and bf16: the curated cases and 10
 # random ones at the default draws, seeded; eight runs at a time.
+helpers=${#pids[@]}
 while read -r op v; do
   for dtype in f32 bf16; do
-    while [ "$(jobs -rp | wc -l)" -ge $((${#pids[@]} + 8)) ]; do sleep 1; done
+    while [ "$(jobs -rp | wc -l)" -ge $((helpers + 8)) ]; do sleep 1; done
     (within 120 "$moacert" certify "$op" --variant "$v" --dtype "$dtype" --cases 10 --seed 20261204 \
        --out "$raw/certify/$v-$dtype" >"$raw/certify/$v-$dtype.log" 2>&1
      echo "$? $v $dtype" >>"$raw/certify/exit-codes.txt") &
+    pids+=($!)
   done
 done <"$raw/variants.txt"
-wait
+# These jobs by their ids: a bare `wait` would wait for the tee of the
+# summary too, which ends only with the script.
+wait "${pids[@]}"
 unset OMP_NUM_THREADS
-echo "certify (exit 0: holds; 1: a counterexample; 124: timed out):"
+echo "certify (exit 0: holds; 1: a counterexample; 124: timed out or skipped):"
 sort -k2 "$raw/certify/exit-codes.txt"
-for f in "$raw"/certify/cuda.*.log; do grep -hE ": (holds|FAILS)" "$f" | head -2; done
+for f in "$raw"/certify/"$backend".*.log; do grep -hE ": (holds|FAILS)" "$f" | head -2; done
 awk '$1 != 0 {bad = 1} END {exit bad}' "$raw/certify/exit-codes.txt" || status=1
-echo "compute-sanitizer (exit 0: clean; 9: errors found; 124: timed out):"
+echo "compute-sanitizer (exit 0: clean; 9: errors found; 124: timed out or skipped):"
 cat "$raw"/sanitizer/exit-codes-*.txt
 cat "$raw"/sanitizer/exit-codes-*.txt | awk '$1 != 0 {bad = 1} END {exit bad}' || status=1
 
@@ -143,7 +153,7 @@ phase 100
 metrics=sass__inst_executed_global_atomics,sass__inst_executed_global_reductions
 metrics=$metrics,sass__inst_executed_global_loads,sass__inst_executed_global_stores
 while read -r op v; do
-  twin=simt.${v#cuda.}
+  twin=simt.${v#*.}
   # the launches of one call, as many as the emulator counted
   n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["results"][0].get("launches", [])))' \
     "$raw/counts/$twin.json" 2>/dev/null || echo 0)
@@ -164,8 +174,9 @@ bench() {  # bench NAME OP VARIANTS SHAPE DTYPE
 big=B=2,H=8,Hkv=8,N=8192,M=8192,D=64
 mid=B=2,H=8,Hkv=8,N=4096,M=4096,D=64
 for dtype in f32 bf16; do
-  bench "fwdbwd-8192-$dtype" attention.fwdbwd cuda.fused_v1,cuda.fused_v3,cuda.fused_det "$big" "$dtype"
-  bench "bwd-4096-$dtype" attention.bwd cuda.bwd_atomic,cuda.bwd_fa2 "$mid" "$dtype"
+  bench "fwdbwd-8192-$dtype" attention.fwdbwd \
+    "$backend.fused_v1,$backend.fused_v3,$backend.fused_det" "$big" "$dtype"
+  bench "bwd-4096-$dtype" attention.bwd "$backend.bwd_atomic,$backend.bwd_fa2" "$mid" "$dtype"
 done
 within 120 python3 "$here/sdpa.py" "$raw/bench/sdpa.json" >"$raw/bench/sdpa.log" 2>&1 ||
   echo "sdpa: exit $? (see raw/bench/sdpa.log)"
