@@ -116,22 +116,37 @@ Result run(const kernels::Variant& v, const Problem& p, Inputs& inputs, const Op
   const double rss0 = status_bytes("VmRSS:");
   const bool reset = reset_peak_rss();
   const double hwm0 = reset ? status_bytes("VmHWM:") : rss0;
+  if (v.instrumentation) v.instrumentation->take_launch_counts();  // earlier calls' counts
   v.run(p, in, out, run_opt);
   r.measured_extra_bytes = std::max(0.0, status_bytes("VmHWM:") - std::max(hwm0, rss0));
+  if (v.instrumentation) r.launches = v.instrumentation->take_launch_counts();
 
-  for (int w = 1; w < opt.warmup; ++w) v.run(p, in, out, run_opt);
-  for (int k = 0; k < opt.repeats; ++k) {
-    const double t0 = now();
-    v.run(p, in, out, run_opt);
-    r.samples.push_back(now() - t0);
+  if (v.time_on_device) {
+    const kernels::DeviceTimes t = v.time_on_device(p, in, out, {opt.warmup, opt.repeats});
+    r.timed = "launches (" + t.clock + ")";
+    r.device = true;
+    r.samples = t.launches;
+    r.copy_to_device_seconds = t.copy_to_device_seconds;
+    r.copy_to_device_bytes = t.copy_to_device_bytes;
+    r.copy_from_device_seconds = t.copy_from_device_seconds;
+    r.copy_from_device_bytes = t.copy_from_device_bytes;
+  } else {
+    for (int w = 1; w < opt.warmup; ++w) v.run(p, in, out, run_opt);
+    for (int k = 0; k < opt.repeats; ++k) {
+      const double t0 = now();
+      v.run(p, in, out, run_opt);
+      r.samples.push_back(now() - t0);
+    }
   }
   std::vector<double> sorted = r.samples;
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();
   r.seconds = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   const kernels::Cost c = v.cost(p);
-  r.gflops = c.flops / r.seconds / 1e9;
-  r.gbps = (c.bytes_read + c.bytes_written) / r.seconds / 1e9;
+  r.cost_flops = c.flops;
+  r.cost_bytes = c.bytes_read + c.bytes_written;
+  r.gflops = r.cost_flops / r.seconds / 1e9;
+  r.gbps = r.cost_bytes / r.seconds / 1e9;
   r.peak_bytes = c.peak_extra_bytes;
   return r;
 }

@@ -43,17 +43,32 @@ struct Options {
 
 struct Result {
   std::string variant;
+  // What `seconds` times: "call" (the whole call, host clock), or for a
+  // device backend "launches (CUDA events)" / "launches (host clock)": the
+  // launches alone, inputs resident and outputs allocated once.
+  std::string timed = "call";
   double seconds = 0;               // median of the timed repeats
-  double gflops = 0;                // cost.flops / seconds
-  double gbps = 0;                  // (cost.bytes_read + cost.bytes_written) / seconds
+  double cost_flops = 0;            // the cost function's counts of one call
+  double cost_bytes = 0;            // cost.bytes_read + cost.bytes_written
+  double gflops = 0;                // cost_flops / seconds / 1e9
+  double gbps = 0;                  // cost_bytes / seconds / 1e9
   double peak_bytes = 0;            // cost.peak_extra_bytes
   double measured_extra_bytes = 0;  // peak RSS growth over the first call (see run)
   std::vector<double> samples;      // every timed repeat, seconds
+  // A device backend's copies, timed apart from the launches (0 otherwise).
+  bool device = false;
+  double copy_to_device_seconds = 0, copy_to_device_bytes = 0;
+  double copy_from_device_seconds = 0, copy_from_device_bytes = 0;
+  // A counting backend's launches of the first call, counted beside the
+  // cost function's model (Variant::take_launch_counts; empty otherwise).
+  std::vector<kernels::LaunchCounts> launches;
 };
 
-// Times v on p: `warmup` untimed calls, then `repeats` timed ones. The first
-// call also measures the peak resident set growth (Linux VmHWM, reset
-// through /proc/self/clear_refs before the call) as measured_extra_bytes.
+// Times v on p: `warmup` untimed calls, then `repeats` timed ones; a device
+// backend (Variant::time_on_device) after one whole call, its launches
+// alone, the copies apart. The first call also measures the peak resident
+// set growth (Linux VmHWM, reset through /proc/self/clear_refs before the
+// call) as measured_extra_bytes, and a counting backend's launch counts.
 Result run(const kernels::Variant& v, const Problem& p, Inputs& inputs, const Options& opt);
 
 // The shared libraries mapped into this process whose names mention BLAS

@@ -2,7 +2,8 @@
 //                [--dtype F] [--causal] [--threads T] [--json]`:
 // times variants of one op on one problem in the same run (warm-up, repeats,
 // median), reports GFLOP/s and GB/s from their cost functions, the ratio of
-// every pair, and percent of the machine's own measured peaks.
+// every pair, and percent of the machine's own measured peaks. A device
+// backend's (cuda.*, simt.*) launches are timed alone, its copies apart.
 #include <malloc.h>
 #include <omp.h>
 
@@ -162,11 +163,35 @@ int run_bench(const BenchArgs& a) {
     j["peak"] = {{"gflops", peaks.gflops}, {"gbps", peaks.gbps_read}};
     j["results"] = nlohmann::json::array();
     for (const bench::Result& r : results) {
-      j["results"].push_back({{"variant", r.variant},
-                              {"seconds", r.seconds},
-                              {"gflops", r.gflops},
-                              {"gbps", r.gbps},
-                              {"peak_bytes", r.peak_bytes}});
+      nlohmann::json o = {{"variant", r.variant},
+                          {"timed", r.timed},
+                          {"seconds", r.seconds},
+                          {"cost_flops", r.cost_flops},
+                          {"cost_bytes", r.cost_bytes},
+                          {"flops_per_second", r.cost_flops / r.seconds},
+                          {"bytes_per_second", r.cost_bytes / r.seconds},
+                          {"gflops", r.gflops},
+                          {"gbps", r.gbps},
+                          {"peak_bytes", r.peak_bytes}};
+      if (r.device) {
+        o["copy_to_device_seconds"] = r.copy_to_device_seconds;
+        o["copy_to_device_bytes"] = r.copy_to_device_bytes;
+        o["copy_from_device_seconds"] = r.copy_from_device_seconds;
+        o["copy_from_device_bytes"] = r.copy_from_device_bytes;
+      }
+      if (!r.launches.empty()) {
+        o["launches"] = nlohmann::json::array();
+        for (const kernels::LaunchCounts& l : r.launches) {
+          o["launches"].push_back({{"kernel", l.kernel},
+                                   {"atomics", l.atomics},
+                                   {"model_atomics", l.model_atomics},
+                                   {"bytes", l.bytes},
+                                   {"model_bytes", l.model_bytes},
+                                   {"loads", l.loads},
+                                   {"stores", l.stores}});
+        }
+      }
+      j["results"].push_back(o);
     }
     fmt::print("{}\n", j.dump());
     // stdout holds exactly docs/design.md's object; the BLAS LibTorch resolved
@@ -206,6 +231,15 @@ int run_bench(const BenchArgs& a) {
       for (const bench::Result& c : results) fmt::print(" {:>11.2f}x", c.seconds / r.seconds);
       fmt::print("\n");
     }
+  }
+  // A device backend's seconds are its launches alone; its copies apart.
+  for (const bench::Result& r : results) {
+    if (!r.device) continue;
+    fmt::print(
+        "\n{}: seconds time the {}; copies timed apart: to the device {} in {:.4f} s, from the "
+        "device {} in {:.4f} s",
+        r.variant, r.timed, human_bytes(r.copy_to_device_bytes), r.copy_to_device_seconds,
+        human_bytes(r.copy_from_device_bytes), r.copy_from_device_seconds);
   }
   fmt::print("\nsamples (s):");
   for (const bench::Result& r : results) {

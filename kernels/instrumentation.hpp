@@ -21,6 +21,10 @@ namespace moacert::kernels {
 struct LaunchCounts {
   std::string kernel;
   double atomics = 0, model_atomics = 0, bytes = 0, model_bytes = 0;
+  // Global load and store accesses, one per thread and access (what Nsight
+  // Compute's thread-level sass__inst_executed_global_* count on hardware,
+  // scripts/device-check.sh).
+  double loads = 0, stores = 0;
 };
 
 // Counts by name ("float atomics", "global loads", ...), in the order the

@@ -60,6 +60,28 @@ using RunFn = std::function<void(const Problem&, std::span<const TensorRef> inpu
                                  std::span<const TensorRef> outputs, const RunOptions&)>;
 using CostFn = std::function<Cost(const Problem&)>;
 
+// How `bench` times a device backend's launches (Variant::time_on_device):
+// `warmup` untimed calls' launches, then `repeats` timed ones.
+struct DeviceTimingOptions {
+  int warmup = 1;
+  int repeats = 5;
+};
+
+// A device backend's timings of one problem: the launches alone, with the
+// inputs resident on the device and the outputs allocated once, and the
+// host<->device copies apart (docs/design.md, `bench`).
+struct DeviceTimes {
+  std::string clock;                  // what timed the launches: "CUDA events", "host clock"
+  std::vector<double> launches;       // seconds, each timed call's launches
+  double copy_to_device_seconds = 0;  // every input to the device, once
+  double copy_to_device_bytes = 0;
+  double copy_from_device_seconds = 0;  // every output back, once
+  double copy_from_device_bytes = 0;
+};
+using DeviceTimeFn =
+    std::function<DeviceTimes(const Problem&, std::span<const TensorRef> inputs,
+                              std::span<const TensorRef> outputs, const DeviceTimingOptions&)>;
+
 // What a variant is to certify, whatever its name and backend: the DNF's
 // own evaluation (cpu.dnf: the baseline, never an ONF under test in the
 // equivalence report), a built-in ONF, PyTorch (the reference the vs-torch
@@ -106,6 +128,10 @@ struct Variant {
   // set by kernels/cuda/'s simt.* variants and a plugin built against
   // moacert/simt.h; null for kernels that count nothing.
   std::shared_ptr<Instrumentation> instrumentation;
+  // Backends whose kernels run in device memory (kernels/cuda/'s cuda.* and
+  // simt.* variants): `bench`'s timings of the launches alone and of the
+  // copies apart. Null for host kernels, which bench times call by call.
+  DeviceTimeFn time_on_device;
 
   bool supports(Format f) const;
 };

@@ -1,138 +1,140 @@
 #!/usr/bin/env bash
-# scripts/device-check.sh OUTDIR: on a machine with an NVIDIA GPU, builds
-# moacert with CUDA for the device present, runs the property suite on the
-# device's variants (cuda.*), and `moacert bench` for every CUDA variant
-# against LibTorch (variant `torch`) and, when the machine's Python has a
-# CUDA PyTorch, against its scaled-dot-product attention. Writes JSON
-# results and device-check.log to OUTDIR, in under 8 minutes (each step has
-# a deadline; a step that would pass it is skipped and says so).
+# scripts/device-check.sh [--dry-run | --check] [CARRY]: the device check of issue
+# #27, built to fit the GPU machine (/work/.library/device/README.md: at
+# most 64 MiB of files in, no package registry, one command of at most 10
+# minutes, about 15 minutes in all).
 #
-# It uses the machine's own compilers and CUDA toolkit. Debian packages the
-# build needs and the machine lacks (it may reach no registry) are taken
-# from MOACERT_DEPS (default deps/ in the checkout): a folder of packages
-# extracted with `dpkg-deb -x PKG.deb deps/` on a machine that has them
-# (scripts/pack-deps.sh, which names the packages).
+# Here (no GPU needed): builds moacert in BUILD_DEVICE (build-device) with
+# CUDA for sm_90 and without LibTorch and MPI, the `moacert` target only,
+# then packs CARRY (device-carry/, ignored by git): bin/moacert, lib/ with
+# the shared libraries it loads but glibc's, the C++ runtime's (libstdc++,
+# libgcc_s) and the driver's (libcuda), and the on-device scripts of
+# scripts/device/ (run.sh, counts.py, sdpa.py, bench_table.py). It checks
+# that the carry is at most 64 MiB (and prints its size), and that the
+# carried binary starts with the carried libraries alone: `ldd` resolves
+# nothing outside CARRY but the system's C and C++ runtimes, and
+# `moacert --version` and `moacert list` run under `env -i`.
 #
-# Written without a GPU to try it on (the task that wrote it had none):
-# the first run on a device is its test.
-set -uo pipefail
-out=${1:?usage: scripts/device-check.sh OUTDIR}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-log=$out/device-check.log
-exec > >(tee "$log") 2>&1
+# Without --dry-run it then prints how to run the on-device half with the
+# device tool (its `run` verb, the repository root as the working folder):
+#   carry: ["device-carry"]
+#   command: bash device-carry/run.sh "$OUT"
+# which writes $OUT/summary.log and $OUT/raw.tar.gz in at most 8 minutes
+# (scripts/device/run.sh says what it runs).
+#
+# `--check CARRY` runs only the checks, on a carry packed before (the CTest
+# device.carry_check plants a missing library in a copy and expects them
+# to name it).
+set -euo pipefail
+mode=full
+case "${1:-}" in
+  --dry-run) mode=dry_run; shift ;;
+  --check) mode=check; shift ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root" || exit 2
-start=$(date +%s)
-budget=${DEVICE_CHECK_SECONDS:-460}  # 8 minutes, less a margin for the transfers
-left() { echo $((budget - ($(date +%s) - start))); }
-step() { echo "== $(date -u +%T) [$(left) s left] $*"; }
-status=0
+cd "$root"
+build=${BUILD_DEVICE:-build-device}
+carry=${1:-device-carry}
+carry_arg=$carry  # as given, for the device tool's carry list
+limit=$((64 * 1024 * 1024))
+# The system's libraries the carry leaves out: glibc (libc, libm, libdl,
+# librt, libpthread, the loader, the vDSO), the C++ runtime (libstdc++,
+# libgcc_s) and the CUDA driver (libcuda, which the static CUDA runtime
+# opens itself).
+system_lib='^(linux-vdso|ld-linux[^ ]*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda)\.so'
 
-step "device"
-if ! command -v nvidia-smi >/dev/null; then
-  echo "device-check: no nvidia-smi: no GPU here"
-  exit 2
-fi
-nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv | tee "$out/device.csv"
-cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-"$nvcc" --version | tail -2
+pack() {
+  # The build: the device's architecture only; the binary finds its libraries
+  # beside it ($ORIGIN/../lib, the carry's layout as the build tree's), never
+  # through a path of this machine.
+  echo "device-check: configure and build $build (CUDA sm_90, no LibTorch, no MPI)"
+  t0=$(date +%s)
+  mkdir -p "$build"
+  configure_log=$build/device-check-configure.log
+  cmake -S . -B "$build" -G Ninja -DMOACERT_WITH_TORCH=OFF -DMOACERT_WITH_MPI=OFF \
+    -DMOACERT_WITH_CUDA=ON -DMOACERT_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON \
+    >"$configure_log" 2>&1 || { tail -30 "$configure_log"; exit 1; }
+  if ! grep -q "^--   CUDA: found" "$configure_log"; then
+    grep "^--   CUDA" "$configure_log" || true
+    echo "device-check: this machine has no nvcc: the cuda.* kernels cannot be built here"
+    exit 1
+  fi
+  cmake --build "$build" -j"${JOBS:-2}" --target moacert
+  echo "device-check: built in $(($(date +%s) - t0)) s"
 
-deps=${MOACERT_DEPS:-$root/deps}
-cmake_extra=()
-if [ -d "$deps/usr" ]; then
-  echo "device-check: Debian packages from $deps"
-  export CPATH="$deps/usr/include:$deps/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
-  export LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig"
-  cmake_extra+=(-DCMAKE_PREFIX_PATH="$deps/usr")
-fi
-
-step "build (sm_$cap)"
-build=${BUILD:-build-device}
-jobs=$(nproc)
-if ! timeout $(( $(left) - 150 )) cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_COMPILER="$nvcc" -DMOACERT_CUDA_ARCHITECTURES="$cap" -DMOACERT_WITH_MPI=OFF \
-    "${cmake_extra[@]}" >"$out/configure.log" 2>&1; then
-  tail -30 "$out/configure.log"
-  echo "device-check: configure failed"
-  exit 1
-fi
-grep -E "^--   (CUDA|LibTorch)" "$out/configure.log"
-if ! timeout $(( $(left) - 120 )) cmake --build "$build" --target moacert prop_ops -j"$jobs" \
-    >"$out/build.log" 2>&1; then
-  tail -40 "$out/build.log"
-  echo "device-check: build failed (or ran out of time)"
-  exit 1
-fi
-moacert=$build/cli/moacert
-"$moacert" list attention.fwdbwd | tee "$out/list.txt"
-if ! grep -q "cuda.fused_v1" "$out/list.txt"; then
-  echo "device-check: no cuda.* variants registered (no device seen by the CUDA runtime?)"
-  exit 1
-fi
-
-step "properties on the device (cuda.*)"
-# prop_ops restricted to the device's variants; a few cases each.
-for op in attention.fwd attention.bwd attention.fwdbwd; do
-  [ "$(left)" -gt 150 ] || { echo "skipped $op: out of time"; continue; }
-  MOACERT_VARIANTS=cuda. RC_PARAMS="seed=20261202 max_success=${CASES:-25}" \
-    timeout 90 "$build/tests/prop_ops" --op=$op --gtest_output=json:"$out/properties-$op.json" \
-    >"$out/properties-$op.log" 2>&1
-  rc=$?
-  echo "properties $op: exit $rc ($(grep -c '^\[       OK' "$out/properties-$op.log") ok," \
-       "$(grep -c '^\[  FAILED' "$out/properties-$op.log") failed lines)"
-  [ $rc -eq 0 ] || status=1
-done
-
-step "bench"
-bench() {  # bench NAME OP VARIANTS SHAPE [--causal]
-  local name=$1 op=$2 variants=$3 shape=$4
-  shift 4
-  [ "$(left)" -gt 40 ] || { echo "skipped bench $name: out of time"; return; }
-  timeout 120 "$moacert" bench "$op" --variants "$variants" --shape "$shape" --warmup 1 \
-    --repeats 3 --json "$@" >"$out/bench-$name.json" 2>"$out/bench-$name.err"
-  echo "bench $name: exit $? $(head -c 600 "$out/bench-$name.json")"
+  # The carry: the binary, the libraries it loads but the system's runtimes,
+  # the on-device scripts.
+  if [ -e "$carry" ] && [ ! -f "$carry/run.sh" ]; then
+    echo "device-check: $carry exists and is not a carry (no run.sh): not replaced"
+    exit 2
+  fi
+  rm -rf "$carry"
+  mkdir -p "$carry/bin" "$carry/lib"
+  carry=$(cd "$carry" && pwd)
+  strip --strip-unneeded -o "$carry/bin/moacert" "$build/cli/moacert"
+  ldd "$build/cli/moacert" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    while read -r name path; do
+      [[ $name =~ $system_lib ]] && continue
+      strip --strip-unneeded -o "$carry/lib/$name" "$(readlink -f "$path")"
+    done
+  cp scripts/device/run.sh scripts/device/counts.py scripts/device/sdpa.py \
+    scripts/device/bench_table.py "$carry/"
 }
-torch=
-if "$moacert" list attention.fwd | grep -q "^  torch"; then torch=,torch; fi
-bench fwdbwd-8192 attention.fwdbwd cuda.fused_v1,cuda.fused_v3,cuda.fused_det \
-  B=2,H=8,Hkv=8,N=8192,M=8192,D=64
-bench fwd-4096 attention.fwd "cuda.flash$torch" B=2,H=8,Hkv=8,N=4096,M=4096,D=64
-bench fwd-4096-causal attention.fwd cuda.flash B=2,H=8,Hkv=8,N=4096,M=4096,D=64 --causal
-bench bwd-4096 attention.bwd cuda.bwd_atomic,cuda.bwd_fa2 B=2,H=8,Hkv=8,N=4096,M=4096,D=64
-bench fwdbwd-1024-torch attention.fwdbwd "cuda.fused_v1,cuda.fused_v3,cuda.fused_det$torch" \
-  B=1,H=8,Hkv=8,N=1024,M=1024,D=64
 
-step "PyTorch scaled_dot_product_attention (the machine's own, if any)"
-if [ "$(left)" -gt 30 ] && python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  timeout 60 python3 - "$out/bench-sdpa.json" <<'EOF'
-import json, sys, time, torch
-import torch.nn.functional as F
-res = []
-for dtype in (torch.float32, torch.bfloat16):
-    q, k, v = (torch.randn(2, 8, 4096, 64, device="cuda", dtype=dtype) for _ in range(3))
-    for _ in range(2):
-        F.scaled_dot_product_attention(q, k, v)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        F.scaled_dot_product_attention(q, k, v)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    res.append({"op": "attention.fwd", "shape": "B=2,H=8,N=4096,M=4096,D=64",
-                "dtype": str(dtype).replace("torch.", ""), "seconds": times[2],
-                "torch": torch.__version__, "device": torch.cuda.get_device_name()})
-json.dump(res, open(sys.argv[1], "w"), indent=1)
-print(json.dumps(res))
-EOF
+if [ "$mode" = check ]; then
+  carry=$(cd "$carry" && pwd)
 else
-  echo "no CUDA PyTorch in this machine's Python (or out of time): sdpa not timed"
+  pack
+fi
+size=$(du -sb "$carry" | cut -f1)
+echo "device-check: $carry holds $(find "$carry" -type f | wc -l) files, $size bytes" \
+  "($(awk -v b="$size" 'BEGIN {printf "%.1f MiB", b / 1048576}'), the limit 64 MiB):"
+(cd "$carry" && du -b bin/* lib/* | sort -rn | awk '{printf "  %8.2f MiB  %s\n", $1 / 1048576, $2}')
+if [ "$size" -gt "$limit" ]; then
+  echo "device-check: the carry is over 64 MiB"
+  exit 1
 fi
 
-step "done in $(( $(date +%s) - start )) s, status $status"
-exit $status
+# The carried binary with the carried libraries alone, as run.sh runs it
+# (LD_LIBRARY_PATH=CARRY/lib: the binary's own $ORIGIN/../lib does not
+# serve its libraries' needs): everything ldd resolves, for the binary and
+# for each library, is in the carry or one of the system's runtimes,
+# nothing is missing, and it starts in an otherwise empty environment.
+bad=0
+for f in "$carry"/bin/moacert "$carry"/lib/*; do
+  while read -r line; do
+    name=$(awk '{print $1}' <<<"$line")
+    path=$(awk '$2 == "=>" {print $3}' <<<"$line")
+    if [[ $line == *"not found"* ]]; then
+      echo "device-check: $f: $name not found"
+      bad=1
+    elif [ -n "$path" ] && [[ $path != "$carry/"* ]] &&
+      ! [[ $name =~ $system_lib ]]; then
+      echo "device-check: $f loads $name from $path, outside the carry"
+      bad=1
+    fi
+  done < <(env -i LD_LIBRARY_PATH="$carry/lib" ldd "$f" 2>&1 | grep -v "statically linked")
+done
+[ "$bad" -eq 0 ] || exit 1
+env -i LD_LIBRARY_PATH="$carry/lib" "$carry/bin/moacert" --version
+simt=$(env -i LD_LIBRARY_PATH="$carry/lib" "$carry/bin/moacert" list | awk '/^  simt\./ {n++} END {print n + 0}')
+echo "device-check: the carried moacert starts alone and lists $simt simt.* variants" \
+  "(their cuda.* twins register on a GPU)"
+[ "$simt" -gt 0 ] || exit 1
+glibc=$(objdump -T "$carry"/bin/moacert "$carry"/lib/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' |
+  sort -uV | tail -1)
+glibcxx=$(objdump -T "$carry"/bin/moacert "$carry"/lib/* 2>/dev/null |
+  grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)
+echo "device-check: the device needs $glibc and $glibcxx or later (its own libc and libstdc++)"
+
+if [ "$mode" != full ]; then
+  echo "device-check: $([ "$mode" = check ] && echo check || echo dry run) passed"
+  exit 0
+fi
+cat <<EOT
+device-check: $carry is ready. On the GPU machine, with the device tool's run verb:
+  carry:   ["$carry_arg"]
+  command: bash $carry_arg/run.sh "\$OUT"
+  timeout: 540
+It writes \$OUT/summary.log and \$OUT/raw.tar.gz within 8 minutes.
+EOT

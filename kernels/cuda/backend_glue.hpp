@@ -7,6 +7,7 @@
 // backend.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,14 +42,17 @@ class DeviceTensor {
     bytes_ = static_cast<std::size_t>(t.layout.cosize()) * dtype_bytes(t.dtype);
     check_cuda(cudaMalloc(&data_, bytes_ ? bytes_ : 1), variant, "cudaMalloc");
     moacert_simt_name_buffer(data_, std::string(name).c_str());
-    if (copy_in && bytes_)
-      check_cuda(cudaMemcpy(data_, t.data, bytes_, cudaMemcpyHostToDevice), variant,
-                 "cudaMemcpy to the device");
+    if (copy_in) this->copy_in(variant);
   }
   ~DeviceTensor() { cudaFree(data_); }
   DeviceTensor(const DeviceTensor&) = delete;
   DeviceTensor& operator=(const DeviceTensor&) = delete;
 
+  void copy_in(const std::string& variant) const {
+    if (bytes_)
+      check_cuda(cudaMemcpy(data_, host_.data, bytes_, cudaMemcpyHostToDevice), variant,
+                 "cudaMemcpy to the device");
+  }
   void copy_out(const std::string& variant) const {
     if (bytes_)
       check_cuda(cudaMemcpy(host_.data, data_, bytes_, cudaMemcpyDeviceToHost), variant,
@@ -67,6 +71,7 @@ class DeviceTensor {
     return {data_, {s[0], s[1]}};
   }
   Tensor1 t1() const { return {data_, host_.layout.strides()[0]}; }
+  std::size_t bytes() const { return bytes_; }
 
  private:
   TensorRef host_;
@@ -102,18 +107,13 @@ inline Storage storage_of(const Problem& p) {
   return p.format == Format::bf16 ? Storage::bf16 : Storage::f32;
 }
 
-// Every tensor to the device, the launcher, the outputs back. `launch`
-// builds its arguments from the device tensors (inputs, then outputs).
+using Tensors = std::vector<std::unique_ptr<DeviceTensor>>;
+
+// One call's launches on resident tensors, a launch error or (emulator) a
+// hazard turned into a counterexample; asynchronous on the device.
 template <class Launch>
-void run_on_device(const std::string& variant, const Problem& p, std::span<const TensorRef> inputs,
-                   std::span<const TensorRef> outputs, Launch launch) {
-  std::vector<std::unique_ptr<DeviceTensor>> in, out;
-  const OpInfo& op = info(p.op);
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    in.push_back(std::make_unique<DeviceTensor>(inputs[i], op.inputs[i], variant, true));
-  // Outputs too, so that a padded layout's gaps come back as they were.
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    out.push_back(std::make_unique<DeviceTensor>(outputs[i], op.outputs[i], variant, true));
+void launch_checked(const std::string& variant, const Problem& p, const Tensors& in,
+                    const Tensors& out, Launch launch) {
 #if defined(__CUDACC__)
   check_cuda(static_cast<cudaError_t>(launch(p, in, out)), variant, "launch");
 #else
@@ -123,11 +123,90 @@ void run_on_device(const std::string& variant, const Problem& p, std::span<const
     throw KernelFault(variant + ": " + h.kind() + ": " + h.what(), /*hang=*/h.kind() == "deadlock");
   }
 #endif
+}
+
+// The device copies of a call's tensors, named as the op names them; with
+// `copy_in`, their contents too (outputs included, so that a padded
+// layout's gaps come back as they were).
+inline Tensors to_device(const std::string& variant, std::span<const TensorRef> tensors,
+                         const std::vector<std::string_view>& names, bool copy_in) {
+  Tensors t;
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    t.push_back(std::make_unique<DeviceTensor>(tensors[i], names[i], variant, copy_in));
+  return t;
+}
+
+// Every tensor to the device, the launcher, the outputs back. `launch`
+// builds its arguments from the device tensors (inputs, then outputs).
+template <class Launch>
+void run_on_device(const std::string& variant, const Problem& p, std::span<const TensorRef> inputs,
+                   std::span<const TensorRef> outputs, Launch launch) {
+  const OpInfo& op = info(p.op);
+  const Tensors in = to_device(variant, inputs, op.inputs, true);
+  const Tensors out = to_device(variant, outputs, op.outputs, true);
+  launch_checked(variant, p, in, out, launch);
   check_cuda(cudaDeviceSynchronize(), variant, "kernel");
   for (const auto& t : out) t->copy_out(variant);
 }
 
-using Tensors = std::vector<std::unique_ptr<DeviceTensor>>;
+// What times one call's launches, enqueued by `launches`, to their end: the
+// device's CUDA events (cuda_adaptor.cu), or by default the host's clock
+// around the launches and a synchronisation (the emulator, whose launches
+// run on the calling thread).
+struct LaunchTimer {
+  std::string clock = "host clock";
+  std::function<double(const std::string& variant, const std::function<void()>& launches)> time =
+      [](const std::string& variant, const std::function<void()>& launches) {
+        const auto start = std::chrono::steady_clock::now();
+        launches();
+        check_cuda(cudaDeviceSynchronize(), variant, "kernel");
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      };
+};
+
+// bench's timings of one problem (Variant::time_on_device): the inputs
+// copied to the device once and the outputs allocated once, both outside
+// the timed launches; `warmup` calls' launches untimed, then each of
+// `repeats` timed by `timer`; the copies, synchronous, timed apart by the
+// host's clock. A launcher's own scratch (the f32 accumulators of the
+// atomic variants) is allocated per call inside its launches, as in every
+// call.
+template <class Launch>
+DeviceTimes time_on_device(const std::string& variant, const Problem& p,
+                           std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                           Launch launch, const LaunchTimer& timer,
+                           const DeviceTimingOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point t0) {
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  };
+  const OpInfo& op = info(p.op);
+  DeviceTimes times;
+  times.clock = timer.clock;
+  const Tensors in = to_device(variant, inputs, op.inputs, false);
+  const Tensors out = to_device(variant, outputs, op.outputs, false);
+  check_cuda(cudaDeviceSynchronize(), variant, "cudaMalloc");
+
+  const clock::time_point copy_in = clock::now();
+  for (const auto& t : in) {
+    t->copy_in(variant);
+    times.copy_to_device_bytes += double(t->bytes());
+  }
+  times.copy_to_device_seconds = since(copy_in);
+
+  const auto launches = [&] { launch_checked(variant, p, in, out, launch); };
+  for (int w = 0; w < opt.warmup; ++w) launches();
+  check_cuda(cudaDeviceSynchronize(), variant, "kernel");
+  for (int k = 0; k < opt.repeats; ++k) times.launches.push_back(timer.time(variant, launches));
+
+  const clock::time_point copy_out = clock::now();
+  for (const auto& t : out) {
+    t->copy_out(variant);
+    times.copy_from_device_bytes += double(t->bytes());
+  }
+  times.copy_from_device_seconds = since(copy_out);
+  return times;
+}
 
 // One launcher per ONF, from the device tensors in the ops-table order.
 using LaunchFn = int (*)(const Problem&, const Tensors& in, const Tensors& out);
@@ -175,6 +254,7 @@ struct BackendHooks {
   // What the backend counts of its calls (kernels/instrumentation.hpp), one
   // object shared by its variants; null on the device, which counts nothing.
   std::shared_ptr<Instrumentation> instrumentation;
+  LaunchTimer timer;  // what times bench's launches
 };
 
 inline void register_onfs(Registry& r, const std::string& backend, const std::string& where,
@@ -244,6 +324,15 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .same_bits_any_layout = true,
         .where = where,
         .instrumentation = hooks.instrumentation,
+        .time_on_device =
+            [name, launch, before = hooks.before_run, timer = hooks.timer](
+                const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
+                const DeviceTimingOptions& opt) {
+              check_tensors(p, in, out);
+              check_supported(name, p);
+              if (before) before(RunOptions{});
+              return time_on_device(name, p, in, out, launch, timer, opt);
+            },
     };
     r.add(std::move(v));
   }

@@ -26,10 +26,40 @@ std::string cuda_device_description() {
          std::to_string(prop.minor) + ")";
 }
 
+namespace {
+
+// bench's clock on the device: a CUDA event recorded on the launches'
+// stream (the default one) before them and one after, so that the time is
+// the GPU's from the first launch's start to the last one's end, without
+// the host's launch overhead or any copy.
+double time_with_events(const std::string& variant, const std::function<void()>& launches) {
+  struct Event {
+    cudaEvent_t e = nullptr;
+    explicit Event(const std::string& variant) {
+      cuda::check_cuda(cudaEventCreate(&e), variant, "cudaEventCreate");
+    }
+    ~Event() { cudaEventDestroy(e); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+  };
+  const Event start(variant), stop(variant);
+  cuda::check_cuda(cudaEventRecord(start.e), variant, "cudaEventRecord");
+  launches();
+  cuda::check_cuda(cudaEventRecord(stop.e), variant, "cudaEventRecord");
+  cuda::check_cuda(cudaEventSynchronize(stop.e), variant, "kernel");
+  float ms = 0;
+  cuda::check_cuda(cudaEventElapsedTime(&ms, start.e, stop.e), variant, "cudaEventElapsedTime");
+  return double(ms) * 1e-3;
+}
+
+}  // namespace
+
 void register_cuda_kernels(Registry& r) {
   const std::string device = cuda_device_description();
   if (device.empty()) return;  // no GPU: the simt.* variants run the same sources
-  cuda::register_onfs(r, "cuda", device);
+  cuda::BackendHooks hooks;
+  hooks.timer = {"CUDA events", &time_with_events};
+  cuda::register_onfs(r, "cuda", device, hooks);
 }
 
 }  // namespace moacert::kernels

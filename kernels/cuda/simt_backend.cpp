@@ -60,7 +60,8 @@ class SimtInstrumentation : public Instrumentation {
       const cuda_cost::TensorTraffic m = model[k].total();
       launch_counts_.push_back({c.kernel, double(c.atomic_add_global + c.atomics_other), m.atomics,
                                 double(c.global_load_bytes + c.global_store_bytes),
-                                m.load_bytes + m.store_bytes});
+                                m.load_bytes + m.store_bytes, double(c.global_loads),
+                                double(c.global_stores)});
     }
     const auto mismatches = cuda_cost::traffic_mismatches(onf, p, known_lens, counted);
     if (!mismatches.empty() && first_mismatch_.empty())
