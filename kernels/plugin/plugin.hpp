@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/isolation/process.hpp"
 #include "kernels/registry.hpp"
 
 namespace moacert::kernels::plugin {
@@ -42,8 +43,8 @@ Variant load(const std::string& spec, const LoadOptions& options = {},
 std::string kernel_name_of(const std::string& variant);
 
 // Workers still running (none once every plugin Variant is destroyed), and
-// their process ids.
-int live_workers();
-std::vector<int> live_worker_pids();
+// their process ids (kernels/isolation/process.hpp).
+using isolation::live_worker_pids;
+using isolation::live_workers;
 
 }  // namespace moacert::kernels::plugin
