@@ -1,6 +1,11 @@
 #include "kernels/plugin/abi.hpp"
 
 #include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "include/moacert/plugin.h"
+#include "kernels/plugin/protocol.hpp"
 
 namespace moacert::kernels::plugin {
 
@@ -45,6 +50,47 @@ std::string params_json(const Problem& p) {
       break;
   }
   return buf;
+}
+
+Envelope envelope_of(const Entry& e, Op op, const std::string& kernel) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw PluginError(kernel + ": envelope " + field + ": " + why);
+  };
+  Envelope envelope;
+  for (const Entry::Axis& a : e.axes) {
+    AxisEnvelope allowed;
+    if (a.min != 0) allowed.lo = a.min;  // 0: unbounded, as the ABI says
+    if (a.max != 0) allowed.hi = a.max;
+    if (a.multiple != 0) allowed.multiple = a.multiple;
+    if (a.values.empty()) fail(a.name, "values: an empty list admits no extent");
+    if (a.values == "many")
+      fail(a.name, "more than " + std::to_string(wire::kMaxValues) + " values");
+    if (a.values != "-") {
+      std::istringstream cells(a.values);
+      for (std::string v; std::getline(cells, v, ',');) allowed.values.push_back(std::stoll(v));
+    }
+    envelope.axes.emplace_back(a.name, allowed);
+  }
+  constexpr int known =
+      MOACERT_REFUSES_CAUSAL | MOACERT_REFUSES_NON_CAUSAL | MOACERT_REFUSES_GROUPED_HEADS;
+  if (e.refuses & ~known) fail("refuses", "unknown flags " + std::to_string(e.refuses & ~known));
+  envelope.causal = !(e.refuses & MOACERT_REFUSES_CAUSAL);
+  envelope.non_causal = !(e.refuses & MOACERT_REFUSES_NON_CAUSAL);
+  envelope.grouped_heads = !(e.refuses & MOACERT_REFUSES_GROUPED_HEADS);
+  if (e.device == "cpu")
+    envelope.device = Device::cpu;
+  else if (e.device == "cuda")
+    envelope.device = Device::cuda;
+  else
+    fail("device", "\"" + e.device + "\" is not \"cpu\" or \"cuda\"");
+  if (envelope.device == Device::cuda && !MOACERT_HAVE_CUDA_FLAG && !MOACERT_HAVE_SIMT_FLAG)
+    fail("device", "cuda needs a build with CUDA or the SIMT emulator (this one has neither)");
+  try {
+    envelope.check(op, kernel);
+  } catch (const std::invalid_argument& why) {
+    throw PluginError(why.what());
+  }
+  return envelope;
 }
 
 }  // namespace moacert::kernels::plugin

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "include/moacert/plugin.h"
 #include "kernels/isolation/process.hpp"
 #include "kernels/plugin/abi.hpp"
 #include "kernels/plugin/library.hpp"
@@ -141,6 +142,9 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
         throw KernelFault(report["hazard"].value("message", std::string("SIMT hazard")), false);
     }
   }
+  if (r.kind == wire::Reply::error_return && r.rc == MOACERT_UNSUPPORTED)
+    throw Unsupported("refused the problem (MOACERT_UNSUPPORTED)" +
+                      (r.message[0] ? std::string(": ") + r.message : std::string()));
   if (r.kind == wire::Reply::error_return) {
     throw KernelFault(
         "returned " + std::to_string(r.rc) +

@@ -16,6 +16,7 @@
 
 #include "include/moacert/plugin.h"
 #include "kernels/isolation/process.hpp"
+#include "kernels/plugin/protocol.hpp"
 
 namespace moacert::kernels::plugin {
 
@@ -114,21 +115,42 @@ std::vector<Entry> list_library(const std::string& lib, const std::string& worke
   int abi = 0, count = 0;
   if (std::sscanf(line.c_str(), "abi %d count %d", &abi, &count) != 2)
     throw PluginError(who + ": the loader's report is garbled");
-  if (abi != MOACERT_PLUGIN_ABI)
+  if (abi != 1 && abi != MOACERT_PLUGIN_ABI)
     throw PluginError(who + " speaks plugin ABI version " + std::to_string(abi) +
-                      ", this moacert speaks version " + std::to_string(MOACERT_PLUGIN_ABI));
+                      ", this moacert speaks versions 1 and " + std::to_string(MOACERT_PLUGIN_ABI));
   if (count <= 0)
     throw PluginError(who + " exports no kernels (count " + std::to_string(count) + ")");
   if (count > 1000) throw PluginError(who + " claims " + std::to_string(count) + " kernels");
   std::vector<Entry> table;
+  auto garbled = [&] { return PluginError(who + ": the loader's report is garbled"); };
+  auto integer = [&](const std::string& cell) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(cell, &used);
+    } catch (const std::exception&) {
+      throw garbled();
+    }
+    if (used != cell.size()) throw garbled();
+    return std::int64_t(v);
+  };
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     std::string cell;
     std::istringstream cells(line);
     while (std::getline(cells, cell, '\t')) f.push_back(cell);
-    if (f.size() != 6 || f[0] != "kernel")
-      throw PluginError(who + ": the loader's report is garbled");
-    table.push_back({f[1], f[2], f[3], std::atoi(f[4].c_str()), f[5] == "1"});
+    if (f.size() == 5 && f[0] == "axis") f.emplace_back();  // an empty value list
+    if (f.size() == 6 && f[0] == "axis" && !table.empty()) {
+      table.back().axes.push_back(
+          {f[1], integer(f[2]), integer(f[3]), integer(f[4]), std::move(f[5])});
+      continue;
+    }
+    if (f.size() != 9 || f[0] != "kernel") throw garbled();
+    Entry e{f[1], f[2], f[3], int(integer(f[4])), f[5] == "1", f[6], int(integer(f[7])), {}};
+    if (integer(f[8]) > wire::kMaxAxes)
+      throw PluginError(who + ": kernel '" + e.name + "' declares " + f[8] + " axes (at most " +
+                        std::to_string(wire::kMaxAxes) + ")");
+    table.push_back(std::move(e));
   }
   if (int(table.size()) != count) throw PluginError(who + ": the loader's report is garbled");
   return table;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,21 @@ std::string worker_path(const LoadOptions& o);
 pid_t spawn(const std::vector<std::string>& args);
 
 // One entry of the library's kernel table, as the worker reports it.
+// ABI 1's entries report device "cpu", nothing refused and no axes.
 struct Entry {
   std::string op, name, dtype;
   int accepts_strided = 0;
   bool has_run = true;
+  // Its envelope as declared (ABI 2), unchecked: abi.hpp's envelope_of
+  // maps and checks it.
+  std::string device = "cpu";
+  int refuses = 0;  // MOACERT_REFUSES_* flags
+  struct Axis {
+    std::string name;
+    std::int64_t min = 0, max = 0, multiple = 0;  // 0: unset
+    std::string values;  // "-": none; else comma-separated ("" empty, "many" too many)
+  };
+  std::vector<Axis> axes;
 };
 
 // The table of `lib`, listed by a worker within `timeout_s`. Throws

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 
+#include "kernels/plugin/abi.hpp"
 #include "kernels/plugin/exchange.hpp"
 #include "kernels/plugin/library.hpp"
 
@@ -82,7 +84,9 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
   v.accepts_strided = true;
   v.deterministic = false;
   v.summary = "plugin kernel '" + wanted + "' of " + path + ", run in an isolated worker";
+  const std::string kernel = fs::path(lib).filename().string() + "#" + wanted;
   std::map<Format, int> index_of;
+  std::optional<std::string> declared_by;  // the dtype whose entry declared v.envelope
   for (std::size_t i = 0; i < table.size(); ++i) {
     const Entry& e = table[i];
     if (e.name != wanted) continue;
@@ -92,6 +96,16 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
     index_of[f] = int(i);
     v.formats.push_back(f);
     v.accepts_strided = v.accepts_strided && e.accepts_strided != 0;
+    // One Variant, one envelope: its entries (one per dtype) declare the same.
+    const Envelope envelope = envelope_of(e, v.op, kernel);
+    if (!declared_by) {
+      v.envelope = envelope;
+      declared_by = e.dtype;
+    } else if (!(envelope == v.envelope)) {
+      throw PluginError(kernel + ": envelope: its " + *declared_by + " and " + e.dtype +
+                        " entries declare different envelopes (" + v.envelope.str() + " | " +
+                        envelope.str() + ")");
+    }
   }
   std::sort(v.formats.begin(), v.formats.end());
   if (const Variant* dnf = Registry::builtin().find_role(v.op, Role::dnf)) v.cost = dnf->cost;
@@ -101,12 +115,22 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
                ? std::string(oi.inputs[std::size_t(i)])
                : std::string(oi.outputs[std::size_t(i) - oi.inputs.size()]);
   });
-  v.run = [w, index_of](const Problem& p, std::span<const TensorRef> in,
-                        std::span<const TensorRef> out, const RunOptions& run_options) {
+  v.run = [w, index_of, envelope = v.envelope](const Problem& p, std::span<const TensorRef> in,
+                                               std::span<const TensorRef> out,
+                                               const RunOptions& run_options) {
     const auto it = index_of.find(p.format);
     if (it == index_of.end())
       throw std::invalid_argument("plugin kernel does not run " + std::string(name(p.format)));
-    w->call(it->second, p, in, out, run_options.schedule_seed);
+    try {
+      w->call(it->second, p, in, out, run_options.schedule_seed);
+    } catch (const Unsupported& refusal) {
+      // Inside its own envelope a refusal is a fault like any other.
+      if (envelope.why_outside(p).empty())
+        throw KernelFault(
+            std::string(refusal.what()) + " inside its own envelope (" + envelope.str() + ")",
+            false);
+      throw;
+    }
   };
   v.simt_counters = [w] { return w->simt_counters(); };
   return v;
