@@ -142,7 +142,8 @@ int run_report(const ReportArgs& a) {
     o.seed = a.seed;
     const properties::Certificate cert = properties::certify(o);
     const std::string counters = p.variant->simt_counters ? p.variant->simt_counters() : "";
-    const CertificateFiles files = render_certificate(cert, counters, provenance);
+    const CertificateFiles files =
+        render_certificate(cert, counters, p.variant->envelope, provenance);
     mine.put(std::uint64_t(j));
     mine.put(cert.holds);
     mine.put(files.json.dump());
