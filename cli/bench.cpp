@@ -111,6 +111,11 @@ int run_bench(const BenchArgs& a) {
       throw UsageError("bench: plugin kernel " + plugin->name + " does not run " + a.op + " " +
                        a.dtype);
     }
+    // A problem outside what the kernel declares (plugin ABI 2) is not
+    // timed: bad input, as certify's --shape outside it.
+    if (const std::string why = plugin->envelope.why_outside(p); !why.empty())
+      throw UsageError("bench: " + plugin->name + " does not support the shape: " + why +
+                       " (its envelope: " + plugin->envelope.str() + ")");
     if (names.empty()) variants.clear();  // --plugin alone: time the plugin only
     variants.push_back(&*plugin);
   }

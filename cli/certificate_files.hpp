@@ -7,10 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "results/results.hpp"
+#include "kernels/envelope.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
 #include "reports/provenance.hpp"
+#include "results/results.hpp"
 
 namespace moacert::cli {
 
@@ -28,9 +29,11 @@ struct CertificateFiles {
   reports::Page page;
 };
 // `simt_counters` (the emulator's counters as JSON text, or empty) joins
-// the certificate.
+// the certificate, and so does the kernel's `envelope` when it declares
+// one (plugin ABI 2: it narrows some axis or option, or runs on cuda).
 CertificateFiles render_certificate(const properties::Certificate& cert,
                                     const std::string& simt_counters,
+                                    const kernels::Envelope& envelope,
                                     const reports::Provenance& provenance);
 // Writes them into `dir`, each atomically; says on stderr when report.html
 // has no plots.
@@ -40,6 +43,7 @@ void write_certificate_files(const std::filesystem::path& dir, const Certificate
 nlohmann::json write_certificate(const std::filesystem::path& dir,
                                  const properties::Certificate& cert,
                                  const std::string& simt_counters,
+                                 const kernels::Envelope& envelope,
                                  const reports::Provenance& provenance);
 
 }  // namespace moacert::cli

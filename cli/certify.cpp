@@ -49,6 +49,7 @@ void write_page(const fs::path& path, const reports::Page& page) {
 
 CertificateFiles render_certificate(const properties::Certificate& cert,
                                     const std::string& simt_counters,
+                                    const kernels::Envelope& envelope,
                                     const reports::Provenance& provenance) {
   CertificateFiles f{reports::to_json(cert, build_info(), provenance),
                      reports::to_markdown(cert, build_info(), provenance),
@@ -57,6 +58,13 @@ CertificateFiles render_certificate(const properties::Certificate& cert,
     f.json["simt_counters"] = nlohmann::json::parse(simt_counters);
     f.markdown +=
         "\n## SIMT emulator counters (all calls)\n\n```json\n" + simt_counters + "\n```\n";
+  }
+  // A built-in variant, or a plugin declaring nothing, certificates as before.
+  if (!envelope.unlimited() || envelope.device != kernels::Device::cpu) {
+    f.json["envelope"] = envelope;
+    f.markdown += "\n## Envelope (the problems the kernel declares it supports)\n\n";
+    f.markdown += envelope.str();
+    f.markdown += "; every case was drawn inside it.\n";
   }
   return f;
 }
@@ -69,8 +77,9 @@ void write_certificate_files(const fs::path& dir, const CertificateFiles& f) {
 
 nlohmann::json write_certificate(const fs::path& dir, const properties::Certificate& cert,
                                  const std::string& simt_counters,
+                                 const kernels::Envelope& envelope,
                                  const reports::Provenance& provenance) {
-  CertificateFiles f = render_certificate(cert, simt_counters, provenance);
+  CertificateFiles f = render_certificate(cert, simt_counters, envelope, provenance);
   write_certificate_files(dir, f);
   return std::move(f.json);
 }
@@ -404,6 +413,10 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
     if (t.unbounded > 0)
       fmt::print("rule vacuous for {}: {} of {} judged elements have an infinite bound\n", t.name,
                  t.unbounded, t.elements);
+  // What the kernel declares it supports (plugin ABI 2): every case was
+  // drawn inside it, and the certificate records it.
+  if (!v.envelope.unlimited() || v.envelope.device != kernels::Device::cpu)
+    fmt::print("envelope: {} (cases drawn inside it only)\n", v.envelope.str());
   // A kernel on the SIMT emulator: its counters, summed over every call of
   // this certification (docs/simt.md#counters), join the certificate.
   if (!shared.simt_counters.empty())
@@ -456,11 +469,12 @@ void print_unreached_regimes(const std::vector<properties::Certificate>& certs) 
 // are several, with their summary beside), and the JUnit XML.
 void write_outputs(const CertifyArgs& a, const std::vector<properties::Certificate>& certs,
                    const std::vector<std::string>& simt_counters,
+                   const std::vector<const kernels::Variant*>& variants,
                    const reports::Provenance& provenance) {
   const fs::path out(a.out);
   for (std::size_t k = 0; k < certs.size(); ++k)
     write_certificate(certs.size() > 1 ? out / certs[k].variant : out, certs[k], simt_counters[k],
-                      provenance);
+                      variants[k]->envelope, provenance);
   if (certs.size() > 1) {
     files::write_atomically(out / "certificate.json",
                             reports::summary_json(certs, build_info(), provenance).dump(2) + "\n");
@@ -500,7 +514,7 @@ int run_certify(const CertifyArgs& a) {
   }
   if (!world.root()) return world.share(0);  // the root's status, on every rank
   print_unreached_regimes(certs);
-  write_outputs(a, certs, simt_counters, provenance);
+  write_outputs(a, certs, simt_counters, variants, provenance);
   const bool all_hold = std::all_of(certs.begin(), certs.end(),
                                     [](const properties::Certificate& c) { return c.holds; });
   return world.share(all_hold ? 0 : 1);

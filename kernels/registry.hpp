@@ -44,6 +44,15 @@ class KernelFault : public std::runtime_error {
   bool hang_;
 };
 
+// A kernel's refusal of a problem (a plugin's run returned
+// MOACERT_UNSUPPORTED). Inside the kernel's own envelope it is a fault
+// like any other; outside it, a problem the kernel never claimed, which
+// is counted, never a counterexample.
+class Unsupported : public KernelFault {
+ public:
+  explicit Unsupported(const std::string& why) : KernelFault(why, false) {}
+};
+
 struct RunOptions {
   int threads = 0;  // 0: the OpenMP default
   // The SIMT emulator's schedule (block order, fiber interleaving) of a

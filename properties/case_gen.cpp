@@ -93,6 +93,11 @@ T pick_weighted(const std::vector<std::pair<int, T>>& choices) {
 rc::Gen<extent_t> gen_extent(extent_t max_small, const std::vector<extent_t>& tiles,
                              ExtentRange r) {
   if (r.fixed()) return rc::gen::just(r.lo);
+  // A kernel's values or step: the draw over [lo, hi], snapped to the
+  // nearest admitted extent (its shrinks too).
+  if (r.discrete())
+    return rc::gen::map(gen_extent(max_small, tiles, ExtentRange{r.lo, r.hi}),
+                        [r](extent_t e) { return r.clamp(e); });
   std::vector<extent_t> straddle;
   for (extent_t t : tiles)
     for (extent_t e : {t - 1, t, t + 1})
@@ -127,6 +132,9 @@ rc::Gen<extent_t> shrinking_to(ExtentRange r, rc::Gen<extent_t> g) {
 rc::Gen<extent_t> gen_large(extent_t floor, extent_t limit, std::vector<extent_t> tiles,
                             ExtentRange r) {
   if (r.fixed()) return rc::gen::just(r.lo);
+  if (r.discrete())  // as gen_extent
+    return rc::gen::map(gen_large(floor, limit, std::move(tiles), ExtentRange{r.lo, r.hi}),
+                        [r](extent_t e) { return r.clamp(e); });
   for (extent_t t = 1; t < limit; t *= 2) tiles.push_back(t);
   std::sort(tiles.begin(), tiles.end());
   tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());

@@ -1,5 +1,7 @@
 #include "properties/shape_constraints.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace moacert::properties {
@@ -16,8 +18,26 @@ std::size_t index_of(moa::extent_t Dims::*field) {
   throw std::logic_error("ShapeConstraints: not a field of Dims");
 }
 
-std::string range_text(ExtentRange r) {
-  return std::to_string(r.lo) + (r.fixed() ? "" : ".." + std::to_string(r.hi));
+// "4096", "1..8192"; a kernel's values "{64,128}", its step "16..4096%16".
+std::string range_text(const ExtentRange& r) {
+  std::string out;
+  if (!r.values.empty()) {
+    for (moa::extent_t v : r.values) {
+      out += out.empty() ? '{' : ',';
+      out += std::to_string(v);
+    }
+    return out + '}';
+  }
+  out = std::to_string(r.lo);
+  if (!r.fixed()) {
+    out += "..";
+    out += std::to_string(r.hi);
+  }
+  if (r.multiple != 1) {
+    out += '%';
+    out += std::to_string(r.multiple);
+  }
+  return out;
 }
 
 bool has_axis(Op op, moa::extent_t Dims::*field) {
@@ -27,6 +47,22 @@ bool has_axis(Op op, moa::extent_t Dims::*field) {
 }
 
 }  // namespace
+
+moa::extent_t ExtentRange::clamp(moa::extent_t e) const {
+  e = std::clamp(e, lo, hi);
+  if (!values.empty()) {
+    const auto above = std::lower_bound(values.begin(), values.end(), e);
+    if (above == values.begin()) return values.front();
+    if (above == values.end()) return values.back();
+    return *above - e < e - *std::prev(above) ? *above : *std::prev(above);
+  }
+  if (multiple == 1 || e % multiple == 0) return e;
+  const moa::extent_t below = e - e % multiple, above = below + multiple;
+  // lo and hi are admitted, so these guards only keep a careless range inside.
+  if (below < lo) return above;
+  if (above > hi) return below;
+  return above - e < e - below ? above : below;
+}
 
 ExtentRange ShapeConstraints::range(moa::extent_t Dims::*field) const {
   return ranges[index_of(field)].value_or(ExtentRange{});

@@ -17,12 +17,23 @@
 
 namespace moacert::properties {
 
-// lo <= e <= hi; the default range is every extent.
+// lo <= e <= hi; the default range is every extent. A kernel's envelope
+// (kernels/envelope.hpp) narrows it further to a set of values or the
+// multiples of a step; lo and hi are then admitted extents themselves
+// (the smallest and the largest), so that a draw from lo stays inside.
 struct ExtentRange {
   moa::extent_t lo = 1, hi = std::numeric_limits<moa::extent_t>::max();
+  std::vector<moa::extent_t> values;  // ascending, in [lo, hi]; empty: every extent
+  moa::extent_t multiple = 1;
   bool fixed() const { return lo == hi; }
-  bool contains(moa::extent_t e) const { return lo <= e && e <= hi; }
-  moa::extent_t clamp(moa::extent_t e) const { return std::clamp(e, lo, hi); }
+  // Narrowed beyond [lo, hi]: a draw in [lo, hi] must be snapped (clamp).
+  bool discrete() const { return !values.empty() || multiple != 1; }
+  bool contains(moa::extent_t e) const {
+    return lo <= e && e <= hi && e % multiple == 0 &&
+           (values.empty() || std::binary_search(values.begin(), values.end(), e));
+  }
+  // The admitted extent nearest to e (the lower of two as near).
+  moa::extent_t clamp(moa::extent_t e) const;
   friend bool operator==(const ExtentRange&, const ExtentRange&) = default;
 };
 

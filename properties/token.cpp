@@ -91,6 +91,10 @@ std::int64_t unzigzag(std::uint64_t v) {
 
 }  // namespace
 
+// The high bit of a constraint's field byte: a range narrowed to values or
+// a step follows.
+constexpr std::uint8_t kDiscrete = 0x80;
+
 std::string Token::encode() const {
   std::vector<std::uint8_t> b{std::uint8_t(version), std::uint8_t(op), std::uint8_t(format),
                               std::uint8_t(rule.kind)};
@@ -110,9 +114,18 @@ std::string Token::encode() const {
     put_varint(b, count);
     for (std::size_t field = 0; field < shape.ranges.size(); ++field) {
       if (!shape.ranges[field]) continue;
-      b.push_back(std::uint8_t(field));
-      put_varint(b, std::uint64_t(shape.ranges[field]->lo));
-      put_varint(b, std::uint64_t(shape.ranges[field]->hi));
+      const ExtentRange& r = *shape.ranges[field];
+      // A kernel's values or step (its envelope): the field's byte with its
+      // high bit set, then (multiple, count, values...) after (lo, hi).
+      // A token without them is byte for byte as before.
+      b.push_back(std::uint8_t(field | (r.discrete() ? kDiscrete : 0)));
+      put_varint(b, std::uint64_t(r.lo));
+      put_varint(b, std::uint64_t(r.hi));
+      if (r.discrete()) {
+        put_varint(b, std::uint64_t(r.multiple));
+        put_varint(b, r.values.size());
+        for (moa::extent_t v : r.values) put_varint(b, std::uint64_t(v));
+      }
     }
   }
   put_varint(b, variant.size());
@@ -160,12 +173,26 @@ std::optional<Token> Token::decode(const std::string& text, std::string* why) {
     const std::uint64_t count = r.varint();
     if (!r.ok || count > t.shape.ranges.size()) return fail("token is truncated or corrupt");
     for (std::uint64_t i = 0; i < count; ++i) {
-      const std::uint8_t field = r.byte();
+      const std::uint8_t tagged = r.byte(), field = tagged & std::uint8_t(~kDiscrete);
       const std::uint64_t lo = r.varint(), hi = r.varint();
       if (!r.ok || field >= t.shape.ranges.size() || t.shape.ranges[field] || lo < 1 || hi < lo ||
           hi > std::uint64_t(ExtentRange{}.hi))
         return fail("token is truncated or corrupt");
-      t.shape.ranges[field] = ExtentRange{moa::extent_t(lo), moa::extent_t(hi)};
+      ExtentRange range{moa::extent_t(lo), moa::extent_t(hi)};
+      if (tagged & kDiscrete) {
+        const std::uint64_t multiple = r.varint(), n_values = r.varint();
+        if (!r.ok || multiple < 1 || multiple > hi || n_values > 4096)
+          return fail("token is truncated or corrupt");
+        range.multiple = moa::extent_t(multiple);
+        for (std::uint64_t v = 0; v < n_values && r.ok; ++v)
+          range.values.push_back(moa::extent_t(r.varint()));
+        // Admitted bounds and ascending admitted values, as certify makes them.
+        bool ok = r.ok && range.discrete() && range.contains(range.lo) && range.contains(range.hi);
+        for (std::size_t v = 0; ok && v < range.values.size(); ++v)
+          ok = range.contains(range.values[v]) && (v == 0 || range.values[v - 1] < range.values[v]);
+        if (!ok) return fail("token is truncated or corrupt");
+      }
+      t.shape.ranges[field] = std::move(range);
     }
     try {
       t.shape.check(t.op);

@@ -7,6 +7,7 @@
 #define MOACERT_PLUGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <dlpack/dlpack.h>
 
@@ -16,7 +17,26 @@ extern "C" {
 
 /* The declarations below are docs/design.md's, verbatim. */
 /* clang-format off */
-#define MOACERT_PLUGIN_ABI 1
+#define MOACERT_PLUGIN_ABI 2
+/* run's return for a problem the kernel refuses (outside what it supports) */
+#define MOACERT_UNSUPPORTED (-95)
+/* the extents one axis of the op may take, by the op's axis name */
+typedef struct moacert_axis {
+  const char *name;       /* "D", "N", "M", "L", "T", "Dm", ... */
+  int64_t min, max;       /* 0: unbounded */
+  const int64_t *values;  /* NULL: every extent of [min, max]; else */
+  int n_values;           /*   these, strictly ascending */
+  int64_t multiple;       /* 0 or 1: any extent; else a multiple of it */
+} moacert_axis;
+/* what a kernel refuses beyond its axes; 0: nothing */
+#define MOACERT_REFUSES_CAUSAL        1 /* causal masking */
+#define MOACERT_REFUSES_NON_CAUSAL    2 /* attention without masking */
+#define MOACERT_REFUSES_GROUPED_HEADS 4 /* Hkv < H (GQA, MQA) */
+typedef struct moacert_envelope {
+  const moacert_axis *axes; /* the axes it narrows; the others are free */
+  int n_axes;
+  int refuses;              /* MOACERT_REFUSES_* flags, or-ed */
+} moacert_envelope;
 typedef struct moacert_kernel {
   const char *op;      /* an op name from the table above */
   const char *name;    /* the variant's name inside the library */
@@ -24,14 +44,30 @@ typedef struct moacert_kernel {
   int accepts_strided; /* 0: moacert hands it row-major contiguous tensors */
   /* inputs and outputs in the table's order; strides in elements; params as
      JSON ({"scale":..., "causal":..., "eps":...}); returns 0, or non-zero
-     after writing a message into err */
+     after writing a message into err (MOACERT_UNSUPPORTED: a problem it
+     refuses) */
   int (*run)(const DLTensor *const *inputs, int n_inputs,
              DLTensor *const *outputs, int n_outputs,
              const char *params_json, char *err, size_t err_len);
+  /* since ABI 2 */
+  const moacert_envelope *envelope; /* NULL: every problem of the op */
+  const char *device;               /* "cpu" (or NULL), "cuda" */
 } moacert_kernel;
-/* the one symbol a plugin exports */
+/* the one symbol a plugin exports; it sets *abi_version to
+   MOACERT_PLUGIN_ABI (or 1, its table then of moacert_kernel_v1) */
 const moacert_kernel *moacert_plugin_kernels(int *count, int *abi_version);
 /* clang-format on */
+
+/* ABI 1's entry, which moacert still reads: ABI 2's without envelope and
+   device (every problem of the op, on the CPU). */
+typedef struct moacert_kernel_v1 {
+  const char* op;
+  const char* name;
+  const char* dtype;
+  int accepts_strided;
+  int (*run)(const DLTensor* const* inputs, int n_inputs, DLTensor* const* outputs, int n_outputs,
+             const char* params_json, char* err, size_t err_len);
+} moacert_kernel_v1;
 
 #ifdef __cplusplus
 }

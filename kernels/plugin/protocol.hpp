@@ -16,6 +16,10 @@ constexpr int kMaxRank = 8;
 constexpr int kParamsBytes = 1024;
 constexpr int kMessageBytes = 1024;
 constexpr int kNameBytes = 24;
+// At most this many axes of an envelope, and values of an axis, are read
+// from a plugin's table (ABI 2): more is garbage, which the loader refuses.
+constexpr int kMaxAxes = 16;
+constexpr int kMaxValues = 4096;
 // A plugin built against moacert/simt.h reports the emulator's counters and
 // first hazard of the call as JSON (moacert_simt_take_report).
 constexpr int kSimtReportBytes = 2048;

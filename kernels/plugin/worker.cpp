@@ -98,19 +98,64 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
   return table;
 }
 
-// `list`: the ABI version, then one line per kernel, tab-separated.
+// One entry of the table, whichever ABI laid it out: ABI 1's has no
+// envelope and no device.
+struct Kernel {
+  const char *op = nullptr, *name = nullptr, *dtype = nullptr;
+  int accepts_strided = 0;
+  decltype(moacert_kernel::run) run = nullptr;
+  const moacert_envelope* envelope = nullptr;
+  const char* device = nullptr;
+};
+
+bool speaks(int abi) {
+  return abi == 1 || abi == MOACERT_PLUGIN_ABI;
+}
+
+// Entry i of a table of ABI `abi` (speaks(abi)).
+Kernel entry(const void* table, int abi, int i) {
+  if (abi == 1) {
+    const moacert_kernel_v1& k = static_cast<const moacert_kernel_v1*>(table)[i];
+    return {k.op, k.name, k.dtype, k.accepts_strided, k.run};
+  }
+  const moacert_kernel& k = static_cast<const moacert_kernel*>(table)[i];
+  return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device};
+}
+
+// `list`: the ABI version, then per kernel one line, tab-separated, and
+// one line per axis of its envelope:
+//   kernel OP NAME DTYPE STRIDED HAS_RUN DEVICE REFUSES N_AXES
+//   axis NAME MIN MAX MULTIPLE V1,V2,...   (a value list, or "-")
 int list(int fd, const char* lib) {
   int count = 0, abi = 0;
   const moacert_kernel* table = open_library(lib, fd, &count, &abi);
   if (!table && count != 0) return 3;
   std::string out = "abi " + std::to_string(abi) + " count " + std::to_string(count) + "\n";
-  // The table is only read when the version is ours: another version's
-  // struct may be laid out differently.
-  if (abi == MOACERT_PLUGIN_ABI && count > 0 && count <= 1000) {
+  // The table is only read when the version is one we speak: another
+  // version's struct may be laid out differently.
+  if (speaks(abi) && count > 0 && count <= 1000) {
     for (int i = 0; i < count; ++i) {
-      const moacert_kernel& k = table[i];
+      const Kernel k = entry(table, abi, i);
+      const moacert_envelope* e = k.envelope;
+      const int n_axes = e && e->axes ? e->n_axes : 0;
       out += "kernel\t" + field(k.op) + "\t" + field(k.name) + "\t" + field(k.dtype) + "\t" +
-             std::to_string(k.accepts_strided) + "\t" + (k.run ? "1" : "0") + "\n";
+             std::to_string(k.accepts_strided) + "\t" + (k.run ? "1" : "0") + "\t" +
+             (k.device ? field(k.device) : "cpu") + "\t" + std::to_string(e ? e->refuses : 0) +
+             "\t" + std::to_string(n_axes) + "\n";
+      for (int a = 0; a < n_axes && a < wire::kMaxAxes; ++a) {
+        const moacert_axis& x = e->axes[a];
+        std::string values;
+        for (int v = 0; x.values && v < x.n_values && v < wire::kMaxValues; ++v) {
+          if (v) values += ',';
+          values += std::to_string(x.values[v]);
+        }
+        // No list: "-"; a list given empty stays "" and one too long is
+        // "many" (the loader refuses both).
+        if (!x.values) values = "-";
+        if (x.values && x.n_values > wire::kMaxValues) values = "many";
+        out += "axis\t" + field(x.name) + "\t" + std::to_string(x.min) + "\t" +
+               std::to_string(x.max) + "\t" + std::to_string(x.multiple) + "\t" + values + "\n";
+      }
     }
   }
   write_all(fd, out);
@@ -210,7 +255,7 @@ int serve(int fd, pid_t parent, const char* lib) {
   dup2(STDERR_FILENO, STDOUT_FILENO);  // a plugin's prints must not mix into moacert's output
   int count = 0, abi = 0;
   const moacert_kernel* table = open_library(lib, STDERR_FILENO, &count, &abi);
-  if (!table || abi != MOACERT_PLUGIN_ABI) return 3;
+  if (!table || !speaks(abi)) return 3;
   g_fd = fd;
   install_fault_handlers();
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
@@ -298,8 +343,8 @@ int serve(int fd, pid_t parent, const char* lib) {
         }
       }
       g_nranges = nt;
-      r.rc = table[q.kernel].run(in, q.n_inputs, out, q.n_outputs, q.params, r.message,
-                                 sizeof r.message);
+      r.rc = entry(table, abi, q.kernel)
+                 .run(in, q.n_inputs, out, q.n_outputs, q.params, r.message, sizeof r.message);
       g_nranges = 0;
       if (g_simt.register_buffer) {
         for (int i = 0; i < nt; ++i)

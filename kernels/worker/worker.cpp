@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/plugin/abi.hpp"
 #include "kernels/worker/connection.hpp"
 #include "kernels/worker/segment.hpp"
 
@@ -17,26 +18,6 @@ namespace moacert::kernels::worker {
 namespace {
 
 using nlohmann::json;
-
-// The call's parameters as the plugin ABI's params_json has them
-// (docs/plugins.md), the scale resolved.
-json params_of(const Problem& p) {
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      return {{"scale", p.scale()}, {"causal", p.causal()}};
-    case Op::attention_decode:
-      return {{"scale", p.scale()}};
-    case Op::rmsnorm:
-      return {{"eps", p.params.eps}};
-    case Op::mlp_swiglu:
-      return json::object();
-    case Op::block:
-      return {{"heads", p.dims.H}, {"kv_heads", p.dims.Hkv}, {"eps", p.params.eps}};
-  }
-  return json::object();
-}
 
 // The op's extents by its signature's names (decode's cache length is L).
 json dims_of_problem(const Problem& p) {
@@ -95,7 +76,7 @@ class Served {
                           {"op", std::string(info(p.op).name)},
                           {"format", std::string(name(p.format))},
                           {"dims", dims_of_problem(p)},
-                          {"params", params_of(p)},
+                          {"params", json::parse(plugin::params_json(p))},  // as plugins read them
                           {"segment", {{"id", segment_.id()}, {"bytes", segment_.size()}}},
                           {"tensors", tensors}};
     // A segment this process has not seen travels with the record.

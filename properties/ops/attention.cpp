@@ -87,7 +87,7 @@ void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   if (s.values == Values::no_key_rows) {
     p.params.causal = true;
     if (d.N <= d.M) {
-      const extent_t half = std::max(shape.range(&Dims::M).lo, d.N / 2);
+      const extent_t half = shape.range(&Dims::M).clamp(d.N / 2);
       if (half < d.N) {
         d.M = half;
       } else if (shape.range(&Dims::N).contains(d.M + 1)) {
@@ -97,7 +97,7 @@ void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   }
   if (s.values == Values::underflowing_tile) {
     const ExtentRange r = shape.range(&Dims::M);
-    d.M = std::clamp(std::max(d.M, 2 * kUnderflowTile), r.lo, r.hi);
+    d.M = r.clamp(std::max(d.M, 2 * kUnderflowTile));
   }
 }
 

@@ -57,10 +57,10 @@ void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
                         : v == Values::ties || v == Values::silu_range ? 2
                                                                        : 1;
   const ExtentRange n = shape.range(&Dims::N), dm = shape.range(&Dims::Dm);
-  d.N = std::clamp(std::max(d.N, rows), n.lo, n.hi);
+  d.N = n.clamp(std::max(d.N, rows));
   d.M = d.N;
   if (v == Values::underflowing_tile || v == Values::cancellation)
-    d.Dm = std::clamp(std::max<extent_t>(d.Dm, 2), dm.lo, dm.hi);
+    d.Dm = dm.clamp(std::max<extent_t>(d.Dm, 2));
 }
 
 // Row 0 of a block case's MLP input, rmsnorm(h), after setting Wo = 0: then

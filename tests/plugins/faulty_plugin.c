@@ -15,7 +15,13 @@
      FAULT_INF        writes +inf into y[0]
      FAULT_ERROR      returns an error with a message
      FAULT_ABORT      calls abort()
-     FAULT_ABI        declares ABI version 2
+     FAULT_ABI        declares ABI version 3 (this moacert speaks 1 and 2)
+     FAULT_V1         correct, an ABI 1 table (moacert_kernel_v1: no envelope, no device)
+     FAULT_REFUSES    envelope D in 1..64; refuses (MOACERT_UNSUPPORTED) an odd D inside it
+     FAULT_ENVMINMAX  envelope D with min 9 above max 8
+     FAULT_ENVAXIS    envelope of an axis N, which rmsnorm does not have
+     FAULT_ENVEMPTY   envelope D in 10..20, a multiple of 32: admits no extent
+     FAULT_ENVDEVICE  device "tpu"
      FAULT_NOSYMBOL   exports no moacert_plugin_kernels
      FAULT_SEVERAL    two kernel names (needs #NAME)
      FAULT_BADOP      an unknown op
@@ -57,6 +63,11 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
   return 3;
 #elif defined(FAULT_ABORT)
   abort();
+#elif defined(FAULT_REFUSES)
+  if (D % 2 == 1) {
+    snprintf(err, err_len, "planted refusal: odd D = %lld", (long long)D);
+    return MOACERT_UNSUPPORTED;
+  }
 #elif defined(FAULT_FORK)
   if (fork() == 0)
     for (;;) pause(); /* a child that would outlive everyone */
@@ -96,24 +107,49 @@ __attribute__((constructor)) static void crash_on_load(void) {
 }
 #endif
 
-#if !defined(FAULT_NOSYMBOL)
+#if defined(FAULT_V1)
+static const moacert_kernel_v1 kernels[] = {{"rmsnorm", "planted", "f32", 0, rmsnorm}};
+
+const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
+  *count = (int)(sizeof kernels / sizeof kernels[0]);
+  *abi_version = 1;
+  return (const moacert_kernel*)kernels;
+}
+#elif !defined(FAULT_NOSYMBOL)
+#if defined(FAULT_REFUSES)
+static const moacert_axis axes[] = {{"D", 1, 64, NULL, 0, 0}};
+#elif defined(FAULT_ENVMINMAX)
+static const moacert_axis axes[] = {{"D", 9, 8, NULL, 0, 0}};
+#elif defined(FAULT_ENVAXIS)
+static const moacert_axis axes[] = {{"N", 1, 64, NULL, 0, 0}};
+#elif defined(FAULT_ENVEMPTY)
+static const moacert_axis axes[] = {{"D", 10, 20, NULL, 0, 32}};
+#else
+static const moacert_axis axes[] = {{"D", 0, 0, NULL, 0, 0}}; /* D free: any problem */
+#endif
+static const moacert_envelope envelope = {axes, 1, 0};
+#if defined(FAULT_ENVDEVICE)
+#define DEVICE "tpu"
+#else
+#define DEVICE "cpu"
+#endif
 static const moacert_kernel kernels[] = {
 #if defined(FAULT_BADOP)
-    {"rmsnormm", "planted", "f32", 0, rmsnorm},
+    {"rmsnormm", "planted", "f32", 0, rmsnorm, &envelope, DEVICE},
 #elif defined(FAULT_BADDTYPE)
-    {"rmsnorm", "planted", "f8", 0, rmsnorm},
+    {"rmsnorm", "planted", "f8", 0, rmsnorm, &envelope, DEVICE},
 #else
-    {"rmsnorm", "planted", "f32", 0, rmsnorm},
+    {"rmsnorm", "planted", "f32", 0, rmsnorm, &envelope, DEVICE},
 #endif
 #if defined(FAULT_SEVERAL)
-    {"rmsnorm", "other", "f32", 0, rmsnorm},
+    {"rmsnorm", "other", "f32", 0, rmsnorm, NULL, NULL},
 #endif
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
   *count = (int)(sizeof kernels / sizeof kernels[0]);
 #if defined(FAULT_ABI)
-  *abi_version = 2;
+  *abi_version = 3;
 #else
   *abi_version = MOACERT_PLUGIN_ABI;
 #endif

@@ -1,7 +1,8 @@
 # One `moacert` run with a plugin, checked from CTest:
 #   cmake -DMOACERT=... -DARGS="certify|rmsnorm|--plugin|LIB#k|..." -DEXPECT_RC=0|1|2
 #         [-DEXPECT_TEXT=regex] [-DLIB=/abs/lib.so] [-DOUT=dir] [-DREPRODUCE=ON]
-#         [-DCASE_FILE=path] [-DEXPECT_CASE=regex] -P plugin_check.cmake
+#         [-DCASE_FILE=path] [-DEXPECT_CASE=regex] [-DEXPECT_CERTIFICATE=regex]
+#         -P plugin_check.cmake
 # Exit 1 must print the reason and a `reproduce:` line (with CASE_FILE, a
 # run of `certify --case`: the file's name instead), and, with
 # REPRODUCE, that line, run as printed from another folder, must fail the
@@ -30,6 +31,13 @@ if(NOT rc EQUAL EXPECT_RC)
 endif()
 if(DEFINED EXPECT_TEXT AND NOT all MATCHES "${EXPECT_TEXT}")
   message(FATAL_ERROR "output does not match '${EXPECT_TEXT}'\nstdout: ${out}\nstderr: ${err}")
+endif()
+# EXPECT_CERTIFICATE: a regex OUT/certificate.json must match.
+if(EXPECT_CERTIFICATE)
+  file(READ "${OUT}/certificate.json" certificate)
+  if(NOT certificate MATCHES "${EXPECT_CERTIFICATE}")
+    message(FATAL_ERROR "certificate.json does not match '${EXPECT_CERTIFICATE}':\n${certificate}")
+  endif()
 endif()
 function(no_worker_left when pid)
   if(DEFINED LIB)

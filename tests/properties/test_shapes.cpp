@@ -97,6 +97,59 @@ TEST(Shapes, TheTokenCarriesTheConstraints) {
   EXPECT_NE(why.find("not a multiple of Hkv"), std::string::npos) << why;
 }
 
+// A plugin's envelope (plugin ABI 2) narrows the constraints as --shape
+// does, values and steps included: every generated and curated case has an
+// admitted extent (never D = 129 for D in {64, 128}), the token carries
+// the narrowed ranges, and a --shape outside the envelope is refused.
+TEST(Shapes, AnEnvelopeNarrowsTheDrawsToItsValuesAndSteps) {
+  kernels::Variant v;
+  v.op = Op::attention_fwd;
+  v.name = "plugin:lib.so#attn";
+  kernels::AxisEnvelope d, n;
+  d.values = {64, 128};
+  n.lo = 16;
+  n.hi = 4096;
+  n.multiple = 16;
+  v.envelope.axes = {{"D", d}, {"N", n}};
+  const ShapeConstraints shape = within_variant({}, v);
+  EXPECT_EQ(shape.str(Op::attention_fwd), "N=16..4096%16,D={64,128}");
+  GenSettings settings;
+  settings.shape = shape;
+  settings.tiles = {16, 128};
+  const rc::Gen<CaseSpec> gen = gen_case_spec(Op::attention_fwd, Format::f32, settings);
+  std::vector<moa::extent_t> seen_d;
+  for (int k = 0; k < 200; ++k) {
+    const CaseSpec s = gen(rc::Random({std::uint64_t(k), 7, 0, 0}), k % 101).value();
+    EXPECT_EQ(v.envelope.why_outside(s.problem), "") << k;
+    seen_d.push_back(s.problem.dims.D);
+  }
+  for (const CaseSpec& s : curated_specs(Op::attention_fwd, Format::f32, settings))
+    EXPECT_EQ(v.envelope.why_outside(s.problem), "");
+  EXPECT_NE(std::find(seen_d.begin(), seen_d.end(), 64), seen_d.end());
+  EXPECT_NE(std::find(seen_d.begin(), seen_d.end(), 128), seen_d.end());
+  // The token carries the values and the step.
+  Token t;
+  t.op = Op::attention_fwd;
+  t.variant = v.name;
+  t.shape = shape;
+  const std::optional<Token> back = Token::decode(t.encode());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->shape, shape);
+  // A --shape outside the envelope: one line, naming it.
+  ShapeConstraints asked;
+  asked.set(&Dims::D, {129, 129});
+  try {
+    within_variant(asked, v);
+    ADD_FAILURE() << "D = 129 was admitted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "plugin:lib.so#attn supports D in {64, 128} (its envelope); --shape asks D=129");
+  }
+  // Inside it, --shape narrows further: D = 100..128 leaves D = 128 alone.
+  asked.set(&Dims::D, {100, 128});
+  EXPECT_EQ(within_variant(asked, v).range(&Dims::D), (ExtentRange{128, 128}));
+}
+
 // The tensors of two cases, bit for bit.
 bool same_inputs(const Case& a, const Case& b) {
   if (a.inputs.size() != b.inputs.size()) return false;

@@ -197,8 +197,27 @@ int attention_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int
   return 0;
 }
 
+// The same kernel as deployed for two head widths alone (plugin ABI 2):
+// it declares D in {64, 128}, so certify draws no other D, and refuses
+// any other D it is handed (MOACERT_UNSUPPORTED).
+int attention_hd_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                     const char* params, char* err, std::size_t err_len) {
+  const std::int64_t D = in[0]->shape[3];
+  if (D != 64 && D != 128) {
+    std::snprintf(err, err_len, "attention.fwd: D = %lld, built for 64 and 128 only",
+                  static_cast<long long>(D));
+    return MOACERT_UNSUPPORTED;
+  }
+  return attention_f32(in, n_in, out, n_out, params, err, err_len);
+}
+
+const std::int64_t head_dims[] = {64, 128};
+const moacert_axis hd_axes[] = {{"D", 0, 0, head_dims, 2, 0}};
+const moacert_envelope hd_envelope = {hd_axes, 1, 0};
+
 const moacert_kernel kernels[] = {
-    {"attention.fwd", "attention_cuda", "f32", 1, attention_f32},
+    {"attention.fwd", "attention_cuda", "f32", 1, attention_f32, nullptr, nullptr},
+    {"attention.fwd", "attention_hd", "f32", 1, attention_hd_f32, &hd_envelope, "cuda"},
 };
 
 }  // namespace

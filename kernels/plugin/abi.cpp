@@ -1,0 +1,96 @@
+#include "kernels/plugin/abi.hpp"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "include/moacert/plugin.h"
+#include "kernels/plugin/protocol.hpp"
+
+namespace moacert::kernels::plugin {
+
+DLDataType dl_type(DType t) {
+  switch (t) {
+    case DType::f64:
+      return {kDLFloat, 64, 1};
+    case DType::f32:
+      return {kDLFloat, 32, 1};
+    case DType::bf16:
+      return {kDLBfloat, 16, 1};
+    case DType::f16:
+      return {kDLFloat, 16, 1};
+    case DType::i64:
+      return {kDLInt, 64, 1};
+  }
+  return {kDLFloat, 32, 1};
+}
+
+std::string params_json(const Problem& p) {
+  char buf[256];
+  switch (p.op) {
+    case Op::attention_fwd:
+    case Op::attention_bwd:
+    case Op::attention_fwdbwd:
+      std::snprintf(buf, sizeof buf, "{\"scale\":%.17g,\"causal\":%s}", p.scale(),
+                    p.causal() ? "true" : "false");
+      break;
+    case Op::attention_decode:
+      std::snprintf(buf, sizeof buf, "{\"scale\":%.17g}", p.scale());
+      break;
+    case Op::rmsnorm:
+      std::snprintf(buf, sizeof buf, "{\"eps\":%.17g}", p.params.eps);
+      break;
+    case Op::mlp_swiglu:
+      std::snprintf(buf, sizeof buf, "{}");
+      break;
+    case Op::block:
+      std::snprintf(buf, sizeof buf, "{\"heads\":%lld,\"kv_heads\":%lld,\"eps\":%.17g}",
+                    static_cast<long long>(p.dims.H), static_cast<long long>(p.dims.Hkv),
+                    p.params.eps);
+      break;
+  }
+  return buf;
+}
+
+Envelope envelope_of(const Entry& e, Op op, const std::string& kernel) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw PluginError(kernel + ": envelope " + field + ": " + why);
+  };
+  Envelope envelope;
+  for (const Entry::Axis& a : e.axes) {
+    AxisEnvelope allowed;
+    if (a.min != 0) allowed.lo = a.min;  // 0: unbounded, as the ABI says
+    if (a.max != 0) allowed.hi = a.max;
+    if (a.multiple != 0) allowed.multiple = a.multiple;
+    if (a.values.empty()) fail(a.name, "values: an empty list admits no extent");
+    if (a.values == "many")
+      fail(a.name, "more than " + std::to_string(wire::kMaxValues) + " values");
+    if (a.values != "-") {
+      std::istringstream cells(a.values);
+      for (std::string v; std::getline(cells, v, ',');) allowed.values.push_back(std::stoll(v));
+    }
+    envelope.axes.emplace_back(a.name, allowed);
+  }
+  constexpr int known =
+      MOACERT_REFUSES_CAUSAL | MOACERT_REFUSES_NON_CAUSAL | MOACERT_REFUSES_GROUPED_HEADS;
+  if (e.refuses & ~known) fail("refuses", "unknown flags " + std::to_string(e.refuses & ~known));
+  envelope.causal = !(e.refuses & MOACERT_REFUSES_CAUSAL);
+  envelope.non_causal = !(e.refuses & MOACERT_REFUSES_NON_CAUSAL);
+  envelope.grouped_heads = !(e.refuses & MOACERT_REFUSES_GROUPED_HEADS);
+  if (e.device == "cpu")
+    envelope.device = Device::cpu;
+  else if (e.device == "cuda")
+    envelope.device = Device::cuda;
+  else
+    fail("device", "\"" + e.device + "\" is not \"cpu\" or \"cuda\"");
+  if (envelope.device == Device::cuda && !MOACERT_HAVE_CUDA_FLAG && !MOACERT_HAVE_SIMT_FLAG)
+    fail("device", "cuda needs a build with CUDA or the SIMT emulator (this one has neither)");
+  try {
+    envelope.check(op, kernel);
+  } catch (const std::invalid_argument& why) {
+    throw PluginError(why.what());
+  }
+  return envelope;
+}
+
+}  // namespace moacert::kernels::plugin

@@ -1,0 +1,28 @@
+// The ABI's mapping of a problem (include/moacert/plugin.h): DLPack's
+// type codes of moacert's dtypes and the params JSON a kernel reads.
+#pragma once
+
+#include <string>
+
+#include <dlpack/dlpack.h>
+
+#include "kernels/envelope.hpp"
+#include "kernels/plugin/library.hpp"
+#include "kernels/registry.hpp"
+
+namespace moacert::kernels::plugin {
+
+DLDataType dl_type(DType t);
+
+// {"scale":..., "causal":...}, {"eps":...}, ... as the op's entry of the
+// ABI's table says.
+std::string params_json(const Problem& p);
+
+// The envelope entry `e` of the table declares (ABI 2: its axes, the
+// options it refuses, its device; ABI 1: every problem, on the CPU),
+// checked against `op` (Envelope::check) and against this build: a `cuda`
+// kernel needs CUDA or the SIMT emulator. Throws PluginError, one line
+// naming `kernel` and the field.
+Envelope envelope_of(const Entry& e, Op op, const std::string& kernel);
+
+}  // namespace moacert::kernels::plugin
