@@ -55,6 +55,8 @@ std::uint64_t parse_bytes(const std::string& text) {
 }
 
 std::string bytes_text(double b) {
+  if (b >= 1024.0 * 1024 * 1024 * 1024)
+    return fmt::format("{:.1f} TiB", b / (1024.0 * 1024 * 1024 * 1024));
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.1f} GiB", b / (1024.0 * 1024 * 1024));
   if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
   if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
@@ -74,6 +76,24 @@ void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& 
   if (f.kernel > 0) terms += " + its scratch " + bytes_text(f.kernel);
   throw UsageError(fmt::format("{} needs {} ({}), over --max-memory {}", what,
                                bytes_text(f.total()), terms, bytes_text(double(max_bytes))));
+}
+
+void check_budget_before_oracle(const Problem& p, std::uint64_t max_bytes, const std::string& what,
+                                const kernels::Variant& variant) {
+  const auto refuse = [&](const Footprint& f, const std::string& terms) {
+    return UsageError(fmt::format("{} needs over {} ({}), over --max-memory {}", what,
+                                  bytes_text(f.total()), terms, bytes_text(double(max_bytes))));
+  };
+  // The tensors first: a variant's cost function may itself walk an axis
+  // (the causal pairs of a query row block), too long past the budget.
+  Footprint f = footprint(p, {.oracle = false});
+  const std::string tensors = "tensors " + bytes_text(f.tensors);
+  if (f.total() > double(max_bytes))
+    throw refuse(f, tensors + ", before its scratch and the oracle's part");
+  f = footprint(p, {.oracle = false, .variant = &variant});
+  if (f.total() > double(max_bytes))
+    throw refuse(f,
+                 tensors + " + its scratch " + bytes_text(f.kernel) + ", before the oracle's part");
 }
 
 }  // namespace moacert::cli

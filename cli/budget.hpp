@@ -42,7 +42,7 @@ std::uint64_t default_max_memory();
 // "4G", "512M", "1.5GiB", "1000000": bytes. Throws UsageError.
 std::uint64_t parse_bytes(const std::string& text);
 
-// "37.2 GiB", "512 MiB", "800 B".
+// "144.1 TiB", "37.2 GiB", "512 MiB", "800 B".
 std::string bytes_text(double bytes);
 
 // Throws UsageError "WHAT needs X (tensors A + oracle B + its scratch C),
@@ -50,5 +50,14 @@ std::string bytes_text(double bytes);
 // exceeds `max_bytes`.
 void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
                   const BudgetParts& parts = {});
+
+// Throws UsageError "WHAT needs over X (tensors A + its scratch C, before
+// the oracle's part), over --max-memory M" when the parts known from the
+// shape alone already exceed `max_bytes` (the tensors, checked first, then
+// with the variant's scratch). Certify and reproduce check it
+// before they choose the oracle's sample (properties::sample_bound), whose
+// rows for such a shape would themselves not fit.
+void check_budget_before_oracle(const Problem& p, std::uint64_t max_bytes, const std::string& what,
+                                const kernels::Variant& variant);
 
 }  // namespace moacert::cli

@@ -165,10 +165,15 @@ kernels::Variant load_worker(const std::string& command, const std::string& plug
 
 // check_budget for a case certify or reproduce judges with `v`: the oracle
 // evaluates the sample its shape decides (properties::sample_bound; every
-// element where the whole oracle is cheap).
+// element where the whole oracle is cheap). The tensors and the kernel's
+// scratch, arithmetic on the shape, are checked first: the sample's row
+// spaces hold a count per query and key position (properties::RowSpace), so
+// choosing them for a shape past the budget (N = 99999999999) would itself
+// grow without bound before the refusal.
 void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
                        const kernels::Variant& v,
                        double whole_work = properties::kWholeOracleWork) {
+  check_budget_before_oracle(p, max_bytes, what, v);
   const auto sample = properties::sample_bound(p, v.tiles, whole_work);
   check_budget(p, max_bytes, what, {.sample = sample ? &*sample : nullptr, .variant = &v});
 }
@@ -176,18 +181,21 @@ void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::str
 // Every case certify will run fits the memory budget: the curated specs
 // and each random case's spec (shrinks only get smaller), generated
 // without their data.
+// A refusal names the axes --shape fixed or bounded ("curated case 0
+// (--shape N=99999999999) needs ..."), the ones that made the case too big.
 void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max_bytes) {
   const kernels::Variant& v = *o.variant;
+  const std::string shape = o.shape.empty() ? "" : " (--shape " + o.shape.str(v.op) + ")";
   const properties::GenSettings settings = properties::base_token(o).settings();
   const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
-    check_case_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k), v,
+    check_case_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k) + shape, v,
                       o.whole_oracle_work);
   const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, o.format, settings);
   for (int i = 0; i < o.cases; ++i) {
     const auto s =
         gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), properties::size_for(i, o.cases));
-    check_case_budget(s.value().problem, max_bytes, "random case " + std::to_string(i), v,
+    check_case_budget(s.value().problem, max_bytes, "random case " + std::to_string(i) + shape, v,
                       o.whole_oracle_work);
   }
 }

@@ -311,18 +311,21 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
                                                 const Selection* selection) {
   const Problem& p = c.problem;
   // The forward of attention.fwd and decode, and mlp.swiglu, bound the
-  // selected rows only; the backward's key rows need every query row's
-  // forward.
-  std::vector<std::uint8_t> wanted;
+  // selected rows only; the backward the selected rows of dQ, dK and dV,
+  // from every query row's forward (a key row's sums run over them all).
+  std::vector<std::uint8_t> wanted, wanted_keys;
   if (selection) {
     wanted.assign(std::size_t(query_row_count(p)), 0);
     for (moa::extent_t r : selection->query_rows) wanted[std::size_t(r)] = 1;
+    wanted_keys.assign(std::size_t(key_row_count(p)), 0);
+    for (moa::extent_t r : selection->key_rows) wanted_keys[std::size_t(r)] = 1;
   }
   const RoundingUnits u = rounding_units(p.format, k);
   std::vector<Mat> widened;
   for (std::size_t i = 0; i < c.inputs.size(); ++i)
     widened.push_back(is_index_input(p, int(i)) ? Mat() : widen(c.inputs[i]));
-  return oracle_op(p.op).apriori_bounds({c, widened, u, selection ? &wanted : nullptr});
+  return oracle_op(p.op).apriori_bounds(
+      {c, widened, u, selection ? &wanted : nullptr, selection ? &wanted_keys : nullptr});
 }
 
 }  // namespace moacert::oracle

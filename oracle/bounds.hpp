@@ -26,7 +26,9 @@ struct BoundConstants {
 // (LSE of a row with no visible key) get bound 0: the kernel must match.
 // With `selection` (the sampled oracle's selection), the elements of other rows
 // may be left unbounded (0): attention.fwd, decode and mlp.swiglu bound
-// only the selected rows (a bound costs what the row's oracle unit costs).
+// only the selected rows (a bound costs what the row's oracle unit costs);
+// attention.bwd and attention.fwdbwd the selected rows of dQ, dK and dV.
+// A selected row's bound is bitwise the one without `selection`.
 std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k = {},
                                                 const Selection* selection = nullptr);
 

@@ -24,7 +24,8 @@ bool selected(const kernels::Variant& v);
 // Tile extents of the given variants (what generators straddle).
 std::vector<moa::extent_t> tiles_of(const std::vector<const kernels::Variant*>& vs);
 
-// The oracle's correctly rounded outputs, as tensors of the case's format.
+// The oracle's correctly rounded outputs, as tensors of the case's format (its
+// double-double exact values not narrowed: they are not kept).
 std::vector<AnyTensor> oracle_outputs(const Case& c);
 
 // Builds the case of a spec (attention.bwd's o and lse from the oracle).

@@ -54,8 +54,12 @@ struct BoundCall {
   std::span<const Mat> widened;  // the inputs' values, in the signature's order; index inputs empty
   const RoundingUnits& u;
   // The query rows bounded (the sampled oracle's, flat as in selection.hpp),
-  // or null for every row: fwd, decode and mlp.swiglu bound only these.
+  // or null for every row: fwd, decode and mlp.swiglu bound only these, the
+  // backward only these rows of dQ.
   const std::vector<std::uint8_t>* only;
+  // The key rows bounded (flat as in selection.hpp), or null for every row:
+  // the backward bounds only these rows of dK and dV.
+  const std::vector<std::uint8_t>* only_keys = nullptr;
 };
 
 // Errors already present in an attention call's inputs (zero for the op

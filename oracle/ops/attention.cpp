@@ -187,143 +187,209 @@ struct BackwardBounds {
   Mat dq, dk, dv;
 };
 
+// A row-major double tensor's elements from `start` on: a row of it.
+const double* row_of(const Mat& m, const Index& start) {
+  return m.storage().data() + moa::row_major_offset(m.shape(), start);
+}
+double* row_of(Mat& m, const Index& start) {
+  return m.storage().data() + moa::row_major_offset(m.shape(), start);
+}
+
+// One query row's scratch, M keys: kept per thread across rows.
+struct BackwardRowScratch {
+  std::vector<double> s, delta, dp, b, pi;  // (M)
+  explicit BackwardRowScratch(extent_t M) : s(M), delta(M), dp(M), b(M), pi(M) {}
+};
+
 // docs/bounds.md#attention-backward. eO and eL bound the errors of the o and
 // lse the kernel uses (the given, rounded ones for attention.bwd; its own
-// for attention.fwdbwd).
+// for attention.fwdbwd). With `dq_rows` (flat (b·H + h)·N + i) and
+// `key_rows` (flat (b·Hkv + g)·M + j), the sampled oracle's rows, only
+// those rows of dQ and of dK, dV are bounded (the others left 0); a key
+// row's sums still run over every query row of its group. The (b, kv head)
+// pairs are spread over threads; each element's sums run in the order of
+// the definition's loops (h of the group ascending, then i, then j), so
+// every bound is bitwise the same whichever rows are asked and however
+// many threads run.
 BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& v, const Mat& dout,
                                          double scale, bool causal, const ForwardBounds& fwd,
-                                         const Mat& eO, const Mat& eL, const RoundingUnits& u) {
+                                         const Mat& eO, const Mat& eL, const RoundingUnits& u,
+                                         const std::vector<std::uint8_t>* dq_rows = nullptr,
+                                         const std::vector<std::uint8_t>* key_rows = nullptr) {
   const Shape qs = q.shape(), ks = k.shape();
   const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
   const extent_t group = H / Hkv;
   BackwardBounds r{Mat(Shape{B, H, N, D}), Mat(Shape{B, Hkv, M, D}), Mat(Shape{B, Hkv, M, D})};
   Mat dq_val(Shape{B, H, N, D}), dk_val(Shape{B, Hkv, M, D}), dv_val(Shape{B, Hkv, M, D});
   const double nq = double(group * N);  // terms of each dK, dV sum
-  std::vector<double> s_row(static_cast<std::size_t>(M)), delta_row(s_row.size()),
-      dp_row(s_row.size()), b_row(s_row.size()), pi_row(s_row.size());
-  for (extent_t b = 0; b < B; ++b) {
-    for (extent_t h = 0; h < H; ++h) {
-      const extent_t g = h / group;
-      for (extent_t i = 0; i < N; ++i) {
-        const double lse = fwd.lse_val.view()(b, h, i);
-        if (std::isinf(lse)) continue;  // no visible key: nothing flows
-        extent_t n = 0;
-        for (extent_t j = 0; j < M; ++j) n += dnf::visible(causal, i, j, N, M);
-        double Drow = 0, absDO = 0, eD = 0;
-        for (extent_t d = 0; d < D; ++d) {
-          const double o = fwd.o_val.view()(b, h, i, d), dov = dout.view()(b, h, i, d);
-          Drow += dov * o;
-          absDO += std::fabs(dov);
-          eD += std::fabs(dov) * (u.gamma(double(D)) * (std::fabs(o) + eO.view()(b, h, i, d)) +
-                                  eO.view()(b, h, i, d));
-        }
-        eD += double(D) * u.eta_a;
-        const double el = eL.view()(b, h, i);
-        // The row's scores s_ij and their error bounds δ_ij (as in the forward).
-        for (extent_t j = 0; j < M; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          double dot = 0, mag = 0, dp = 0, bij = 0;
+  const auto kv_heads = static_cast<std::int64_t>(B * Hkv);
+#pragma omp parallel
+  {
+    BackwardRowScratch w(M);
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t bg = 0; bg < kv_heads; ++bg) {
+      const extent_t b = bg / Hkv, g = bg % Hkv;
+      // Which key rows of this kv head are bounded (all without key_rows).
+      const std::uint8_t* keys_wanted = key_rows ? key_rows->data() + bg * M : nullptr;
+      const bool some_key =
+          !keys_wanted || std::find(keys_wanted, keys_wanted + M, 1) != keys_wanted + M;
+      const double* kg = row_of(k, {b, g, 0, 0});       // (M, D)
+      const double* vg = row_of(v, {b, g, 0, 0});       // (M, D)
+      double* dk_val_g = row_of(dk_val, {b, g, 0, 0});  // (M, D)
+      double* dv_val_g = row_of(dv_val, {b, g, 0, 0});  // (M, D)
+      double* dk_g = row_of(r.dk, {b, g, 0, 0});        // (M, D)
+      double* dv_g = row_of(r.dv, {b, g, 0, 0});        // (M, D)
+      for (extent_t h = g * group; h < (g + 1) * group; ++h) {
+        for (extent_t i = 0; i < N; ++i) {
+          const bool dq_wanted = !dq_rows || (*dq_rows)[std::size_t((b * H + h) * N + i)];
+          if (!dq_wanted && !some_key) continue;  // nothing of this row is asked
+          const double lse = fwd.lse_val.view()(b, h, i);
+          if (std::isinf(lse)) continue;                       // no visible key: nothing flows
+          const double* qi = row_of(q, {b, h, i, 0});          // (D)
+          const double* doi = row_of(dout, {b, h, i, 0});      // (D)
+          const double* oi = row_of(fwd.o_val, {b, h, i, 0});  // (D)
+          const double* eOi = row_of(eO, {b, h, i, 0});        // (D)
+          double* dq_val_i = row_of(dq_val, {b, h, i, 0});     // (D)
+          double* dq_i = row_of(r.dq, {b, h, i, 0});           // (D)
+          extent_t n = 0;
+          for (extent_t j = 0; j < M; ++j) n += dnf::visible(causal, i, j, N, M);
+          double Drow = 0, absDO = 0, eD = 0;
           for (extent_t d = 0; d < D; ++d) {
-            const double qv = q.view()(b, h, i, d), kv = k.view()(b, g, j, d);
-            dot += qv * kv;
-            mag += std::fabs(qv * kv);
-            dp += dout.view()(b, h, i, d) * v.view()(b, g, j, d);
-            bij += std::fabs(dout.view()(b, h, i, d) * v.view()(b, g, j, d));
+            const double o = oi[d], dov = doi[d];
+            Drow += dov * o;
+            absDO += std::fabs(dov);
+            eD += std::fabs(dov) * (u.gamma(double(D)) * (std::fabs(o) + eOi[d]) + eOi[d]);
           }
-          s_row[j] = scale * dot;
-          dp_row[j] = dp;
-          b_row[j] = bij;
-          delta_row[j] =
-              u.gamma(double(D + 3)) * scale * mag + double(D + 1) * u.eta_a * std::max(1.0, scale);
-        }
-        // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
-        // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
-        double dmax = 0;
-        for (extent_t j = 0; j < M; ++j)
-          if (dnf::visible(causal, i, j, N, M)) dmax = std::max(dmax, delta_row[j]);
-        const double Delta = std::expm1(2 * dmax);
-        auto rho = [&](extent_t j) {
-          return std::expm1(u.ua * (std::fabs(s_row[j] - lse) + delta_row[j] + el) +
-                            std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
-        };
-        double Lambda = 0;
-        for (extent_t j = 0; j < M; ++j)
-          if (dnf::visible(causal, i, j, N, M))
-            Lambda += std::exp(s_row[j] - lse) * compose(rho(j), u.gamma(double(n)));
-        Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
-        // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
-        // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
-        // more roundings), whichever is larger.
-        for (extent_t j = 0; j < M; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          const double x = std::fabs(s_row[j] - lse), delta = delta_row[j];
-          const double Pi_given = std::expm1(delta + el + u.ua * (x + delta + el) +
-                                             std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
-          const double Pi_norm =
-              Lambda < 1 ? (compose(compose(Delta, rho(j)), power(u.ua, 2)) + Lambda) / (1 - Lambda)
-                         : kInf;
-          pi_row[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
-        }
-        // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
-        // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
-        // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
-        // γ_{n+2}; terms and weights may underflow.
-        double eD_sum = 0, dp_max = 0;
-        for (extent_t j = 0; j < M; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          const double w = compose(pi_row[j], u.gamma(double(n + 2)));
-          eD_sum += std::exp(s_row[j] - lse) *
-                    (w * std::fabs(dp_row[j]) + (1 + w) * u.gamma(double(D)) * b_row[j]);
-          dp_max = std::max(dp_max, std::fabs(dp_row[j]) + u.gamma(double(D)) * b_row[j]);
-        }
-        eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
-        for (extent_t j = 0; j < M; ++j) {
-          if (!dnf::visible(causal, i, j, N, M)) continue;
-          const double dp = dp_row[j], bij = b_row[j];
-          const double s = s_row[j];
-          const double P = std::exp(s - lse);
-          const double Pi = pi_row[j];
-          const double ds = P * (dp - Drow);
-          // P̂ may also underflow (x beyond the exponent range): an absolute
-          // η_a next to its relative Π, carried through dS and its products.
-          const double two = compose(Pi, power(u.ua, 2));
-          const double sigma =
-              P * (two * std::fabs(dp - Drow) +
-                   (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
-              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
-          const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
-          for (extent_t d = 0; d < D; ++d) {
-            const double kv = k.view()(b, g, j, d), qv = q.view()(b, h, i, d),
-                         dov = dout.view()(b, h, i, d);
-            dq_val.view()(b, h, i, d) += scale * ds * kv;
-            dk_val.view()(b, g, j, d) += scale * ds * qv;
-            dv_val.view()(b, g, j, d) += P * dov;
+          eD += double(D) * u.eta_a;
+          const double el = eL.view()(b, h, i);
+          // The row's scores s_ij and their error bounds δ_ij (as in the forward).
+          for (extent_t j = 0; j < M; ++j) {
+            if (!dnf::visible(causal, i, j, N, M)) continue;
+            const double* kj = kg + j * D;
+            const double* vj = vg + j * D;
+            double dot = 0, mag = 0, dp = 0, bij = 0;
+            for (extent_t d = 0; d < D; ++d) {
+              const double qv = qi[d], kv = kj[d];
+              dot += qv * kv;
+              mag += std::fabs(qv * kv);
+              dp += doi[d] * vj[d];
+              bij += std::fabs(doi[d] * vj[d]);
+            }
+            w.s[j] = scale * dot;
+            w.dp[j] = dp;
+            w.b[j] = bij;
+            w.delta[j] = u.gamma(double(D + 3)) * scale * mag +
+                         double(D + 1) * u.eta_a * std::max(1.0, scale);
+          }
+          // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
+          // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
+          double dmax = 0;
+          for (extent_t j = 0; j < M; ++j)
+            if (dnf::visible(causal, i, j, N, M)) dmax = std::max(dmax, w.delta[j]);
+          const double Delta = std::expm1(2 * dmax);
+          auto rho = [&](extent_t j) {
+            return std::expm1(u.ua * (std::fabs(w.s[j] - lse) + w.delta[j] + el) +
+                              std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+          };
+          double Lambda = 0;
+          for (extent_t j = 0; j < M; ++j)
+            if (dnf::visible(causal, i, j, N, M))
+              Lambda += std::exp(w.s[j] - lse) * compose(rho(j), u.gamma(double(n)));
+          Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
+          // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
+          // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
+          // more roundings), whichever is larger.
+          for (extent_t j = 0; j < M; ++j) {
+            if (!dnf::visible(causal, i, j, N, M)) continue;
+            const double x = std::fabs(w.s[j] - lse), delta = w.delta[j];
+            const double Pi_given = std::expm1(delta + el + u.ua * (x + delta + el) +
+                                               std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+            const double Pi_norm =
+                Lambda < 1
+                    ? (compose(compose(Delta, rho(j)), power(u.ua, 2)) + Lambda) / (1 - Lambda)
+                    : kInf;
+            w.pi[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
+          }
+          // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
+          // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
+          // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
+          // γ_{n+2}; terms and weights may underflow.
+          double eD_sum = 0, dp_max = 0;
+          for (extent_t j = 0; j < M; ++j) {
+            if (!dnf::visible(causal, i, j, N, M)) continue;
+            const double wj = compose(w.pi[j], u.gamma(double(n + 2)));
+            eD_sum += std::exp(w.s[j] - lse) *
+                      (wj * std::fabs(w.dp[j]) + (1 + wj) * u.gamma(double(D)) * w.b[j]);
+            dp_max = std::max(dp_max, std::fabs(w.dp[j]) + u.gamma(double(D)) * w.b[j]);
+          }
+          eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
+          for (extent_t j = 0; j < M; ++j) {
+            if (!dnf::visible(causal, i, j, N, M)) continue;
+            const bool key_wanted = !keys_wanted || keys_wanted[j];
+            if (!dq_wanted && !key_wanted) continue;
+            const double dp = w.dp[j], bij = w.b[j];
+            const double s = w.s[j];
+            const double P = std::exp(s - lse);
+            const double Pi = w.pi[j];
+            const double ds = P * (dp - Drow);
+            // P̂ may also underflow (x beyond the exponent range): an absolute
+            // η_a next to its relative Π, carried through dS and its products.
+            const double two = compose(Pi, power(u.ua, 2));
+            const double sigma =
+                P * (two * std::fabs(dp - Drow) +
+                     (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
+                u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
+            const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
+            const double* kj = kg + j * D;
             // σ·dS may underflow before its product with K or Q: that
             // absolute η_a is scaled by |K| or |Q| (large keys or queries
             // beside a vanishing weight), the product's own below.
-            r.dq.view()(b, h, i, d) +=
-                (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
-            r.dk.view()(b, g, j, d) +=
-                (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
-            r.dv.view()(b, g, j, d) +=
-                P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
+            if (dq_wanted) {
+              for (extent_t d = 0; d < D; ++d) {
+                const double kv = kj[d];
+                dq_val_i[d] += scale * ds * kv;
+                dq_i[d] +=
+                    (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
+              }
+            }
+            if (key_wanted) {
+              double* dk_val_j = dk_val_g + j * D;
+              double* dv_val_j = dv_val_g + j * D;
+              double* dk_j = dk_g + j * D;
+              double* dv_j = dv_g + j * D;
+              for (extent_t d = 0; d < D; ++d) {
+                const double qv = qi[d], dov = doi[d];
+                dk_val_j[d] += scale * ds * qv;
+                dv_val_j[d] += P * dov;
+                dk_j[d] +=
+                    (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
+                dv_j[d] += P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
+              }
+            }
           }
         }
       }
     }
   }
   // The scale's own product, the storage rounding, the slack, and two
-  // underflows per term (σ·dS, then its product with K, Q or dO).
-  auto finish = [&](Mat& bound, const Mat& val, double terms) {
-    for (const Index& i : moa::iota(bound.shape())) {
-      const double e = bound.view()(i) * (1 + u.ua) * (1 + u.ua) + 2 * terms * u.eta_a;
-      bound.view()(i) =
-          kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(val.view()(i)) + u.eta_s / 2);
+  // underflows per term (σ·dS, then its product with K, Q or dO); element
+  // by element, so the rows not asked are left as they are (0).
+  auto finish = [&](Mat& bound, const Mat& val, double terms,
+                    const std::vector<std::uint8_t>* rows) {
+    std::vector<double>& e_all = bound.storage();
+    const std::vector<double>& v_all = val.storage();
+    const auto count = static_cast<std::int64_t>(e_all.size());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t x = 0; x < count; ++x) {
+      if (rows && !(*rows)[std::size_t(x / D)]) continue;
+      const double e = e_all[std::size_t(x)] * (1 + u.ua) * (1 + u.ua) + 2 * terms * u.eta_a;
+      e_all[std::size_t(x)] =
+          kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(v_all[std::size_t(x)]) + u.eta_s / 2);
     }
   };
-  finish(r.dq, dq_val, double(M));
-  finish(r.dk, dk_val, nq);
-  finish(r.dv, dv_val, nq);
+  finish(r.dq, dq_val, double(M), dq_rows);
+  finish(r.dk, dk_val, nq, key_rows);
+  finish(r.dv, dv_val, nq, key_rows);
   return r;
 }
 
@@ -356,8 +422,9 @@ Bounds decode_bounds(const BoundCall& call) {
   return out;
 }
 
-// The backward of every row (a key row's sums run over every query row),
-// and for attention.fwdbwd its forward too. The kernel of attention.bwd may
+// The backward of the selected rows (every row without a selection; a key
+// row's sums run over every query row), and for attention.fwdbwd its
+// forward too. The kernel of attention.bwd may
 // use the given o and lse (correctly rounded) or recompute them (as the DNF
 // does): the forward's bounds cover both.
 Bounds backward_bounds(const BoundCall& call) {
@@ -365,8 +432,9 @@ Bounds backward_bounds(const BoundCall& call) {
   const auto x = inputs_by_name(p.op, call.widened);
   const ForwardBounds f = detail::attention_forward_bounds(x["q"], x["k"], x["v"], p.scale(),
                                                            p.causal(), nullptr, call.u);
-  const BackwardBounds bb = attention_backward_bounds(x["q"], x["k"], x["v"], x["do"], p.scale(),
-                                                      p.causal(), f, f.o, f.lse, call.u);
+  const BackwardBounds bb =
+      attention_backward_bounds(x["q"], x["k"], x["v"], x["do"], p.scale(), p.causal(), f, f.o,
+                                f.lse, call.u, call.only, call.only_keys);
   Bounds out(info(p.op).outputs.size());
   const auto y = outputs_by_name(p.op, out);
   if (y.has("o")) {  // attention.fwdbwd

@@ -1,6 +1,9 @@
 # certify's memory budget at a sampled shape, from the figure it states:
-#   cmake -DMOACERT=... -DARGS="certify|OP|...|--cases|1" -DUNWRITABLE=PATH -P budget_check.cmake
-# 1. --max-memory 1: refused (exit 2) with "needs X GiB (tensors A + oracle B ...)";
+#   cmake -DMOACERT=... -DARGS="certify|OP|...|--cases|1" -DFIRST_MAX=SIZE -DUNWRITABLE=PATH
+#         -P budget_check.cmake
+# 1. --max-memory FIRST_MAX (above the tensors, below the whole need; the
+#    tensors past the budget are refused before the oracle's part is
+#    counted): refused (exit 2) with "needs X GiB (tensors A + oracle B ...)";
 # 2. --max-memory X + 0.2 GiB: passes the budget, refused at --out UNWRITABLE;
 # 3. --max-memory X - 0.2 GiB: refused, naming the same X.
 string(REPLACE "|" ";" args "${ARGS}")
@@ -11,9 +14,9 @@ function(run_certify max out_var rc_var)
   set(${rc_var} "${rc}" PARENT_SCOPE)
 endfunction()
 
-run_certify(1 err rc)
+run_certify(${FIRST_MAX} err rc)
 if(NOT rc EQUAL 2 OR NOT err MATCHES "needs ([0-9.]+) GiB \\(tensors [0-9.]+ [GMK]iB \\+ oracle [0-9.]+ GiB")
-  message(FATAL_ERROR "--max-memory 1: expected a refusal stating GiB, got exit ${rc}: ${err}")
+  message(FATAL_ERROR "--max-memory ${FIRST_MAX}: expected a refusal stating GiB, got exit ${rc}: ${err}")
 endif()
 set(need ${CMAKE_MATCH_1})
 string(REGEX REPLACE "\\..*" "" whole_gib "${need}")
