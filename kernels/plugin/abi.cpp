@@ -26,30 +26,33 @@ DLDataType dl_type(DType t) {
 }
 
 std::string params_json(const Problem& p) {
-  char buf[256];
-  switch (p.op) {
-    case Op::attention_fwd:
-    case Op::attention_bwd:
-    case Op::attention_fwdbwd:
-      std::snprintf(buf, sizeof buf, "{\"scale\":%.17g,\"causal\":%s}", p.scale(),
-                    p.causal() ? "true" : "false");
-      break;
-    case Op::attention_decode:
-      std::snprintf(buf, sizeof buf, "{\"scale\":%.17g}", p.scale());
-      break;
-    case Op::rmsnorm:
-      std::snprintf(buf, sizeof buf, "{\"eps\":%.17g}", p.params.eps);
-      break;
-    case Op::mlp_swiglu:
-      std::snprintf(buf, sizeof buf, "{}");
-      break;
-    case Op::block:
-      std::snprintf(buf, sizeof buf, "{\"heads\":%lld,\"kv_heads\":%lld,\"eps\":%.17g}",
-                    static_cast<long long>(p.dims.H), static_cast<long long>(p.dims.Hkv),
-                    p.params.eps);
-      break;
+  // Each parameter the op's row names (reference/ops.hpp), in its order;
+  // reals with 17 significant digits, so that they parse back exactly.
+  auto value = [&](std::string_view param) -> std::string {
+    char buf[64];
+    if (param == "scale")
+      std::snprintf(buf, sizeof buf, "%.17g", p.scale());
+    else if (param == "eps")
+      std::snprintf(buf, sizeof buf, "%.17g", p.params.eps);
+    else if (param == "causal")
+      return p.causal() ? "true" : "false";
+    else if (param == "heads")
+      return std::to_string(p.dims.H);
+    else if (param == "kv_heads")
+      return std::to_string(p.dims.Hkv);
+    else
+      throw std::logic_error("params_json: no value for the parameter " + std::string(param));
+    return buf;
+  };
+  std::string json = "{";
+  for (std::string_view param : info(p.op).params) {
+    if (json.size() > 1) json += ',';
+    json += '"';
+    json += param;
+    json += "\":";
+    json += value(param);
   }
-  return buf;
+  return json + "}";
 }
 
 Envelope envelope_of(const Entry& e, Op op, const std::string& kernel) {

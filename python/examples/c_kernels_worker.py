@@ -31,9 +31,18 @@ RUN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.POINTER(DLTensor)), c
                        ctypes.c_char_p, ctypes.c_size_t)
 
 
-class Entry(ctypes.Structure):
+class EntryV1(ctypes.Structure):
     _fields_ = [("op", ctypes.c_char_p), ("name", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
                 ("accepts_strided", ctypes.c_int), ("run", RUN)]
+
+
+class EntryV2(ctypes.Structure):
+    # ABI 2 adds the envelope and the device after run (this worker serves
+    # CPU kernels with an unlimited envelope: the fields are not read).
+    _fields_ = EntryV1._fields_ + [("envelope", ctypes.c_void_p), ("device", ctypes.c_char_p)]
+
+
+ENTRY = {1: EntryV1, 2: EntryV2}
 
 
 DL_TYPES = {"f64": (2, 64), "f32": (2, 32), "f16": (2, 16), "bf16": (4, 16), "i64": (0, 64)}
@@ -54,9 +63,10 @@ def dl_tensor(base, t):
 
 def main(library, name):
     lib = ctypes.CDLL(os.path.abspath(library))
-    lib.moacert_plugin_kernels.restype = ctypes.POINTER(Entry)
+    lib.moacert_plugin_kernels.restype = ctypes.c_void_p
     count, abi = ctypes.c_int(), ctypes.c_int()
-    table = lib.moacert_plugin_kernels(ctypes.byref(count), ctypes.byref(abi))
+    address = lib.moacert_plugin_kernels(ctypes.byref(count), ctypes.byref(abi))
+    table = ctypes.cast(address, ctypes.POINTER(ENTRY[abi.value]))
     entries = [table[i] for i in range(count.value) if table[i].name.decode() == name]
     run = {e.dtype.decode(): e.run for e in entries}
     channel = Channel()
