@@ -51,10 +51,10 @@ std::optional<std::string> ended_by_itself(int status) {
 }  // namespace
 
 void Connection::start() {
-  int sv[2], out[2];
+  int sv[2], stdout_pipe[2];  // the protocol's socket; the worker's standard output
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw std::runtime_error("worker: cannot create a socket");
-  if (pipe2(out, O_CLOEXEC) != 0) {
+  if (pipe2(stdout_pipe, O_CLOEXEC) != 0) {
     close(sv[0]);
     close(sv[1]);
     throw std::runtime_error("worker: cannot create a pipe");
@@ -63,21 +63,21 @@ void Connection::start() {
   // output (by /proc: dash redirects only descriptors 0-9) and names the
   // socket in the environment.
   fcntl(sv[1], F_SETFD, 0);
-  fcntl(out[1], F_SETFD, 0);
-  const std::string script = "exec 0</dev/null 1>/proc/self/fd/" + std::to_string(out[1]) +
+  fcntl(stdout_pipe[1], F_SETFD, 0);
+  const std::string script = "exec 0</dev/null 1>/proc/self/fd/" + std::to_string(stdout_pipe[1]) +
                              "\nMOACERT_WORKER_FD=" + std::to_string(sv[1]) +
                              "; MOACERT_WORKER_PROTOCOL=" + kProtocol +
                              "; export MOACERT_WORKER_FD MOACERT_WORKER_PROTOCOL\n" + command_;
   try {
     pid_ = isolation::spawn({"/bin/sh", "-c", script});
   } catch (...) {
-    for (int fd : {sv[0], sv[1], out[0], out[1]}) close(fd);
+    for (int fd : {sv[0], sv[1], stdout_pipe[0], stdout_pipe[1]}) close(fd);
     throw;
   }
   close(sv[1]);
-  close(out[1]);
+  close(stdout_pipe[1]);
   sock_ = sv[0];
-  stdout_ = out[0];
+  stdout_ = stdout_pipe[0];
   fcntl(stdout_, F_SETFL, O_NONBLOCK);
 }
 
