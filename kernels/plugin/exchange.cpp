@@ -16,6 +16,7 @@
 
 #include "include/moacert/plugin.h"
 #include "kernels/isolation/process.hpp"
+#include "kernels/isolation/socket.hpp"
 #include "kernels/plugin/abi.hpp"
 #include "kernels/plugin/library.hpp"
 
@@ -273,21 +274,7 @@ wire::Reply Worker::exchange(const wire::Request& q, int memfd) {
   // Tensor names for messages (inputs then outputs) come from the caller's
   // op; kept generic here as "input i"/"output i" when unknown.
   for (int i = 0; i < q.n_inputs + q.n_outputs; ++i) names.push_back(name_of_(i));
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{const_cast<wire::Request*>(&q), sizeof q};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &memfd, sizeof memfd);
-  ssize_t sent;
-  do sent = sendmsg(sock_, &m, MSG_NOSIGNAL);
-  while (sent < 0 && errno == EINTR);
+  const ssize_t sent = isolation::send_with_fd(sock_, &q, sizeof q, memfd);
   if (sent != ssize_t(sizeof q)) died(" (before the call)", nullptr, names);
 
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/isolation/process.hpp"
+#include "kernels/isolation/socket.hpp"
 #include "kernels/worker/handshake.hpp"
 
 namespace moacert::kernels::worker {
@@ -126,24 +127,7 @@ std::string Connection::stray_stdout() {
 
 bool Connection::send(const std::string& record, int fd) {
   if (sock_ < 0) return false;
-  iovec iov{const_cast<char*>(record.data()), record.size()};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  ssize_t sent;
-  do sent = sendmsg(sock_, &m, MSG_NOSIGNAL);
-  while (sent < 0 && errno == EINTR);
-  return sent == ssize_t(record.size());
+  return isolation::send_with_fd(sock_, record.data(), record.size(), fd) == ssize_t(record.size());
 }
 
 Received Connection::receive(double timeout_s) {
