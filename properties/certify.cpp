@@ -516,6 +516,9 @@ ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& 
     }
     shape.set(field, *r);
   }
+  // Its options: drawn problems take only those it supports.
+  shape.supported = {v.envelope.causal, v.envelope.non_causal, v.envelope.grouped_heads};
+  if (!shape.supported.all()) shape.check(v.op);
   return shape;
 }
 
