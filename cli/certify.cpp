@@ -425,6 +425,9 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   // drawn inside it, and the certificate records it.
   if (!v.envelope.unlimited() || v.envelope.device != kernels::Device::cpu)
     fmt::print("envelope: {} (cases drawn inside it only)\n", v.envelope.str());
+  if (cert.refused > 0)
+    fmt::print("refused outside the envelope: {} case{} (counted, never a counterexample)\n",
+               cert.refused, cert.refused == 1 ? "" : "s");
   // A kernel on the SIMT emulator: its counters, summed over every call of
   // this certification (docs/simt.md#counters), join the certificate.
   if (!shared.simt_counters.empty())
