@@ -499,21 +499,9 @@ std::optional<ExtentRange> narrowed(ExtentRange r, const kernels::AxisEnvelope& 
 }  // namespace
 
 ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v) {
-  for (const auto& [field, largest] : v.max_extents) {
-    ExtentRange r = shape.range(field);
-    if (r.lo > largest) {
-      std::string axis = "?";  // the op's name for the field ("L" for decode's M)
-      for (std::string_view a : dims_of(v.op))
-        if (dim_field(a) == field) axis = std::string(a);
-      throw std::invalid_argument(v.name + " supports " + axis + " up to " +
-                                  std::to_string(largest) + "; --shape asks " + axis +
-                                  " >= " + std::to_string(r.lo));
-    }
-    r.hi = std::min(r.hi, largest);
-    shape.set(field, r);
-  }
-  // The kernel's envelope (plugin ABI 2): each axis it narrows, as --shape
-  // would; a --shape outside it is bad input.
+  // The kernel's envelope (plugin ABI 2, a built-in variant's compiled
+  // maxima): each axis it narrows, as --shape would; a --shape outside it
+  // is bad input.
   for (const auto& [axis, allowed] : v.envelope.axes) {
     if (allowed == kernels::AxisEnvelope{}) continue;
     const auto field = dim_field(axis);
