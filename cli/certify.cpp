@@ -423,8 +423,12 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
                  t.unbounded, t.elements);
   // What the kernel declares it supports (plugin ABI 2): every case was
   // drawn inside it, and the certificate records it.
-  if (!v.envelope.unlimited() || v.envelope.device != kernels::Device::cpu)
-    fmt::print("envelope: {} (cases drawn inside it only)\n", v.envelope.str());
+  if (const kernels::Envelope e = v.declared_envelope();
+      !e.unlimited() || e.device != kernels::Device::cpu)
+    fmt::print("envelope: {} (cases drawn inside it only)\n", e.str());
+  if (cert.refused > 0)
+    fmt::print("refused outside the envelope: {} case{} (counted, never a counterexample)\n",
+               cert.refused, cert.refused == 1 ? "" : "s");
   // A kernel on the SIMT emulator: its counters, summed over every call of
   // this certification (docs/simt.md#counters), join the certificate.
   if (!shared.simt_counters.empty())
@@ -482,7 +486,7 @@ void write_outputs(const CertifyArgs& a, const std::vector<properties::Certifica
   const fs::path out(a.out);
   for (std::size_t k = 0; k < certs.size(); ++k)
     write_certificate(certs.size() > 1 ? out / certs[k].variant : out, certs[k], simt_counters[k],
-                      variants[k]->envelope, provenance);
+                      variants[k]->declared_envelope(), provenance);
   if (certs.size() > 1) {
     files::write_atomically(out / "certificate.json",
                             reports::summary_json(certs, build_info(), provenance).dump(2) + "\n");

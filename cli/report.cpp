@@ -144,7 +144,7 @@ int run_report(const ReportArgs& a) {
     const std::string counters =
         p.variant->instrumentation ? p.variant->instrumentation->simt_counters() : "";
     const CertificateFiles files =
-        render_certificate(cert, counters, p.variant->envelope, provenance);
+        render_certificate(cert, counters, p.variant->declared_envelope(), provenance);
     mine.put(std::uint64_t(j));
     mine.put(cert.holds);
     mine.put(files.json.dump());

@@ -114,14 +114,16 @@ struct Variant {
   CostFn cost;
   RunFn run;
   std::vector<moa::extent_t> tiles;  // tile extents of its loop nest: generators straddle them
-  // The largest extent of a dimension the variant supports, a compiled
-  // maximum (the CUDA kernels' shared tiles hold D <= 128): certify draws
-  // its cases within these, as within --shape. Empty: no limit.
-  std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>> max_extents;
-  // The problems the kernel supports, as it declares them (plugin ABI 2, a
-  // worker's handshake): unlimited for the built-in variants, whose
-  // compiled maxima are max_extents.
+  // The problems the kernel supports: as a plugin of ABI 2 or a worker's
+  // handshake declares them, or a built-in variant's compiled maxima (the
+  // CUDA kernels' shared tiles hold D <= 128). certify draws its cases
+  // within it, as within --shape.
   Envelope envelope;
+  // The envelope as a user's kernel declared it (Role::plugin: a plugin's,
+  // a worker's), which certify prints and the certificate records; none
+  // for a built-in variant, whose compiled maxima narrow its cases all the
+  // same but leave its certificates as they were.
+  Envelope declared_envelope() const { return role == Role::plugin ? envelope : Envelope{}; }
   // Variants of different ops that share one loop nest (cpu.flash's forward
   // inside cpu.fused, cpu.flash_bwd's backward too) name the same family;
   // empty means its own name.

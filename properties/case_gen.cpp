@@ -296,6 +296,7 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
       }
     }
     po.shape_for_regime(s, g.shape);
+    g.shape.into_supported(p);
     if (po.draw_index_inputs) po.draw_index_inputs(s, g);
 
     const auto shapes = input_shapes(p);

@@ -15,8 +15,8 @@
 
 #include "properties/check.hpp"
 #include "properties/plot_samples.hpp"
-#include "results/results.hpp"
 #include "properties/sample.hpp"
+#include "results/results.hpp"
 
 namespace moacert::properties {
 
@@ -30,6 +30,9 @@ struct CaseRecord {
   // The variant claims determinism and its outputs differed between runs
   // or thread counts (holds is false).
   bool determinism_failed = false;
+  // The kernel refused it outside its envelope (holds is true; nothing
+  // else judged): counted in the certificate, never a counterexample.
+  bool refused = false;
   // Whether `tensors` joins the run's statistics: not when the kernel threw
   // (it has none), nor for a random case whose determinism check failed.
   // A failing random case's statistics are those of its shrunk case.

@@ -36,8 +36,11 @@ struct Judged {
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
   bool hang = false;                              // the kernel timed out (an isolated plugin)
-  Sample sample;                                  // the rows judged (all, at a small shape)
-  std::vector<kernels::LaunchCounts> launches;    // a counting backend's, of this case's run
+  // The kernel refused the case outside its envelope (kernels::Unsupported):
+  // counted, never a counterexample; the verdict holds, with no outputs.
+  bool refused = false;
+  Sample sample;                                // the rows judged (all, at a small shape)
+  std::vector<kernels::LaunchCounts> launches;  // a counting backend's, of this case's run
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
 };
 
@@ -85,6 +88,10 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
   auto phase = Clock::now();
   try {
     j.outputs = run_variant(v, j.c, threads);
+  } catch (const kernels::Unsupported& e) {  // outside its envelope: inside is a KernelFault
+    j.error = e.what();
+    j.refused = true;
+    return j;
   } catch (const kernels::KernelFault& e) {  // crashed, hung or wrote out of bounds
     j.error = e.what();
     j.hang = e.hang();
@@ -261,7 +268,7 @@ class CaseRun {
     r_.ratio = ratio_of(j);
     if (!j.verdict.holds)
       fail(j, describe(spec));
-    else if (v_.deterministic)
+    else if (v_.deterministic && !j.refused)
       holds_deterministically(j, describe(spec));
     return std::move(r_);
   }
@@ -286,6 +293,10 @@ class CaseRun {
     Judged j = judge_generated(s.value());
     keep_equivalence(j);
     r_.ratio = ratio_of(j);
+    if (j.refused) {
+      r_.token = token.encode();
+      return std::move(r_);
+    }
     if (j.verdict.holds) {
       if (!determinism_due || holds_deterministically(j, describe(s.value()))) keep_stats(j);
       r_.token = token.encode();
@@ -317,6 +328,7 @@ class CaseRun {
     if (counting) counting->take_launch_counts();
     Judged j =
         judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
+    r_.refused = j.refused;
     if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);
     if (counting && j.error.empty()) keep_counts(*counting, j, what);
@@ -487,21 +499,9 @@ std::optional<ExtentRange> narrowed(ExtentRange r, const kernels::AxisEnvelope& 
 }  // namespace
 
 ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v) {
-  for (const auto& [field, largest] : v.max_extents) {
-    ExtentRange r = shape.range(field);
-    if (r.lo > largest) {
-      std::string axis = "?";  // the op's name for the field ("L" for decode's M)
-      for (std::string_view a : dims_of(v.op))
-        if (dim_field(a) == field) axis = std::string(a);
-      throw std::invalid_argument(v.name + " supports " + axis + " up to " +
-                                  std::to_string(largest) + "; --shape asks " + axis +
-                                  " >= " + std::to_string(r.lo));
-    }
-    r.hi = std::min(r.hi, largest);
-    shape.set(field, r);
-  }
-  // The kernel's envelope (plugin ABI 2): each axis it narrows, as --shape
-  // would; a --shape outside it is bad input.
+  // The kernel's envelope (plugin ABI 2, a built-in variant's compiled
+  // maxima): each axis it narrows, as --shape would; a --shape outside it
+  // is bad input.
   for (const auto& [axis, allowed] : v.envelope.axes) {
     if (allowed == kernels::AxisEnvelope{}) continue;
     const auto field = dim_field(axis);
@@ -516,6 +516,9 @@ ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& 
     }
     shape.set(field, *r);
   }
+  // Its options: drawn problems take only those it supports.
+  shape.supported = {v.envelope.causal, v.envelope.non_causal, v.envelope.grouped_heads};
+  if (!shape.supported.all()) shape.check(v.op);
   return shape;
 }
 
@@ -590,6 +593,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     cert.kernel_seconds += r.kernel_seconds;
     cert.judge_seconds += r.judge_seconds;
     add_counts(cert, r);
+    cert.refused += r.refused;
     const Regimes reached(r.regimes);
     for (std::size_t g = 0; g < cert.regime_cases.size(); ++g)
       cert.regime_cases[g].second += reached.test(std::size_t(declared_regimes(v.op)[g]));

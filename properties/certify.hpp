@@ -14,9 +14,9 @@
 #include "kernels/registry.hpp"
 #include "properties/case_record.hpp"
 #include "properties/check.hpp"
-#include "results/results.hpp"
 #include "properties/sample.hpp"
 #include "properties/token.hpp"
+#include "results/results.hpp"
 
 namespace moacert::properties {
 
@@ -52,7 +52,7 @@ struct CertifyOptions {
 Token base_token(const CertifyOptions& options);
 
 // The constraints cases are drawn within: `shape` (--shape) cut to the
-// variant's largest extents (Variant::max_extents). Throws
+// variant's envelope (Variant::envelope: its axes and options). Throws
 // std::invalid_argument, in words, when they leave nothing.
 ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v);
 

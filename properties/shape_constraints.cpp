@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 
 namespace moacert::properties {
@@ -91,6 +92,38 @@ std::string ShapeConstraints::str(Op op) const {
   return out;
 }
 
+namespace {
+
+// The smallest extent both ranges admit; nullopt when none (a bounded
+// search, as head_groups').
+std::optional<moa::extent_t> common_extent(const ExtentRange& a, const ExtentRange& b) {
+  const moa::extent_t first = std::max(a.lo, b.lo);
+  const moa::extent_t last = std::min({a.hi, b.hi, first + (moa::extent_t{1} << 20)});
+  for (moa::extent_t e = first; e <= last; ++e)
+    if (a.contains(e) && b.contains(e)) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ShapeConstraints::into_supported(Problem& p) const {
+  const auto& params = info(p.op).params;
+  if (std::find(params.begin(), params.end(), "causal") != params.end()) {
+    if (!supported.causal) p.params.causal = false;
+    if (!supported.non_causal) p.params.causal = true;
+  }
+  Dims& d = p.dims;
+  if (supported.grouped_heads || !has_axis(p.op, &Dims::Hkv) || d.Hkv == d.H) return;
+  const ExtentRange h = range(&Dims::H), hkv = range(&Dims::Hkv);
+  if (hkv.contains(d.H)) {
+    d.Hkv = d.H;
+  } else if (h.contains(d.Hkv)) {
+    d.H = d.Hkv;
+  } else if (const auto e = common_extent(h, hkv)) {  // check() made sure of one
+    d.H = d.Hkv = *e;
+  }
+}
+
 ExtentRange ShapeConstraints::head_multiples(moa::extent_t hkv) const {
   const ExtentRange h = range(&Dims::H);
   return {h.lo / hkv + (h.lo % hkv != 0 ? 1 : 0), h.hi / hkv};
@@ -121,6 +154,8 @@ void ShapeConstraints::check(Op op) const {
                             std::to_string(ranges[k]->lo) + " > " + std::to_string(ranges[k]->hi) +
                             ")");
   }
+  if (!supported.causal && !supported.non_causal)
+    throw moa::ShapeError(name + ": neither causal nor non-causal masking is supported");
   // The smallest problem in the ranges: if it breaks the op's rules, every
   // problem does (validate refuses extents below 1 and sizes that overflow,
   // both monotone in the extents).
@@ -138,6 +173,13 @@ void ShapeConstraints::check(Op op) const {
                             range_text(hkv));
     p.dims.Hkv = groups.front();
     p.dims.H = head_multiples(p.dims.Hkv).lo * p.dims.Hkv;
+    if (!supported.grouped_heads) {
+      const auto e = common_extent(h, hkv);
+      if (!e)
+        throw moa::ShapeError(name + ": no H in " + range_text(h) + " is also an Hkv in " +
+                              range_text(hkv) + " (the kernel supports no GQA/MQA)");
+      p.dims.H = p.dims.Hkv = *e;
+    }
   }
   if (op == Op::attention_decode) p.dims.N = 1;
   if (op == Op::block) p.dims.M = p.dims.N;

@@ -41,12 +41,24 @@ struct ExtentRange {
 inline constexpr std::array<moa::extent_t Dims::*, 9> kDimFields = {
     &Dims::B, &Dims::H, &Dims::Hkv, &Dims::N, &Dims::M, &Dims::D, &Dims::T, &Dims::Dm, &Dims::F};
 
+// The options a kernel's envelope supports besides extents
+// (kernels::Envelope): a problem with an unsupported one is never drawn.
+struct SupportedOptions {
+  bool causal = true;         // causal masking
+  bool non_causal = true;     // no masking
+  bool grouped_heads = true;  // Hkv < H
+  bool all() const { return causal && non_causal && grouped_heads; }
+  friend bool operator==(const SupportedOptions&, const SupportedOptions&) = default;
+};
+
 struct ShapeConstraints {
   // By the index of the field in kDimFields; nullopt: free.
   std::array<std::optional<ExtentRange>, kDimFields.size()> ranges;
+  SupportedOptions supported;  // the kernel's envelope; a token carries it
 
   bool empty() const {
-    return std::none_of(ranges.begin(), ranges.end(), [](const auto& r) { return r.has_value(); });
+    return supported.all() &&
+           std::none_of(ranges.begin(), ranges.end(), [](const auto& r) { return r.has_value(); });
   }
   // The range of a field: its constraint, or every extent.
   ExtentRange range(moa::extent_t Dims::*field) const;
@@ -61,6 +73,13 @@ struct ShapeConstraints {
   // is one of the op's, an H in its range is a multiple of an Hkv in its
   // range, and the smallest extents in the ranges pass validate().
   void check(Op op) const;
+  // `p` made supported, in the one place every drawn case passes through
+  // (random, shrunk, curated, adjusted for a regime): causal set to the
+  // one supported, and grouped heads made one head per key head (Hkv = H,
+  // or H = Hkv when only Hkv is constrained, or the smallest extent both
+  // ranges admit). Draws no randomness, so that a kernel supporting every
+  // option sees the same cases as before.
+  void into_supported(Problem& p) const;
   // The Hkv in its range of which some H in its range is a multiple, up to
   // `count` of them from the smallest up (none: the heads cannot be met).
   std::vector<moa::extent_t> head_groups(std::size_t count) const;

@@ -1,6 +1,7 @@
 #include "properties/token.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -94,6 +95,12 @@ std::int64_t unzigzag(std::uint64_t v) {
 // The high bit of a constraint's field byte: a range narrowed to values or
 // a step follows.
 constexpr std::uint8_t kDiscrete = 0x80;
+// In place of a field byte: the options a kernel's envelope refuses follow,
+// one bit each (kRefused's order). A token of a kernel supporting every
+// option has no such entry, and is byte for byte as before.
+constexpr std::uint8_t kSupportedTag = 0x7F;
+constexpr std::array<bool SupportedOptions::*, 3> kRefused = {
+    &SupportedOptions::causal, &SupportedOptions::non_causal, &SupportedOptions::grouped_heads};
 
 std::string Token::encode() const {
   std::vector<std::uint8_t> b{std::uint8_t(version), std::uint8_t(op), std::uint8_t(format),
@@ -111,7 +118,14 @@ std::string Token::encode() const {
   if (version >= 2) {  // the constraints: count, then (field, lo, hi) each
     std::uint64_t count = 0;
     for (const auto& r : shape.ranges) count += r.has_value();
-    put_varint(b, count);
+    put_varint(b, count + (shape.supported.all() ? 0 : 1));
+    if (!shape.supported.all()) {
+      std::uint64_t refused = 0;
+      for (std::size_t option = 0; option < kRefused.size(); ++option)
+        if (!(shape.supported.*kRefused[option])) refused |= std::uint64_t{1} << option;
+      b.push_back(kSupportedTag);
+      put_varint(b, refused);
+    }
     for (std::size_t field = 0; field < shape.ranges.size(); ++field) {
       if (!shape.ranges[field]) continue;
       const ExtentRange& r = *shape.ranges[field];
@@ -171,9 +185,17 @@ std::optional<Token> Token::decode(const std::string& text, std::string* why) {
   }
   if (t.version >= 2) {
     const std::uint64_t count = r.varint();
-    if (!r.ok || count > t.shape.ranges.size()) return fail("token is truncated or corrupt");
+    if (!r.ok || count > t.shape.ranges.size() + 1) return fail("token is truncated or corrupt");
     for (std::uint64_t i = 0; i < count; ++i) {
       const std::uint8_t tagged = r.byte(), field = tagged & std::uint8_t(~kDiscrete);
+      if (tagged == kSupportedTag) {
+        const std::uint64_t refused = r.varint();
+        if (!r.ok || i != 0 || refused == 0 || refused >= (std::uint64_t{1} << kRefused.size()))
+          return fail("token is truncated or corrupt");
+        for (std::size_t option = 0; option < kRefused.size(); ++option)
+          t.shape.supported.*kRefused[option] = !(refused >> option & 1);
+        continue;
+      }
       const std::uint64_t lo = r.varint(), hi = r.varint();
       if (!r.ok || field >= t.shape.ranges.size() || t.shape.ranges[field] || lo < 1 || hi < lo ||
           hi > std::uint64_t(ExtentRange{}.hi))
@@ -275,6 +297,7 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings
     if (family == Values::tiny_scale) s.problem.params.scale = 0x1p-20;
     if (po.curate) po.curate(s, k, tile);
     clamp_into(s, settings.shape);
+    settings.shape.into_supported(s.problem);
     // Layouts follow the shapes just pinned.
     s.layouts.clear();
     const auto shapes = input_shapes(s.problem);

@@ -50,6 +50,9 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                 {"random", c.random_run},
                 {"discarded", c.discarded},
                 {"case_files", c.case_files_run}};
+  // Only where a kernel refused a case outside its envelope, so that other
+  // certificates stay as they were.
+  if (c.refused > 0) j["cases"]["refused_outside_envelope"] = c.refused;
   nlohmann::json tensors = nlohmann::json::object();
   for (const auto& t : c.tensors) {
     tensors[t.name] = {{"elements", t.elements},

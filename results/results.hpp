@@ -129,6 +129,9 @@ struct Certificate {
   bool holds = true;
   int curated_run = 0, random_run = 0, discarded = 0;
   int case_files_run = 0;  // certify --case: files judged instead of generated cases
+  // Cases the kernel refused outside its declared envelope (plugin ABI 2's
+  // MOACERT_UNSUPPORTED): counted among those run, never a counterexample.
+  int refused = 0;
   std::vector<TensorSummary> tensors;
   std::string worst_token;  // the case that came closest to failing (or failed)
   // The command that replays worst_token as certify printed it (a plugin's

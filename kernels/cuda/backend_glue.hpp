@@ -79,6 +79,19 @@ class DeviceTensor {
   std::size_t bytes_ = 0;
 };
 
+// The problems these kernels are compiled for, as an envelope: the shared
+// tiles of attention hold D <= kMaxD (certify draws inside it; the
+// certificate records none, Variant::declared_envelope).
+inline Envelope compiled_envelope(Op op) {
+  Envelope e;
+  if (is_attention(op)) {
+    AxisEnvelope head_width;
+    head_width.hi = cuda_cost::kMaxD;
+    e.axes.emplace_back("D", head_width);
+  }
+  return e;
+}
+
 // What a problem must be for these kernels; refused before any launch.
 inline void check_supported(const std::string& variant, const Problem& p) {
   if (p.format != Format::f32 && p.format != Format::bf16) {
@@ -314,11 +327,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
               for (long long x : cuda_tiles::tiles_of(onf)) t.push_back(moa::extent_t(x));
               return t;
             }(),
-        .max_extents =
-            is_attention(e.op)
-                ? std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>>{{&Dims::D,
-                                                                                cuda_tiles::kMaxD}}
-                : std::vector<std::pair<moa::extent_t Dims::*, moa::extent_t>>{},
+        .envelope = compiled_envelope(e.op),
         // o and lse are <backend>.flash's bit for bit (one forward_pass)
         .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
         .same_bits_any_layout = true,

@@ -239,6 +239,47 @@ TEST(Shapes, VersionTwoTokensNameTheCasesTheyNamed) {
             "  v (1,1,1025,2):(2050,2050,2,1)");
 }
 
+// A kernel's envelope refusing an option (causal masking, or grouped
+// heads): the token carries it, and no case it names has the option,
+// random, shrunk or curated; the same tokens without it do draw some.
+TEST(Shapes, TheTokenCarriesTheSupportedOptionsAndEveryCaseRespectsThem) {
+  for (const bool refuse_causal : {true, false}) {
+    Token t;
+    t.op = Op::attention_fwd;
+    t.variant = "plugin:refusing";
+    t.seed = 5;
+    t.shape.supported.causal = !refuse_causal;
+    t.shape.supported.grouped_heads = refuse_causal;
+    const std::optional<Token> back = Token::decode(t.encode());
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->shape, t.shape);
+    EXPECT_EQ(back->encode(), t.encode());
+    Token unlimited = t;
+    unlimited.shape.supported = {};
+    EXPECT_NE(unlimited.encode(), t.encode());
+    const auto refused = [&](const Problem& p) {
+      return refuse_causal ? p.params.causal : p.dims.Hkv < p.dims.H;
+    };
+    int refused_unlimited = 0;
+    for (const Token* tok : {&t, &unlimited}) {
+      for (int index = -int(curated_specs(t.op, t.format, t.settings()).size()); index < 40;
+           ++index) {
+        Token one = *tok;
+        one.index = index;
+        one.size = index < 0 ? 0 : size_for(index, 40);
+        const std::optional<CaseSpec> spec = spec_of(one);
+        ASSERT_TRUE(spec);
+        if (tok == &t) {
+          EXPECT_FALSE(refused(spec->problem)) << describe(*spec);
+        } else {
+          refused_unlimited += refused(spec->problem);
+        }
+      }
+    }
+    EXPECT_GT(refused_unlimited, 0);  // the test could fail
+  }
+}
+
 // A variant as a plugin arrives: no declared tiles.
 kernels::Variant without_tiles(Op op) {
   kernels::Variant v = *kernels::Registry::builtin().find(op, "cpu.dnf");
