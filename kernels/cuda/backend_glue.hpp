@@ -98,11 +98,10 @@ inline void check_supported(const std::string& variant, const Problem& p) {
     throw std::invalid_argument(variant + ": format " + std::string(name(p.format)) +
                                 " is not compiled (f32 and bf16 storage)");
   }
-  if (is_attention(p.op) && p.dims.D > cuda_cost::kMaxD) {
-    throw std::invalid_argument(variant + ": D = " + std::to_string(p.dims.D) +
-                                " exceeds the compiled maximum " +
-                                std::to_string(cuda_cost::kMaxD));
-  }
+  // A problem past the compiled tiles, which certify never draws
+  // (compiled_envelope) but bench or a direct call may ask.
+  if (const std::string why = compiled_envelope(p.op).why_outside(p); !why.empty())
+    throw std::invalid_argument(variant + ": " + why + ", the compiled envelope");
   const Dims& d = p.dims;
   for (moa::extent_t e : {d.B, d.H, d.N, d.M, d.D, d.T, d.Dm, d.F}) {
     if (e > (1 << 24))

@@ -2,6 +2,7 @@
 // that must run clean, and planted hazards, one per detector. Plain CUDA
 // C++: nvcc compiles this file too (tests/simt/CMakeLists.txt).
 #include "moacert/simt.h"
+#include "tests/simt/device_buffers.cuh"
 
 #include "tests/simt/kernels.hpp"
 
@@ -163,40 +164,6 @@ __global__ void stack_hog(float* y) {
   for (int i = 0; i < (1 << 17); i += 1024) big[i] = float(i);
   y[threadIdx.x] = big[threadIdx.x];
 }
-
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* d = nullptr;
-  cudaMalloc(&d, host.size() * sizeof(T));
-  cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
-  return d;
-}
-template <class T>
-std::vector<T> host_copy(const T* d, std::size_t n) {
-  std::vector<T> host(n);
-  cudaMemcpy(host.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
-  return host;
-}
-
-// Device buffers freed on every path, a hazard's exception included.
-struct Buffers {
-  std::vector<void*> all;
-  template <class T>
-  T* add(T* p) {
-    all.push_back(p);
-    return p;
-  }
-  template <class T>
-  T* zeros(std::size_t n) {
-    T* d = nullptr;
-    cudaMalloc(&d, n * sizeof(T));
-    cudaMemset(d, 0, n * sizeof(T));
-    return add(d);
-  }
-  ~Buffers() {
-    for (void* p : all) cudaFree(p);
-  }
-};
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "moacert/simt.h"
 #include "moacert/tensor_core.h"
+#include "tests/simt/device_buffers.cuh"
 #include "tests/simt/tensor_core_kernels.hpp"
 
 // The dynamic shared tile of ldmatrix_past_tile (outside the unnamed
@@ -236,39 +237,6 @@ __global__ void async_wait_after_barrier(const float* x, float* y) {
   moacert::tc::cp_async_wait_group<0>();
   y[tid] = buf[(tid * 4 + 5) % 256];
 }
-
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* p = nullptr;
-  cudaMalloc(&p, host.size() * sizeof(T));
-  cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
-  return p;
-}
-template <class T>
-std::vector<T> host_copy(const T* p, std::size_t n) {
-  std::vector<T> host(n);
-  cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
-  return host;
-}
-// Device buffers freed on every path, a hazard's exception included.
-struct Buffers {
-  std::vector<void*> all;
-  template <class T>
-  T* add(T* p) {
-    all.push_back(p);
-    return p;
-  }
-  template <class T>
-  T* zeros(std::size_t n) {
-    T* p = nullptr;
-    cudaMalloc(&p, n * sizeof(T));
-    cudaMemset(p, 0, n * sizeof(T));
-    return add(p);
-  }
-  ~Buffers() {
-    for (void* p : all) cudaFree(p);
-  }
-};
 
 }  // namespace
 
