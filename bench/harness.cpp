@@ -124,12 +124,8 @@ Result run(const kernels::Variant& v, const Problem& p, Inputs& inputs, const Op
   if (v.time_on_device) {
     const kernels::DeviceTimes t = v.time_on_device(p, in, out, {opt.warmup, opt.repeats});
     r.timed = "launches (" + t.clock + ")";
-    r.device = true;
     r.samples = t.launches;
-    r.copy_to_device_seconds = t.copy_to_device_seconds;
-    r.copy_to_device_bytes = t.copy_to_device_bytes;
-    r.copy_from_device_seconds = t.copy_from_device_seconds;
-    r.copy_from_device_bytes = t.copy_from_device_bytes;
+    r.device = t;
   } else {
     for (int w = 1; w < opt.warmup; ++w) v.run(p, in, out, run_opt);
     for (int k = 0; k < opt.repeats; ++k) {

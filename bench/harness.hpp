@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,9 @@ struct Result {
   double peak_bytes = 0;            // cost.peak_extra_bytes
   double measured_extra_bytes = 0;  // peak RSS growth over the first call (see run)
   std::vector<double> samples;      // every timed repeat, seconds
-  // A device backend's copies, timed apart from the launches (0 otherwise).
-  bool device = false;
-  double copy_to_device_seconds = 0, copy_to_device_bytes = 0;
-  double copy_from_device_seconds = 0, copy_from_device_bytes = 0;
+  // A device backend's timings as it reported them, its copies timed apart
+  // from the launches; none for a host kernel.
+  std::optional<kernels::DeviceTimes> device;
   // A counting backend's launches of the first call, counted beside the
   // cost function's model (Variant::take_launch_counts; empty otherwise).
   std::vector<kernels::LaunchCounts> launches;

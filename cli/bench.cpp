@@ -179,10 +179,10 @@ int run_bench(const BenchArgs& a) {
                           {"gbps", r.gbps},
                           {"peak_bytes", r.peak_bytes}};
       if (r.device) {
-        o["copy_to_device_seconds"] = r.copy_to_device_seconds;
-        o["copy_to_device_bytes"] = r.copy_to_device_bytes;
-        o["copy_from_device_seconds"] = r.copy_from_device_seconds;
-        o["copy_from_device_bytes"] = r.copy_from_device_bytes;
+        o["copy_to_device_seconds"] = r.device->copy_to_device_seconds;
+        o["copy_to_device_bytes"] = r.device->copy_to_device_bytes;
+        o["copy_from_device_seconds"] = r.device->copy_from_device_seconds;
+        o["copy_from_device_bytes"] = r.device->copy_from_device_bytes;
       }
       if (!r.launches.empty()) {
         o["launches"] = nlohmann::json::array();
@@ -243,8 +243,9 @@ int run_bench(const BenchArgs& a) {
     fmt::print(
         "\n{}: seconds time the {}; copies timed apart: to the device {} in {:.4f} s, from the "
         "device {} in {:.4f} s",
-        r.variant, r.timed, human_bytes(r.copy_to_device_bytes), r.copy_to_device_seconds,
-        human_bytes(r.copy_from_device_bytes), r.copy_from_device_seconds);
+        r.variant, r.timed, human_bytes(r.device->copy_to_device_bytes),
+        r.device->copy_to_device_seconds, human_bytes(r.device->copy_from_device_bytes),
+        r.device->copy_from_device_seconds);
   }
   fmt::print("\nsamples (s):");
   for (const bench::Result& r : results) {
