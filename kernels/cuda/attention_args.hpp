@@ -20,7 +20,10 @@ struct Strides3 {
   long long b, h, n;
 };
 
-// One attention problem as the kernels see it.
+// One attention problem as the kernels see it: reference/problem.hpp's
+// Dims (the attention axes) narrowed to int, with the scale and the mask
+// resolved. Built in one place, attn_dims (backend_glue.hpp), for the
+// problems check_supported admits only, where the narrowing is exact.
 struct AttnDims {
   int B, H, Hkv, N, M, D;
   float scale;

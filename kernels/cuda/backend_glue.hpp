@@ -109,6 +109,9 @@ inline void check_supported(const std::string& variant, const Problem& p) {
   }
 }
 
+// The problem's Dims as the kernels read them, narrowed to int: exact for
+// every problem check_supported admits (each extent at most 2^24). The one
+// place AttnDims is built.
 inline AttnDims attn_dims(const Problem& p) {
   const Dims& d = p.dims;
   return {int(d.B), int(d.H), int(d.Hkv),       int(d.N),
