@@ -6,9 +6,11 @@
 // accuracy in the quotient): a correctly rounded y has error <= 0.5.
 //
 // Non-finite values: NaN or an infinity where x is finite is an unbounded
-// error (+inf); y == x for an infinite x (same sign) is 0, and y NaN for an
-// x that is NaN (an undefined exact value) is 0; anything else against an
-// infinite or NaN x is +inf.
+// error (+inf), except the infinity that x rounds to in the format when x
+// lies past its overflow threshold (the correctly rounded result: 0); y == x
+// for an infinite x (same sign) is 0, and y NaN for an x that is NaN (an
+// undefined exact value) is 0; anything else against an infinite or NaN x
+// is +inf.
 #pragma once
 
 #include <span>
@@ -32,6 +34,10 @@ double ulp(Format f, mpfr_srcptr x);
 // are within a factor of two of each other, and otherwise within a few units
 // of double's roundoff of |y - x| (far below any format's ulp).
 double abs_error(double y, const DD& x);
+// The same in format f: 0 also for the infinity a finite x rounds to in f
+// (|x| at or past f's overflow threshold, (2 - 2^-p) 2^emax, where rounding
+// to nearest gives the infinity of x's sign). What the judge measures.
+double abs_error(Format f, double y, const DD& x);
 
 // |y - x| / ulp_F(x), rounded to nearest (the DD form: abs_error over a power
 // of two, so to double's accuracy).

@@ -126,7 +126,7 @@ std::vector<std::vector<double>> allowances(const Case& c, const oracle::Answer&
 ElementJudgement judge_element(double y, const oracle::DD& x, double allowed, const Rule& rule,
                                Format f) {
   ElementJudgement e;
-  e.abs_error = oracle::abs_error(y, x);
+  e.abs_error = oracle::abs_error(f, y, x);
   e.ulps = oracle::ulp_error(f, y, x);
   const double measured = rule.kind == Rule::max_ulp ? e.ulps : e.abs_error;
   e.margin = measured == 0 ? 0 : allowed > 0 ? measured / allowed : kInf;

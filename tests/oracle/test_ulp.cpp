@@ -165,7 +165,20 @@ TEST(Ulp, ErrorOfRoundedValues) {
   EXPECT_EQ(ulp_error(Format::f16, 65504, DD{65504 + 15, 0}), 15.0 / 32);
   // Non-finite values.
   EXPECT_EQ(ulp_error(Format::f16, kInf, DD{65504 + 15, 0}), kInf);  // overflowed, exact is finite
-  EXPECT_EQ(ulp_error(Format::f16, kInf, DD{65504 + 16, 0}), kInf);
+  // Past the overflow threshold (2 - 2^-p) 2^emax, rounding to nearest gives
+  // the infinity: the correctly rounded result, no error (f16: 65520, the
+  // tie between 65504 and 2^16 going to the infinity).
+  EXPECT_EQ(ulp_error(Format::f16, kInf, DD{65504 + 16, 0}), 0);
+  EXPECT_EQ(ulp_error(Format::f16, kInf, DD{65504 + 16, -0x1p-30}), kInf);  // just below: 65504
+  EXPECT_EQ(ulp_error(Format::f16, -kInf, DD{-74332.4, 0}), 0);
+  EXPECT_EQ(ulp_error(Format::f16, kInf, DD{-74332.4, 0}), kInf);  // the wrong infinity
+  EXPECT_EQ(ulp_error(Format::f16, kNaN, DD{-74332.4, 0}), kInf);
+  EXPECT_EQ(ulp_error(Format::bf16, kInf, DD{0x1.fe8p127, 0}), kInf);    // rounds to 0x1.fep127
+  EXPECT_EQ(ulp_error(Format::bf16, kInf, DD{0x1.ffp127, 0}), 0);        // the tie
+  EXPECT_EQ(ulp_error(Format::f32, kInf, DD{0x1.ffffffp127, 0}), 0);     // the tie
+  EXPECT_EQ(ulp_error(Format::f32, kInf, DD{0x1.fffffep127, 0}), kInf);  // max finite
+  EXPECT_EQ(ulp_error(Format::f64, kInf, DD{0x1.fffffffffffffp1023, 0x1p970}), 0);  // the tie
+  EXPECT_EQ(ulp_error(Format::f64, kInf, DD{0x1.fffffffffffffp1023, 0x1p969}), kInf);
   EXPECT_EQ(ulp_error(Format::f32, kNaN, DD{1, 0}), kInf);
   EXPECT_EQ(ulp_error(Format::f32, kInf, DD{kInf, 0}), 0);
   EXPECT_EQ(ulp_error(Format::f32, -kInf, DD{kInf, 0}), kInf);
