@@ -5,6 +5,15 @@
 //   FAULT_STACK  a register array too large for a fiber's stack: the
 //                worker dies, and the emulator's message names the kernel
 //   FAULT_NONE   correct (row-major tensors: accepts_strided = 0)
+// and, declaring device "cuda" (its tensors in the emulator's device memory,
+// docs/plugins.md#device-tensors; each run refuses host tensors):
+//   FAULT_DEVICE_NONE     correct
+//   FAULT_DEVICE_PAST     writes the 4 bytes just past y (its guard)
+//   FAULT_DEVICE_INPUT    writes into x
+//   FAULT_DEVICE_FAR      writes 4 MiB past y, in no buffer: out of bounds
+//   FAULT_DEVICE_HANG     the first thread of each block spins forever
+//   FAULT_DEVICE_REFUSES  envelope D in 1..64, refuses an odd D inside it
+//   FAULT_DEVICE_OUTSIDE  envelope D in {16, 32}, refuses any other D
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +21,12 @@
 
 #include "moacert/plugin.h"
 #include "moacert/simt.h"
+
+#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_INPUT) ||  \
+    defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) || defined(FAULT_DEVICE_REFUSES) || \
+    defined(FAULT_DEVICE_OUTSIDE)
+#define ON_DEVICE 1
+#endif
 
 namespace {
 
@@ -45,6 +60,19 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
 #endif
   const float r = rsqrtf(total / float(D) + eps);
   for (int d = threadIdx.x; d < D; d += THREADS) y[t * ys + d] = x[t * xs + d] * r * w[d * ws];
+#if defined(FAULT_DEVICE_PAST)
+  // Planted: the last row's thread 0 writes one element past y's end.
+  if (t == int(gridDim.x) - 1 && threadIdx.x == 0) y[t * ys + D] = 0.0f;
+#elif defined(FAULT_DEVICE_INPUT)
+  __syncthreads();                                             // every thread has read x
+  if (threadIdx.x == 0) const_cast<float*>(x)[t * xs] = 0.0f;  // planted: an input written
+#elif defined(FAULT_DEVICE_FAR)
+  if (threadIdx.x == 0) y[t * ys + D + (1 << 20)] = 0.0f;  // planted: in no buffer
+#elif defined(FAULT_DEVICE_HANG)
+  volatile int spin = 0;
+  if (threadIdx.x == 0)
+    for (;;) (void)spin;  // planted: never returns
+#endif
 }
 
 int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
@@ -55,6 +83,29 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   }
   const DLTensor *x = in[0], *w = in[1];  // row-major contiguous (accepts_strided = 0)
   DLTensor* y = out[0];
+#if defined(ON_DEVICE)
+  // A device kernel is handed device tensors and a stream, or fails.
+  for (const DLTensor* t : {x, w, static_cast<const DLTensor*>(y)})
+    if (t->device.device_type != kDLCUDA) {
+      std::snprintf(err, err_len, "rmsnorm: a host tensor handed to a device kernel");
+      return 1;
+    }
+  if (!std::strstr(params, "\"stream\":")) {
+    std::snprintf(err, err_len, "rmsnorm: no stream in %s", params);
+    return 1;
+  }
+#endif
+#if defined(FAULT_DEVICE_REFUSES)
+  if (x->shape[1] % 2 == 1) {
+    std::snprintf(err, err_len, "planted refusal: odd D = %lld", (long long)x->shape[1]);
+    return MOACERT_UNSUPPORTED;
+  }
+#elif defined(FAULT_DEVICE_OUTSIDE)
+  if (x->shape[1] != 16 && x->shape[1] != 32) {
+    std::snprintf(err, err_len, "D = %lld, built for 16 and 32 only", (long long)x->shape[1]);
+    return MOACERT_UNSUPPORTED;
+  }
+#endif
   const char* at = std::strstr(params, "\"eps\":");
   const float eps = at ? float(std::strtod(at + 6, nullptr)) : 1e-6f;
   const int T = int(x->shape[0]), D = int(x->shape[1]);
@@ -71,7 +122,26 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   return 0;
 }
 
-const moacert_kernel kernels[] = {{"rmsnorm", "rmsnorm_cuda", "f32", 0, rmsnorm_f32}};
+#if defined(FAULT_DEVICE_REFUSES)
+const moacert_axis axes[] = {{"D", 1, 64, nullptr, 0, 0}};
+const moacert_envelope envelope = {axes, 1, 0};
+#elif defined(FAULT_DEVICE_OUTSIDE)
+const std::int64_t widths[] = {16, 32};
+const moacert_axis axes[] = {{"D", 0, 0, widths, 2, 0}};
+const moacert_envelope envelope = {axes, 1, 0};
+#endif
+
+const moacert_kernel kernels[] = {{"rmsnorm", "rmsnorm_cuda", "f32", 0, rmsnorm_f32,
+#if defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE)
+                                   &envelope,
+#else
+                                   nullptr,
+#endif
+#if defined(ON_DEVICE)
+                                   "cuda"}};
+#else
+                                   nullptr}};
+#endif
 
 }  // namespace
 
