@@ -15,6 +15,7 @@
 //   FAULT_DEVICE_REFUSES  envelope D in 1..64, refuses an odd D inside it
 //   FAULT_DEVICE_OUTSIDE  envelope D in {16, 32}, refuses any other D
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
