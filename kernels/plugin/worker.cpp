@@ -127,10 +127,29 @@ Kernel entry(const void* table, int abi, int i) {
   return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device};
 }
 
+bool is_cuda(const Kernel& k) {
+  return k.device && std::strcmp(k.device, "cuda") == 0;
+}
+
+// "ok" when the plugin's CUDA runtime is found and allocates, else why not.
+std::string device_probe() {
+  const device::Runtime rt = device::find_runtime(g_handle);
+  if (!rt.found())
+    return "its library links no CUDA runtime (neither CUDA's nor, built with "
+           "moacert-simt-c++, the emulator's)";
+  void* p = nullptr;
+  if (const int e = rt.malloc(&p, 1); e != 0)
+    return "the device cannot allocate: " + rt.error_text(e);
+  rt.free(p);
+  return "ok";
+}
+
 // `list`: the ABI version, then per kernel one line, tab-separated, and
 // one line per axis of its envelope:
 //   kernel OP NAME DTYPE STRIDED HAS_RUN DEVICE REFUSES N_AXES
 //   axis NAME MIN MAX MULTIPLE V1,V2,...   (a value list, or "-")
+// and, when a kernel's device is cuda, last, whether device tensors can be
+// had (device_tensors.hpp): "device ok", or "device WHY".
 int list(int fd, const char* lib) {
   int count = 0, abi = 0;
   const moacert_kernel* table = open_library(lib, fd, &count, &abi);
@@ -156,11 +175,20 @@ int list(int fd, const char* lib) {
         }
         // No list: "-"; a list given empty stays "" and one too long is
         // "many" (the loader refuses both).
-        if (!x.values) values = "-";
+        if (!x.values) values.assign(1, '-');  // (not = "-": GCC 12 -Wrestrict false positive)
         if (x.values && x.n_values > wire::kMaxValues) values = "many";
         out += "axis\t" + field(x.name) + "\t" + std::to_string(x.min) + "\t" +
                std::to_string(x.max) + "\t" + std::to_string(x.multiple) + "\t" + values + "\n";
       }
+    }
+  }
+  if (speaks(abi) && count > 0 && count <= 1000) {
+    bool cuda = false;
+    for (int i = 0; i < count; ++i) cuda = cuda || is_cuda(entry(table, abi, i));
+    if (cuda) {
+      out += "device\t";
+      out += field(device_probe().c_str());
+      out += '\n';
     }
   }
   write_all(fd, out);
@@ -251,10 +279,6 @@ void reply_bad(int fd, const std::string& why) {
   r.kind = wire::Reply::bad_request;
   std::snprintf(r.message, sizeof r.message, "%s", why.c_str());
   (void)!send(fd, &r, sizeof r, MSG_NOSIGNAL);
-}
-
-bool is_cuda(const Kernel& k) {
-  return k.device && std::strcmp(k.device, "cuda") == 0;
 }
 
 // Runs the request's kernel on `host` (its tensors in the memfd's
