@@ -131,12 +131,14 @@ bool is_cuda(const Kernel& k) {
   return k.device && std::strcmp(k.device, "cuda") == 0;
 }
 
+constexpr const char* kNoRuntime =
+    "its library links no CUDA runtime (neither CUDA's nor, built with moacert-simt-c++, the "
+    "emulator's)";
+
 // "ok" when the plugin's CUDA runtime is found and allocates, else why not.
 std::string device_probe() {
   const device::Runtime rt = device::find_runtime(g_handle);
-  if (!rt.found())
-    return "its library links no CUDA runtime (neither CUDA's nor, built with "
-           "moacert-simt-c++, the emulator's)";
+  if (!rt.found()) return kNoRuntime;
   void* p = nullptr;
   if (const int e = rt.malloc(&p, 1); e != 0)
     return "the device cannot allocate: " + rt.error_text(e);
@@ -288,6 +290,7 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
   const Kernel k = entry(g_table, g_abi, q.kernel);
   const int nt = q.n_inputs + q.n_outputs;
   q.params[sizeof q.params - 1] = '\0';
+  for (int i = 0; i < nt; ++i) q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
   std::string params = q.params;
   static device::Runtime runtime;
   static bool looked = false;
@@ -299,10 +302,8 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
     looked = true;
     if (!runtime.found()) {
       r.kind = wire::Reply::bad_request;
-      std::snprintf(r.message, sizeof r.message,
-                    "%s declares device cuda but links no CUDA runtime (neither CUDA's nor, "
-                    "built with moacert-simt-c++, the emulator's)",
-                    field(k.name).c_str());
+      std::snprintf(r.message, sizeof r.message, "%s: device cuda, but %s", field(k.name).c_str(),
+                    kNoRuntime);
       return;
     }
     on_device.emplace(runtime);
@@ -321,10 +322,8 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
     if (g_simt.take_report) g_simt.take_report(nullptr, 0);  // forget earlier calls
     if (g_simt.set_schedule_seed) g_simt.set_schedule_seed(q.schedule_seed);
     // Device tensors are the runtime's allocations, registered by it.
-    for (int i = 0; i < nt && !on_device; ++i) {
-      q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
+    for (int i = 0; i < nt && !on_device; ++i)
       g_simt.register_buffer(view[i].data, data_bytes(q.tensors[i]), q.tensors[i].name);
-    }
   }
   g_nranges = nt;
   r.rc = k.run(in, q.n_inputs, out, q.n_outputs, params.c_str(), r.message, sizeof r.message);
