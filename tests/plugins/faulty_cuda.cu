@@ -9,6 +9,7 @@
 // docs/plugins.md#device-tensors; each run refuses host tensors):
 //   FAULT_DEVICE_NONE     correct
 //   FAULT_DEVICE_PAST     writes the 4 bytes just past y (its guard)
+//   FAULT_DEVICE_BEFORE   writes the 8 bytes just before y
 //   FAULT_DEVICE_INPUT    writes into x
 //   FAULT_DEVICE_FAR      writes 4 MiB past y, in no buffer: out of bounds
 //   FAULT_DEVICE_HANG     the first thread of each block spins forever
@@ -27,9 +28,9 @@
 #include "moacert/plugin.h"
 #include "moacert/simt.h"
 
-#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_INPUT) ||  \
-    defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) || defined(FAULT_DEVICE_REFUSES) || \
-    defined(FAULT_DEVICE_OUTSIDE) || defined(FAULT_DEVICE_GAPS)
+#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) || \
+    defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||   \
+    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) || defined(FAULT_DEVICE_GAPS)
 #define ON_DEVICE 1
 #endif
 
@@ -70,6 +71,9 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
 #if defined(FAULT_DEVICE_PAST)
   // Planted: the last row's thread 0 writes one element past y's end.
   if (t == int(gridDim.x) - 1 && threadIdx.x == 0) y[t * ys + D * yd] = 0.0f;
+#elif defined(FAULT_DEVICE_BEFORE)
+  // Planted: the first row's thread 0 writes two elements before y.
+  if (t == 0 && threadIdx.x == 0) y[-2] = y[-1] = 0.0f;
 #elif defined(FAULT_DEVICE_INPUT)
   __syncthreads();                                             // every thread has read x
   if (threadIdx.x == 0) const_cast<float*>(x)[t * xs] = 0.0f;  // planted: an input written
