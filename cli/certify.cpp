@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/core.h>
@@ -65,6 +66,20 @@ CertificateFiles render_certificate(const properties::Certificate& cert,
     f.markdown += "\n## Envelope (the problems the kernel declares it supports)\n\n";
     f.markdown += envelope.str();
     f.markdown += "; every case was drawn inside it.\n";
+    // What it keeps out of reach: the op's regimes and deployment scale.
+    const properties::EnvelopeExclusions out = properties::excluded_by(cert.op, envelope);
+    nlohmann::json& j = f.json["envelope_excludes"];
+    j = {{"regimes", nlohmann::json::array()}, {"deployment_scale", nlohmann::json::array()}};
+    for (const auto& [list, key, heading] :
+         {std::tuple{&out.regimes, "regimes", "Regimes of the op it excludes"},
+          std::tuple{&out.deployment_scale, "deployment_scale",
+                     "Axes along which it excludes the deployment scale"}}) {
+      f.markdown += "\n" + std::string(heading) + ": " + (list->empty() ? "none.\n" : "\n\n");
+      for (const properties::EnvelopeExclusion& x : *list) {
+        j[key].push_back({{"name", x.what}, {"why", x.why}});
+        f.markdown += "- " + x.what + ": " + x.why + "\n";
+      }
+    }
   }
   return f;
 }
@@ -330,6 +345,12 @@ void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // A case file outside the kernel's envelope is bad input, as a --shape
+  // outside it is: the kernel never claimed it.
+  for (const auto& [path, c] : s.case_files)
+    if (const std::string why = v.envelope.why_outside(c.problem); !why.empty())
+      throw UsageError(v.name + " supports " + v.envelope.str() + " (its envelope); --case " +
+                       path + " is outside it: " + why);
   const properties::CertifyOptions o = s.options_for(v);
   if (s.case_files.empty()) check_certify_budget(o, max_memory);
   for (const auto& [path, c] : s.case_files)
@@ -424,8 +445,14 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   // What the kernel declares it supports (plugin ABI 2): every case was
   // drawn inside it, and the certificate records it.
   if (const kernels::Envelope e = v.declared_envelope();
-      !e.unlimited() || e.device != kernels::Device::cpu)
+      !e.unlimited() || e.device != kernels::Device::cpu) {
     fmt::print("envelope: {} (cases drawn inside it only)\n", e.str());
+    const properties::EnvelopeExclusions out = properties::excluded_by(cert.op, e);
+    for (const properties::EnvelopeExclusion& x : out.regimes)
+      fmt::print("envelope excludes regime {}: {}\n", x.what, x.why);
+    for (const properties::EnvelopeExclusion& x : out.deployment_scale)
+      fmt::print("envelope excludes deployment-scale {}: {}\n", x.what, x.why);
+  }
   if (cert.refused > 0)
     fmt::print("refused outside the envelope: {} case{} (counted, never a counterexample)\n",
                cert.refused, cert.refused == 1 ? "" : "s");

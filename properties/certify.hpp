@@ -56,6 +56,21 @@ Token base_token(const CertifyOptions& options);
 // std::invalid_argument, in words, when they leave nothing.
 ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v);
 
+// What a kernel's envelope keeps certify from reaching, each with why in
+// one phrase: the op's declared regimes that no problem inside it reaches
+// (by the extents and options each needs), and its axes along which it
+// admits no deployment-scale extent (is_large: past kLargeExtent; decode's
+// L past kLargeDecodeLength). A certificate records them beside the
+// envelope.
+struct EnvelopeExclusion {
+  std::string what;  // a regime's name, or an axis
+  std::string why;
+};
+struct EnvelopeExclusions {
+  std::vector<EnvelopeExclusion> regimes, deployment_scale;
+};
+EnvelopeExclusions excluded_by(Op op, const kernels::Envelope& e);
+
 // The cases of one certification, each judged on its own into a
 // CaseRecord (properties/case_record.hpp), and the certificate as their
 // reduction in case order. certify() runs the cases one after the other in

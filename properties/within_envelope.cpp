@@ -1,7 +1,7 @@
 // A variant's envelope as shape constraints (within_variant, certify.hpp):
 // the axes it narrows joined with --shape's ranges, and the options it
 // refuses, so that every case certify, reproduce and bench draw lies
-// inside it.
+// inside it; and what it thereby excludes (excluded_by).
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "properties/case_gen.hpp"
 #include "properties/certify.hpp"
+#include "properties/ops/table.hpp"
+#include "properties/regimes.hpp"
 
 namespace moacert::properties {
 
@@ -73,6 +76,95 @@ ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& 
   shape.supported = {v.envelope.causal, v.envelope.non_causal, v.envelope.grouped_heads};
   if (!shape.supported.all()) shape.check(v.op);
   return shape;
+}
+
+namespace {
+
+// The largest extent the envelope admits along `axis` (nullopt: free).
+std::optional<moa::extent_t> highest(const kernels::Envelope& e, std::string_view axis) {
+  for (const auto& [name, allowed] : e.axes)
+    if (name == axis) return allowed.values.empty() ? allowed.hi : allowed.values.back();
+  return std::nullopt;
+}
+std::optional<moa::extent_t> lowest(const kernels::Envelope& e, std::string_view axis) {
+  for (const auto& [name, allowed] : e.axes)
+    if (name == axis) return allowed.values.empty() ? allowed.lo : allowed.values.front();
+  return std::nullopt;
+}
+
+// Why no problem inside `e` reaches regime `r` of `op`, or "": the extents
+// and options each regime needs at the least (properties/regimes.hpp), so
+// that a regime named here is surely out of reach.
+std::string why_unreachable(Op op, Regime r, const kernels::Envelope& e) {
+  // The axis of the keys a query row sees: decode's cache, block's own
+  // sequence (M = N), attention's keys.
+  const std::string keys = op == Op::block ? "N" : has_index_input(op) ? "L" : "M";
+  const std::optional<moa::extent_t> most_keys = highest(e, keys);
+  auto at_most = [](const std::string& axis, moa::extent_t hi) {
+    return axis + " is at most " + std::to_string(hi);
+  };
+  switch (r) {
+    case Regime::no_key_row: {
+      if (has_param(op, "causal") && !e.causal)
+        return "needs causal masking, which the envelope refuses";
+      const std::optional<moa::extent_t> most_queries = highest(e, "N"),
+                                         fewest_keys = lowest(e, keys);
+      if (most_queries && fewest_keys && *most_queries <= *fewest_keys)
+        return "needs more queries than keys (N > " + keys + "); N is at most " +
+               std::to_string(*most_queries) + ", " + keys + " at least " +
+               std::to_string(*fewest_keys);
+      return "";
+    }
+    case Regime::underflowing_tile:
+      if (most_keys && *most_keys < kUnderflowTile)
+        return "needs a whole tile of " + std::to_string(kUnderflowTile) + " keys; " +
+               at_most(keys, *most_keys);
+      return "";
+    case Regime::tie:
+    case Regime::dominant_key:
+      if (most_keys && *most_keys < 2) return "needs two keys; " + at_most(keys, *most_keys);
+      return "";
+    case Regime::cancellation:
+      if (const auto width = highest(e, "Dm"); width && *width < 2)
+        return "needs a sum of two products; " + at_most("Dm", *width);
+      return "";
+    default:  // a regime of the values alone
+      return "";
+  }
+}
+
+}  // namespace
+
+EnvelopeExclusions excluded_by(Op op, const kernels::Envelope& e) {
+  EnvelopeExclusions out;
+  for (Regime r : declared_regimes(op))
+    if (std::string why = why_unreachable(op, r, e); !why.empty())
+      out.regimes.push_back({std::string(name(r)), std::move(why)});
+  // Deployment scale as the generator has it (is_large): an axis is one of
+  // its axes when some extent along it makes a problem large, and the
+  // envelope excludes it when its largest extent does not.
+  for (const auto& [axis, allowed] : e.axes) {
+    const auto field = dim_field(axis);
+    if (!field) continue;
+    Problem p;  // every other extent 1
+    p.op = op;
+    auto large_at = [&](moa::extent_t x) {
+      p.dims.*field = x;
+      return is_large(p);
+    };
+    constexpr moa::extent_t huge = moa::extent_t(1) << 40;
+    const moa::extent_t most = *highest(e, axis);
+    if (!large_at(huge) || large_at(most)) continue;
+    moa::extent_t lo = most, hi = huge;  // the smallest large extent, in (lo, hi]
+    while (hi - lo > 1) {
+      const moa::extent_t mid = lo + (hi - lo) / 2;
+      (large_at(mid) ? hi : lo) = mid;
+    }
+    out.deployment_scale.push_back(
+        {axis,
+         "at most " + std::to_string(most) + "; deployment scale starts at " + std::to_string(hi)});
+  }
+  return out;
 }
 
 }  // namespace moacert::properties

@@ -66,3 +66,23 @@ const char* cudaGetErrorString(cudaError_t error) {
   }
   return "unknown error";
 }
+
+// The calls above under C names, for moacert's plugin worker.
+extern "C" int moacert_simt_cudaMalloc(void** ptr, std::size_t bytes) {
+  return cudaMalloc(ptr, bytes);
+}
+extern "C" int moacert_simt_cudaFree(void* ptr) {
+  return cudaFree(ptr);
+}
+extern "C" int moacert_simt_cudaMemcpy(void* dst, const void* src, std::size_t bytes, int kind) {
+  return cudaMemcpy(dst, src, bytes, cudaMemcpyKind(kind));
+}
+extern "C" int moacert_simt_cudaDeviceSynchronize(void) {
+  return cudaDeviceSynchronize();
+}
+extern "C" int moacert_simt_cudaGetLastError(void) {
+  return cudaGetLastError();
+}
+extern "C" const char* moacert_simt_cudaGetErrorString(int error) {
+  return cudaGetErrorString(cudaError_t(error));
+}

@@ -57,6 +57,16 @@ std::size_t moacert_simt_take_report(char* buf, std::size_t len);
 // The message of a fault the emulator recognised in a signal handler (a
 // fiber's stack overflow), or "" — async-signal-safe.
 const char* moacert_simt_fault_message(void);
+// The emulator's CUDA runtime calls below under C names, for the worker's
+// device tensors of a `cuda` plugin (docs/plugins.md#device-tensors). The
+// calls themselves keep C++ linkage, so that they never collide with
+// CUDA's runtime in a process that links both. (cudaError_t as int.)
+int moacert_simt_cudaMalloc(void** ptr, std::size_t bytes);
+int moacert_simt_cudaFree(void* ptr);
+int moacert_simt_cudaMemcpy(void* dst, const void* src, std::size_t bytes, int kind);
+int moacert_simt_cudaDeviceSynchronize(void);
+int moacert_simt_cudaGetLastError(void);
+const char* moacert_simt_cudaGetErrorString(int error);
 }
 
 // ---- CUDA's vocabulary

@@ -88,6 +88,8 @@ Envelope envelope_of(const Entry& e, Op op, const std::string& kernel) {
     fail("device", "\"" + e.device + "\" is not \"cpu\" or \"cuda\"");
   if (envelope.device == Device::cuda && !MOACERT_HAVE_CUDA_FLAG && !MOACERT_HAVE_SIMT_FLAG)
     fail("device", "cuda needs a build with CUDA or the SIMT emulator (this one has neither)");
+  if (envelope.device == Device::cuda && e.device_runtime != "ok")
+    fail("device", "cuda, but " + e.device_runtime);
   try {
     envelope.check(op, kernel);
   } catch (const std::invalid_argument& why) {

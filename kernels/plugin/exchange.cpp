@@ -28,10 +28,7 @@ using Clock = std::chrono::steady_clock;
 using isolation::describe_status;
 using isolation::reap;
 using isolation::signal_name;
-
-std::uint8_t canary(std::uint64_t i) {
-  return std::uint8_t(0xA5 ^ ((i * 0x3B) & 0xff));
-}
+using wire::canary;
 
 }  // namespace
 
@@ -142,6 +139,12 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
       if (report.contains("hazard") && report["hazard"].is_object())
         throw KernelFault(report["hazard"].value("message", std::string("SIMT hazard")), false);
     }
+  }
+  // A device tensor's check (a write past it, or into an input), or the
+  // device's error, which ends the worker (a CUDA error is sticky).
+  if (r.kind == wire::Reply::device_fault) {
+    stop(/*graceful=*/r.ends_worker != 0);
+    throw KernelFault(std::string(r.message, strnlen(r.message, sizeof r.message)), false);
   }
   if (r.kind == wire::Reply::error_return && r.rc == MOACERT_UNSUPPORTED)
     throw Unsupported("refused the problem (MOACERT_UNSUPPORTED)" +

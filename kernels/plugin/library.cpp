@@ -145,6 +145,11 @@ std::vector<Entry> list_library(const std::string& lib, const std::string& worke
           {f[1], integer(f[2]), integer(f[3]), integer(f[4]), std::move(f[5])});
       continue;
     }
+    if (f.size() == 2 && f[0] == "device") {
+      for (Entry& e : table)
+        if (e.device == "cuda") e.device_runtime = f[1];
+      continue;
+    }
     if (f.size() != 9 || f[0] != "kernel") throw garbled();
     Entry e{f[1], f[2], f[3], int(integer(f[4])), f[5] == "1", f[6], int(integer(f[7])), {}};
     if (integer(f[8]) > wire::kMaxAxes)

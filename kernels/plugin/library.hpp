@@ -37,6 +37,9 @@ struct Entry {
     std::string values;  // "-": none; else comma-separated ("" empty, "many" too many)
   };
   std::vector<Axis> axes;
+  // A cuda kernel's: "ok" when device tensors can be had (its library's
+  // CUDA runtime found and a device allocating), else why not, a clause.
+  std::string device_runtime = "ok";
 };
 
 // The table of `lib`, listed by a worker within `timeout_s`. Throws

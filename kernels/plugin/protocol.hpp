@@ -24,6 +24,13 @@ constexpr int kMaxValues = 4096;
 // first hazard of the call as JSON (moacert_simt_take_report).
 constexpr int kSimtReportBytes = 2048;
 
+// The canary pattern of guard bytes (an output's slack in the memfd, the
+// guards around a device tensor): byte i of a guard holds canary(i), so a
+// stray write of any constant is seen.
+inline std::uint8_t canary(std::uint64_t i) {
+  return std::uint8_t(0xA5 ^ ((i * 0x3B) & 0xff));
+}
+
 // One tensor in the memfd. Its region [region_offset, region_offset +
 // region_bytes) is page-aligned; the worker maps it between two PROT_NONE
 // guard pages, read-only for an input. The data starts at data_offset
@@ -61,7 +68,11 @@ enum class Where : std::int32_t {
 };
 
 struct Reply {
-  enum Kind : std::int32_t { ok, error_return, fault, bad_request };
+  // device_fault: a device tensor's check failed after the call (a write
+  // past it or into an input, on the device) or the device reported an
+  // error; `message` says which, naming the tensor. ends_worker: the
+  // worker exits after this reply (a CUDA error is sticky).
+  enum Kind : std::int32_t { ok, error_return, fault, bad_request, device_fault };
   std::uint32_t magic = kReplyMagic;
   Kind kind = ok;
   std::int32_t rc = 0;  // the kernel's return value
@@ -71,6 +82,7 @@ struct Reply {
   std::uint64_t addr = 0;
   std::int64_t offset = 0;  // of the faulting address from the tensor's region start
   std::int32_t write = -1;  // 1 a write, 0 a read, -1 unknown (from the page fault's error code)
+  std::int32_t ends_worker = 0;      // 1: the worker exits after this reply
   char message[kMessageBytes] = {};  // the kernel's err, or why a request was bad
   // (a fault: the SIMT emulator's own message when it recognised the fault,
   // e.g. a fiber's stack overflow)

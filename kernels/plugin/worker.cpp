@@ -20,12 +20,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "include/moacert/plugin.h"
+#include "kernels/plugin/device_tensors.hpp"
 #include "kernels/plugin/protocol.hpp"
 
 namespace wire = moacert::kernels::plugin::wire;
+namespace device = moacert::kernels::plugin::device;
 
 namespace {
 
@@ -43,6 +46,7 @@ struct Simt {
   const char* (*fault_message)() = nullptr;
 };
 Simt g_simt;
+void* g_handle = nullptr;  // the plugin's, for its CUDA runtime (device tensors)
 
 template <class F>
 void find(void* h, const char* name, F& fn) {
@@ -76,6 +80,7 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
     write_all(fd_for_errors, std::string("error dlopen ") + field(e) + "\n");
     return nullptr;
   }
+  g_handle = h;
   dlerror();
   find(h, "moacert_simt_register_buffer", g_simt.register_buffer);
   find(h, "moacert_simt_unregister_buffer", g_simt.unregister_buffer);
@@ -122,10 +127,31 @@ Kernel entry(const void* table, int abi, int i) {
   return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device};
 }
 
+bool is_cuda(const Kernel& k) {
+  return k.device && std::strcmp(k.device, "cuda") == 0;
+}
+
+constexpr const char* kNoRuntime =
+    "its library links no CUDA runtime (neither CUDA's nor, built with moacert-simt-c++, the "
+    "emulator's)";
+
+// "ok" when the plugin's CUDA runtime is found and allocates, else why not.
+std::string device_probe() {
+  const device::Runtime rt = device::find_runtime(g_handle);
+  if (!rt.found()) return kNoRuntime;
+  void* p = nullptr;
+  if (const int e = rt.malloc(&p, 1); e != 0)
+    return "the device cannot allocate: " + rt.error_text(e);
+  rt.free(p);
+  return "ok";
+}
+
 // `list`: the ABI version, then per kernel one line, tab-separated, and
 // one line per axis of its envelope:
 //   kernel OP NAME DTYPE STRIDED HAS_RUN DEVICE REFUSES N_AXES
 //   axis NAME MIN MAX MULTIPLE V1,V2,...   (a value list, or "-")
+// and, when a kernel's device is cuda, last, whether device tensors can be
+// had (device_tensors.hpp): "device ok", or "device WHY".
 int list(int fd, const char* lib) {
   int count = 0, abi = 0;
   const moacert_kernel* table = open_library(lib, fd, &count, &abi);
@@ -151,11 +177,20 @@ int list(int fd, const char* lib) {
         }
         // No list: "-"; a list given empty stays "" and one too long is
         // "many" (the loader refuses both).
-        if (!x.values) values = "-";
+        if (!x.values) values.assign(1, '-');  // (not = "-": GCC 12 -Wrestrict false positive)
         if (x.values && x.n_values > wire::kMaxValues) values = "many";
         out += "axis\t" + field(x.name) + "\t" + std::to_string(x.min) + "\t" +
                std::to_string(x.max) + "\t" + std::to_string(x.multiple) + "\t" + values + "\n";
       }
+    }
+  }
+  if (speaks(abi) && count > 0 && count <= 1000) {
+    bool cuda = false;
+    for (int i = 0; i < count; ++i) cuda = cuda || is_cuda(entry(table, abi, i));
+    if (cuda) {
+      out += "device\t";
+      out += field(device_probe().c_str());
+      out += '\n';
     }
   }
   write_all(fd, out);
@@ -168,6 +203,8 @@ struct Range {
   bool output = false;
 };
 Range g_ranges[wire::kMaxTensors];
+const moacert_kernel* g_table = nullptr;  // the library's, of ABI g_abi
+int g_abi = 0;
 volatile int g_nranges = 0;
 int g_fd = -1;
 
@@ -246,6 +283,68 @@ void reply_bad(int fd, const std::string& why) {
   (void)!send(fd, &r, sizeof r, MSG_NOSIGNAL);
 }
 
+// Runs the request's kernel on `host` (its tensors in the memfd's
+// mappings) and fills `r`: a `cuda` kernel on device copies of them
+// (device_tensors.hpp), checked after the call.
+void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
+  const Kernel k = entry(g_table, g_abi, q.kernel);
+  const int nt = q.n_inputs + q.n_outputs;
+  q.params[sizeof q.params - 1] = '\0';
+  for (int i = 0; i < nt; ++i) q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
+  std::string params = q.params;
+  static device::Runtime runtime;
+  static bool looked = false;
+  std::optional<device::Tensors> on_device;
+  DLTensor view[wire::kMaxTensors];
+  for (int i = 0; i < nt; ++i) view[i] = host[i];
+  if (is_cuda(k)) {
+    if (!looked) runtime = device::find_runtime(g_handle);
+    looked = true;
+    if (!runtime.found()) {
+      r.kind = wire::Reply::bad_request;
+      std::snprintf(r.message, sizeof r.message, "%s: device cuda, but %s", field(k.name).c_str(),
+                    kNoRuntime);
+      return;
+    }
+    on_device.emplace(runtime);
+    if (const std::string why = on_device->upload(q, host, view); !why.empty()) {
+      r.kind = wire::Reply::bad_request;
+      std::snprintf(r.message, sizeof r.message, "%s", why.c_str());
+      return;
+    }
+    params = device::with_stream(params, runtime);
+  }
+  const DLTensor* in[wire::kMaxTensors];
+  DLTensor* out[wire::kMaxTensors];
+  for (int i = 0; i < q.n_inputs; ++i) in[i] = &view[i];
+  for (int i = 0; i < q.n_outputs; ++i) out[i] = &view[q.n_inputs + i];
+  if (g_simt.register_buffer) {
+    if (g_simt.take_report) g_simt.take_report(nullptr, 0);  // forget earlier calls
+    if (g_simt.set_schedule_seed) g_simt.set_schedule_seed(q.schedule_seed);
+    // Device tensors are the runtime's allocations, registered by it.
+    for (int i = 0; i < nt && !on_device; ++i)
+      g_simt.register_buffer(view[i].data, data_bytes(q.tensors[i]), q.tensors[i].name);
+  }
+  g_nranges = nt;
+  r.rc = k.run(in, q.n_inputs, out, q.n_outputs, params.c_str(), r.message, sizeof r.message);
+  g_nranges = 0;
+  if (g_simt.register_buffer) {
+    for (int i = 0; i < nt && !on_device; ++i)
+      if (g_simt.unregister_buffer) g_simt.unregister_buffer(view[i].data);
+    if (g_simt.take_report) g_simt.take_report(r.simt_report, sizeof r.simt_report);
+  }
+  r.message[sizeof r.message - 1] = '\0';
+  r.kind = r.rc == 0 ? wire::Reply::ok : wire::Reply::error_return;
+  if (on_device) {
+    bool sticky = false;
+    if (const std::string why = on_device->finish(q, host, sticky); !why.empty()) {
+      r.kind = wire::Reply::device_fault;
+      r.ends_worker = sticky ? 1 : 0;
+      std::snprintf(r.message, sizeof r.message, "%s", why.c_str());
+    }
+  }
+}
+
 int serve(int fd, pid_t parent, const char* lib) {
   // A backstop: if moacert dies without killing us, the kernel does.
   // (Tests switch it off, MOACERT_WORKER_NO_DEATHSIG, to prove that moacert
@@ -256,6 +355,8 @@ int serve(int fd, pid_t parent, const char* lib) {
   int count = 0, abi = 0;
   const moacert_kernel* table = open_library(lib, STDERR_FILENO, &count, &abi);
   if (!table || !speaks(abi)) return 3;
+  g_table = table;
+  g_abi = abi;
   g_fd = fd;
   install_fault_handlers();
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
@@ -329,34 +430,12 @@ int serve(int fd, pid_t parent, const char* lib) {
       std::snprintf(r.message, sizeof r.message, "cannot map the tensors: %s",
                     std::strerror(errno));
     } else {
-      const DLTensor* in[wire::kMaxTensors];
-      DLTensor* out[wire::kMaxTensors];
-      for (int i = 0; i < q.n_inputs; ++i) in[i] = &dl[i];
-      for (int i = 0; i < q.n_outputs; ++i) out[i] = &dl[q.n_inputs + i];
-      q.params[sizeof q.params - 1] = '\0';
-      if (g_simt.register_buffer) {
-        if (g_simt.take_report) g_simt.take_report(nullptr, 0);  // forget earlier calls
-        if (g_simt.set_schedule_seed) g_simt.set_schedule_seed(q.schedule_seed);
-        for (int i = 0; i < nt; ++i) {
-          q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
-          g_simt.register_buffer(dl[i].data, data_bytes(q.tensors[i]), q.tensors[i].name);
-        }
-      }
-      g_nranges = nt;
-      r.rc = entry(table, abi, q.kernel)
-                 .run(in, q.n_inputs, out, q.n_outputs, q.params, r.message, sizeof r.message);
-      g_nranges = 0;
-      if (g_simt.register_buffer) {
-        for (int i = 0; i < nt; ++i)
-          if (g_simt.unregister_buffer) g_simt.unregister_buffer(dl[i].data);
-        if (g_simt.take_report) g_simt.take_report(r.simt_report, sizeof r.simt_report);
-      }
-      r.message[sizeof r.message - 1] = '\0';
-      r.kind = r.rc == 0 ? wire::Reply::ok : wire::Reply::error_return;
+      call(q, dl, r);
     }
     for (int i = 0; i < nt; ++i)
       if (reserved[i]) munmap(reserved[i], reserved_bytes[i]);
     if (send(fd, &r, sizeof r, MSG_NOSIGNAL) != ssize_t(sizeof r)) return 5;
+    if (r.ends_worker) return 6;
   }
 }
 

@@ -5,25 +5,47 @@
 //   FAULT_STACK  a register array too large for a fiber's stack: the
 //                worker dies, and the emulator's message names the kernel
 //   FAULT_NONE   correct (row-major tensors: accepts_strided = 0)
+// and, declaring device "cuda" (its tensors in the emulator's device memory,
+// docs/plugins.md#device-tensors; each run refuses host tensors):
+//   FAULT_DEVICE_NONE     correct
+//   FAULT_DEVICE_PAST     writes the 4 bytes just past y (its guard)
+//   FAULT_DEVICE_BEFORE   writes the 8 bytes just before y
+//   FAULT_DEVICE_INPUT    writes into x
+//   FAULT_DEVICE_FAR      writes 4 MiB past y, in no buffer: out of bounds
+//   FAULT_DEVICE_HANG     the first thread of each block spins forever
+//   FAULT_DEVICE_REFUSES  envelope D in 1..64, refuses an odd D inside it
+//   FAULT_DEVICE_OUTSIDE  envelope D in {16, 32}, refuses any other D
+//   FAULT_DEVICE_GAPS     correct, strided (accepts_strided = 1), and checks
+//                         that the gaps of a padded x are poison (all ones)
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "moacert/plugin.h"
 #include "moacert/simt.h"
+
+#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) || \
+    defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||   \
+    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) || defined(FAULT_DEVICE_GAPS)
+#define ON_DEVICE 1
+#endif
 
 namespace {
 
 constexpr int THREADS = 32;
 
+// xs, ys: row strides; xd, yd, ws: element strides.
 __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, long long xs,
-                               long long ys, long long ws, float eps) {
+                               long long xd, long long ys, long long yd, long long ws, float eps) {
   __shared__ float partial[THREADS];  // (THREADS)
   const int t = blockIdx.x;
   float ss = 0.0f;
   for (int d = threadIdx.x; d < D; d += THREADS) {
-    const float v = x[t * xs + d];
+    const float v = x[t * xs + d * xd];
     ss += v * v;
   }
 #if defined(FAULT_RACE)
@@ -44,8 +66,51 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
   total = spill[threadIdx.x];
 #endif
   const float r = rsqrtf(total / float(D) + eps);
-  for (int d = threadIdx.x; d < D; d += THREADS) y[t * ys + d] = x[t * xs + d] * r * w[d * ws];
+  for (int d = threadIdx.x; d < D; d += THREADS)
+    y[t * ys + d * yd] = x[t * xs + d * xd] * r * w[d * ws];
+#if defined(FAULT_DEVICE_PAST)
+  // Planted: the last row's thread 0 writes one element past y's end.
+  if (t == int(gridDim.x) - 1 && threadIdx.x == 0) y[t * ys + D * yd] = 0.0f;
+#elif defined(FAULT_DEVICE_BEFORE)
+  // Planted: the first row's thread 0 writes two elements before y.
+  if (t == 0 && threadIdx.x == 0) y[-2] = y[-1] = 0.0f;
+#elif defined(FAULT_DEVICE_INPUT)
+  __syncthreads();                                             // every thread has read x
+  if (threadIdx.x == 0) const_cast<float*>(x)[t * xs] = 0.0f;  // planted: an input written
+#elif defined(FAULT_DEVICE_FAR)
+  if (threadIdx.x == 0) y[t * ys + (1 << 20)] = 0.0f;  // planted: in no buffer
+#elif defined(FAULT_DEVICE_HANG)
+  volatile int spin = 0;
+  if (threadIdx.x == 0)
+    for (;;) (void)spin;  // planted: never returns
+#endif
 }
+
+#if defined(FAULT_DEVICE_GAPS)
+// "" when every gap of a rank-2 f32 tensor is all ones, else where not;
+// says once, on stderr, that a padded one was seen.
+std::string gaps_not_poison(const DLTensor* t) {
+  const long long rows = t->shape[0], cols = t->shape[1];
+  if (rows == 0 || cols == 0) return "";
+  const long long span = (rows - 1) * t->strides[0] + (cols - 1) * t->strides[1] + 1;
+  std::vector<bool> element(static_cast<std::size_t>(span), false);
+  for (long long r = 0; r < rows; ++r)
+    for (long long c = 0; c < cols; ++c)
+      element[static_cast<std::size_t>(r * t->strides[0] + c * t->strides[1])] = true;
+  const auto* bytes = static_cast<const unsigned char*>(t->data);
+  long long gaps = 0;
+  for (long long k = 0; k < span; ++k) {
+    if (element[static_cast<std::size_t>(k)]) continue;
+    ++gaps;
+    for (int b = 0; b < 4; ++b)
+      if (bytes[4 * k + b] != 0xff) return "gap element " + std::to_string(k) + " is not poison";
+  }
+  static bool said = false;
+  if (gaps > 0 && !said) std::fprintf(stderr, "faulty_cuda: a padded x, its gaps poison\n");
+  said = said || gaps > 0;
+  return "";
+}
+#endif
 
 int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                 const char* params, char* err, std::size_t err_len) {
@@ -53,8 +118,38 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
     std::snprintf(err, err_len, "rmsnorm: expected 2 inputs and 1 output");
     return 1;
   }
-  const DLTensor *x = in[0], *w = in[1];  // row-major contiguous (accepts_strided = 0)
+  const DLTensor *x = in[0], *w = in[1];  // row-major contiguous unless kStrided
   DLTensor* y = out[0];
+#if defined(ON_DEVICE)
+  // A device kernel is handed device tensors and a stream, or fails.
+  for (const DLTensor* t : {x, w, static_cast<const DLTensor*>(y)})
+    if (t->device.device_type != kDLCUDA) {
+      std::snprintf(err, err_len, "rmsnorm: a host tensor handed to a device kernel");
+      return 1;
+    }
+  if (!std::strstr(params, "\"stream\":")) {
+    std::snprintf(err, err_len, "rmsnorm: no stream in %s", params);
+    return 1;
+  }
+#endif
+#if defined(FAULT_DEVICE_GAPS)
+  // On the emulator device memory is the host's: every byte of x's span
+  // that no element covers must hold the poison moacert filled it with.
+  if (std::string why = gaps_not_poison(x); !why.empty()) {
+    std::snprintf(err, err_len, "%s", why.c_str());
+    return 1;
+  }
+#elif defined(FAULT_DEVICE_REFUSES)
+  if (x->shape[1] % 2 == 1) {
+    std::snprintf(err, err_len, "planted refusal: odd D = %lld", (long long)x->shape[1]);
+    return MOACERT_UNSUPPORTED;
+  }
+#elif defined(FAULT_DEVICE_OUTSIDE)
+  if (x->shape[1] != 16 && x->shape[1] != 32) {
+    std::snprintf(err, err_len, "D = %lld, built for 16 and 32 only", (long long)x->shape[1]);
+    return MOACERT_UNSUPPORTED;
+  }
+#endif
   const char* at = std::strstr(params, "\"eps\":");
   const float eps = at ? float(std::strtod(at + 6, nullptr)) : 1e-6f;
   const int T = int(x->shape[0]), D = int(x->shape[1]);
@@ -62,8 +157,8 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   try {
     moacert_launch(rmsnorm_kernel, T, THREADS, 0, static_cast<const float*>(x->data),
                    static_cast<const float*>(w->data), static_cast<float*>(y->data), D,
-                   (long long)x->strides[0], (long long)y->strides[0], (long long)w->strides[0],
-                   eps);
+                   (long long)x->strides[0], (long long)x->strides[1], (long long)y->strides[0],
+                   (long long)y->strides[1], (long long)w->strides[0], eps);
   } catch (const std::exception& e) {
     std::snprintf(err, err_len, "%s", e.what());
     return 1;
@@ -71,7 +166,32 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   return 0;
 }
 
-const moacert_kernel kernels[] = {{"rmsnorm", "rmsnorm_cuda", "f32", 0, rmsnorm_f32}};
+#if defined(FAULT_DEVICE_REFUSES)
+const moacert_axis axes[] = {{"D", 1, 64, nullptr, 0, 0}};
+const moacert_envelope envelope = {axes, 1, 0};
+#elif defined(FAULT_DEVICE_OUTSIDE)
+const std::int64_t widths[] = {16, 32};
+const moacert_axis axes[] = {{"D", 0, 0, widths, 2, 0}};
+const moacert_envelope envelope = {axes, 1, 0};
+#endif
+
+#if defined(FAULT_DEVICE_GAPS)
+constexpr int kStrided = 1;
+#else
+constexpr int kStrided = 0;
+#endif
+
+const moacert_kernel kernels[] = {{"rmsnorm", "rmsnorm_cuda", "f32", kStrided, rmsnorm_f32,
+#if defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE)
+                                   &envelope,
+#else
+                                   nullptr,
+#endif
+#if defined(ON_DEVICE)
+                                   "cuda"}};
+#else
+                                   nullptr}};
+#endif
 
 }  // namespace
 

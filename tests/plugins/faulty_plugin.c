@@ -22,6 +22,7 @@
      FAULT_ENVAXIS    envelope of an axis N, which rmsnorm does not have
      FAULT_ENVEMPTY   envelope D in 10..20, a multiple of 32: admits no extent
      FAULT_ENVDEVICE  device "tpu"
+     FAULT_NORUNTIME  device "cuda", in a library that links no CUDA runtime
      FAULT_NOSYMBOL   exports no moacert_plugin_kernels
      FAULT_SEVERAL    two kernel names (needs #NAME)
      FAULT_BADOP      an unknown op
@@ -130,6 +131,8 @@ static const moacert_axis axes[] = {{"D", 0, 0, NULL, 0, 0}}; /* D free: any pro
 static const moacert_envelope envelope = {axes, 1, 0};
 #if defined(FAULT_ENVDEVICE)
 #define DEVICE "tpu"
+#elif defined(FAULT_NORUNTIME)
+#define DEVICE "cuda"
 #else
 #define DEVICE "cpu"
 #endif

@@ -2,6 +2,7 @@
 #   cmake -DMOACERT=... -DARGS="certify|rmsnorm|--plugin|LIB#k|..." -DEXPECT_RC=0|1|2
 #         [-DEXPECT_TEXT=regex] [-DLIB=/abs/lib.so] [-DOUT=dir] [-DREPRODUCE=ON]
 #         [-DCASE_FILE=path] [-DEXPECT_CASE=regex] [-DEXPECT_CERTIFICATE=regex]
+#         [-DREJECT_TEXT=regex]
 #         -P plugin_check.cmake
 # Exit 1 must print the reason and a `reproduce:` line (with CASE_FILE, a
 # run of `certify --case`: the file's name instead), and, with
@@ -31,6 +32,10 @@ if(NOT rc EQUAL EXPECT_RC)
 endif()
 if(DEFINED EXPECT_TEXT AND NOT all MATCHES "${EXPECT_TEXT}")
   message(FATAL_ERROR "output does not match '${EXPECT_TEXT}'\nstdout: ${out}\nstderr: ${err}")
+endif()
+# REJECT_TEXT: a regex the output must not match.
+if(REJECT_TEXT AND all MATCHES "${REJECT_TEXT}")
+  message(FATAL_ERROR "output matches '${REJECT_TEXT}'\nstdout: ${out}\nstderr: ${err}")
 endif()
 # EXPECT_CERTIFICATE: a regex OUT/certificate.json must match.
 if(EXPECT_CERTIFICATE)

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "properties/certify.hpp"
 #include "properties/token.hpp"
@@ -148,6 +150,63 @@ TEST(Shapes, AnEnvelopeNarrowsTheDrawsToItsValuesAndSteps) {
   // Inside it, --shape narrows further: D = 100..128 leaves D = 128 alone.
   asked.set(&Dims::D, {100, 128});
   EXPECT_EQ(within_variant(asked, v).range(&Dims::D), (ExtentRange{128, 128}));
+}
+
+// What an envelope keeps out of reach, as the certificate records it: each
+// rule of excluded_by reached, and an axis the generator never grows large
+// (decode's D) never named.
+std::vector<std::string> names(const std::vector<EnvelopeExclusion>& xs) {
+  std::vector<std::string> out;
+  for (const EnvelopeExclusion& x : xs) out.push_back(x.what + ": " + x.why);
+  return out;
+}
+
+TEST(Shapes, AnEnvelopeNamesTheRegimesAndTheDeploymentScaleItExcludes) {
+  using V = std::vector<std::string>;
+  const EnvelopeExclusions none = excluded_by(Op::attention_fwd, kernels::Envelope{});
+  EXPECT_TRUE(none.regimes.empty() && none.deployment_scale.empty());
+
+  kernels::Envelope no_causal;
+  no_causal.causal = false;
+  const EnvelopeExclusions a = excluded_by(Op::attention_fwd, no_causal);
+  EXPECT_EQ(names(a.regimes),
+            V{"softmax.no-key-row: needs causal masking, which the envelope refuses"});
+  EXPECT_TRUE(a.deployment_scale.empty());
+
+  kernels::Envelope short_rows;
+  kernels::AxisEnvelope n, m;
+  n.hi = 8;
+  m.lo = 8;
+  m.hi = 16;
+  short_rows.axes = {{"N", n}, {"M", m}};
+  const EnvelopeExclusions b = excluded_by(Op::attention_fwd, short_rows);
+  EXPECT_EQ(names(b.regimes),
+            V{"softmax.no-key-row: needs more queries than keys (N > M); N is at most 8, M at "
+              "least 8"});
+  EXPECT_EQ(names(b.deployment_scale), (V{"N: at most 8; deployment scale starts at 257",
+                                          "M: at most 16; deployment scale starts at 257"}));
+
+  kernels::Envelope one_key;
+  kernels::AxisEnvelope l, d;
+  l.hi = 1;
+  d.values = {64, 128};
+  d.lo = 64;
+  d.hi = 128;
+  one_key.axes = {{"L", l}, {"D", d}};
+  const EnvelopeExclusions c = excluded_by(Op::attention_decode, one_key);
+  EXPECT_EQ(names(c.regimes),
+            (V{"softmax.underflowing-tile: needs a whole tile of 16 keys; L is at most 1",
+               "softmax.tie: needs two keys; L is at most 1",
+               "softmax.dominant-key: needs two keys; L is at most 1"}));
+  EXPECT_EQ(names(c.deployment_scale), V{"L: at most 1; deployment scale starts at 4097"});
+
+  kernels::Envelope narrow_model;
+  kernels::AxisEnvelope dm;
+  dm.hi = 1;
+  narrow_model.axes = {{"Dm", dm}};
+  const EnvelopeExclusions e = excluded_by(Op::mlp_swiglu, narrow_model);
+  EXPECT_EQ(names(e.regimes), V{"gemm.cancellation: needs a sum of two products; Dm is at most 1"});
+  EXPECT_EQ(names(e.deployment_scale), V{"Dm: at most 1; deployment scale starts at 257"});
 }
 
 // The tensors of two cases, bit for bit.

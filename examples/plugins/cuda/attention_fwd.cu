@@ -7,8 +7,17 @@
 //
 // The same source builds for a GPU with nvcc and, without one, for moacert's
 // SIMT emulator, where every access is checked for races and bounds:
+//   nvcc -std=c++20 -arch=sm_90 -shared -Xcompiler -fPIC -I<prefix>/include
+//        attention_fwd.cu -o libattention_cuda.so          (for a GPU)
 //   moacert-simt-c++ -shared -fPIC attention_fwd.cu -o libattention_cuda.so
-//   moacert certify attention.fwd --plugin ./libattention_cuda.so#attention_cuda --dtype f32
+//   moacert certify attention.fwd --plugin ./libattention_cuda.so#attention_hd --dtype f32
+// (in CMake: moacert_add_simt_plugin, examples/plugins/CMakeLists.txt).
+//
+// #attention_hd declares device "cuda": moacert hands it device tensors
+// (kDLCUDA, docs/plugins.md#device-tensors), on the GPU or in the
+// emulator's device memory, and checks the guards around them and its
+// inputs after each call. #attention_cuda declares nothing (ABI 1's
+// defaults: host tensors), which only the emulator can run.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -202,6 +211,11 @@ int attention_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int
 // any other D it is handed (MOACERT_UNSUPPORTED).
 int attention_hd_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                      const char* params, char* err, std::size_t err_len) {
+  for (int t = 0; t < n_in + n_out; ++t)
+    if ((t < n_in ? in[t] : out[t - n_in])->device.device_type != kDLCUDA) {
+      std::snprintf(err, err_len, "attention.fwd: tensor %d is not in device memory", t);
+      return 1;
+    }
   const std::int64_t D = in[0]->shape[3];
   if (D != 64 && D != 128) {
     std::snprintf(err, err_len, "attention.fwd: D = %lld, built for 64 and 128 only",

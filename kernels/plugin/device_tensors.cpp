@@ -1,0 +1,211 @@
+#include "kernels/plugin/device_tensors.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <type_traits>
+
+namespace moacert::kernels::plugin::device {
+
+namespace {
+
+// cudaMemcpyKind
+constexpr int kHostToDevice = 1;
+constexpr int kDeviceToHost = 2;
+// All ones: NaN in every float format, as a host output starts.
+constexpr unsigned char kPoison = 0xff;
+
+std::size_t element_bytes(const wire::TensorDesc& t) {
+  return (t.bits + 7u) / 8u;
+}
+
+// The bytes from a tensor's first element to past its last: 1 + sum
+// (shape - 1) * stride elements (0 when it has none).
+std::size_t span_bytes(const wire::TensorDesc& t) {
+  std::int64_t last = 0;
+  for (int k = 0; k < t.ndim; ++k) {
+    if (t.shape[k] == 0) return 0;
+    last += (t.shape[k] - 1) * t.strides[k];
+  }
+  return std::size_t(last + 1) * element_bytes(t);
+}
+
+// Calls f(byte offset) for each element of `t`, in row-major order of its
+// coordinates: the gaps of a padded layout are never visited.
+template <class F>
+void for_each_element(const wire::TensorDesc& t, F f) {
+  if (span_bytes(t) == 0) return;
+  const std::size_t e = element_bytes(t);
+  std::int64_t index[wire::kMaxRank] = {};
+  for (;;) {
+    std::int64_t offset = 0;
+    for (int k = 0; k < t.ndim; ++k) offset += index[k] * t.strides[k];
+    f(std::size_t(offset) * e);
+    int k = t.ndim - 1;
+    while (k >= 0 && ++index[k] == t.shape[k]) index[k--] = 0;
+    if (k < 0) return;
+  }
+}
+
+std::vector<unsigned char> guard_pattern() {
+  std::vector<unsigned char> g(kGuardBytes);
+  for (std::size_t k = 0; k < kGuardBytes; ++k) g[k] = wire::canary(k);
+  return g;
+}
+
+}  // namespace
+
+std::string Runtime::error_text(int e) const {
+  const char* s = error_string ? error_string(e) : nullptr;
+  return std::string(s ? s : "unknown error") + " (CUDA error " + std::to_string(e) + ")";
+}
+
+Runtime find_runtime(void* handle) {
+  Runtime rt;
+  // The emulator's (its C names: moacert_simt_cudaMalloc, ...), when the
+  // plugin was built with moacert-simt-c++; else the CUDA runtime the
+  // plugin links; else a shared CUDA runtime (a plugin with the runtime
+  // linked statically and its symbols hidden shares the device's primary
+  // context with it).
+  auto look = [&rt](void* h, const std::string& prefix) {
+    Runtime r;
+    auto find = [&](const char* name, auto& fn) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(h, (prefix + name).c_str()));
+    };
+    find("cudaMalloc", r.malloc);
+    find("cudaFree", r.free);
+    find("cudaMemcpy", r.memcpy);
+    find("cudaDeviceSynchronize", r.synchronize);
+    find("cudaGetLastError", r.get_last_error);
+    find("cudaGetErrorString", r.error_string);
+    find("cudaStreamCreate", r.stream_create);
+    find("cudaStreamSynchronize", r.stream_synchronize);
+    if (r.found()) rt = r;
+    return r.found();
+  };
+  if (!handle) return rt;
+  if (look(handle, "moacert_simt_")) {
+    rt.name_buffer = reinterpret_cast<void (*)(const void*, const char*)>(
+        dlsym(handle, "moacert_simt_name_buffer"));
+    return rt;
+  }
+  if (!look(handle, ""))
+    for (const char* lib : {"libcudart.so", "libcudart.so.12", "libcudart.so.13"})
+      if (void* shared = dlopen(lib, RTLD_NOW | RTLD_LOCAL); shared && look(shared, "")) break;
+  if (rt.found() && rt.stream_create && rt.stream_create(&rt.stream) != 0) rt.stream = nullptr;
+  return rt;
+}
+
+std::string with_stream(const std::string& params, const Runtime& rt) {
+  const std::string member =
+      "\"stream\":" + std::to_string(reinterpret_cast<std::uintptr_t>(rt.stream));
+  const std::size_t close = params.rfind('}');
+  if (close == std::string::npos) return params;
+  const bool empty = params.find_first_not_of(" \t\n{", 0) == close;
+  return params.substr(0, close) + (empty ? "" : ",") + member + params.substr(close);
+}
+
+Tensors::~Tensors() {
+  for (const Buffer& b : buffers_)
+    if (b.base) rt_.free(b.base);
+}
+
+std::string Tensors::copy(void* dst, const void* src, std::size_t bytes, int kind,
+                          const char* what) {
+  if (bytes == 0) return "";
+  const int e = rt_.memcpy(dst, src, bytes, kind);
+  return e == 0 ? "" : std::string("cannot copy ") + what + ": " + rt_.error_text(e);
+}
+
+std::string Tensors::upload(const wire::Request& q, const DLTensor* host, DLTensor* device_view) {
+  const int nt = q.n_inputs + q.n_outputs;
+  const std::vector<unsigned char> guard = guard_pattern();
+  buffers_.assign(std::size_t(nt), Buffer{});
+  for (int i = 0; i < nt; ++i) {
+    const wire::TensorDesc& t = q.tensors[i];
+    Buffer& b = buffers_[std::size_t(i)];
+    b.span = span_bytes(t);
+    void* p = nullptr;
+    if (const int e = rt_.malloc(&p, kGuardBytes + b.span + kGuardBytes); e != 0)
+      return "cannot allocate " + std::string(t.name) + " on the device: " + rt_.error_text(e);
+    b.base = static_cast<unsigned char*>(p);
+    if (rt_.name_buffer) rt_.name_buffer(b.base, t.name);
+    // The span poisoned, then each element of an input copied in.
+    std::vector<unsigned char> span(b.span, kPoison);
+    if (!t.output) {
+      const auto* from = static_cast<const unsigned char*>(host[i].data);
+      const std::size_t e = element_bytes(t);
+      for_each_element(t, [&](std::size_t at) { std::memcpy(&span[at], from + at, e); });
+    }
+    struct Piece {
+      unsigned char* to;
+      const unsigned char* from;
+      std::size_t bytes;
+    };
+    for (const Piece& c : {Piece{b.base, guard.data(), kGuardBytes},
+                           Piece{b.base + kGuardBytes, span.data(), b.span},
+                           Piece{b.base + kGuardBytes + b.span, guard.data(), kGuardBytes}})
+      if (std::string why = copy(c.to, c.from, c.bytes, kHostToDevice, t.name); !why.empty())
+        return why;
+    if (!t.output) b.before = std::move(span);
+    device_view[i] = host[i];
+    device_view[i].data = b.base + kGuardBytes;
+    device_view[i].device = {kDLCUDA, 0};
+  }
+  return "";
+}
+
+std::string Tensors::finish(const wire::Request& q, const DLTensor* host, bool& sticky) {
+  // The device's error first: after one, its memory cannot be trusted.
+  sticky = true;
+  int e = rt_.stream_synchronize ? rt_.stream_synchronize(rt_.stream) : 0;
+  if (e == 0) e = rt_.synchronize();
+  if (e == 0) e = rt_.get_last_error();
+  if (e != 0) return "the device reported " + rt_.error_text(e) + " after the call";
+  sticky = false;
+  const std::vector<unsigned char> guard = guard_pattern();
+  std::vector<unsigned char> seen(kGuardBytes);
+  for (int i = 0; i < q.n_inputs + q.n_outputs; ++i) {
+    const wire::TensorDesc& t = q.tensors[i];
+    const Buffer& b = buffers_[std::size_t(i)];
+    const std::string name = t.name;
+    // A write before the data: the lowest changed guard byte says how far.
+    if (std::string why = copy(seen.data(), b.base, kGuardBytes, kDeviceToHost, t.name);
+        !why.empty())
+      return why;
+    for (std::size_t k = 0; k < kGuardBytes; ++k)
+      if (seen[k] != guard[k])
+        return "wrote " + std::to_string(kGuardBytes - k) + " bytes before " + name +
+               " on the device";
+    // A write past the data: the highest changed guard byte.
+    if (std::string why =
+            copy(seen.data(), b.base + kGuardBytes + b.span, kGuardBytes, kDeviceToHost, t.name);
+        !why.empty())
+      return why;
+    for (std::size_t k = kGuardBytes; k > 0; --k)
+      if (seen[k - 1] != guard[k - 1])
+        return "wrote " + std::to_string(k) + " bytes past " + name + " on the device";
+    std::vector<unsigned char> span(b.span);
+    if (std::string why = copy(span.data(), b.base + kGuardBytes, b.span, kDeviceToHost, t.name);
+        !why.empty())
+      return why;
+    if (!t.output) {
+      // Its bytes (gaps included) as uploaded: compared in full, the
+      // first change named.
+      if (span != b.before) {
+        std::size_t k = 0;
+        while (span[k] == b.before[k]) ++k;
+        return "wrote into input " + name + " on the device (byte " + std::to_string(k) +
+               " of its data changed)";
+      }
+      continue;
+    }
+    auto* to = static_cast<unsigned char*>(host[i].data);
+    const std::size_t eb = element_bytes(t);
+    for_each_element(t, [&](std::size_t at) { std::memcpy(to + at, &span[at], eb); });
+  }
+  return "";
+}
+
+}  // namespace moacert::kernels::plugin::device
