@@ -38,7 +38,10 @@ bool selected(const kernels::Variant& v) {
 std::vector<const kernels::Variant*> variants_for(Op op, Format f) {
   std::vector<const kernels::Variant*> out;
   for (const kernels::Variant* v : kernels::Registry::builtin().of(op))
-    if (v->supports(f) && selected(*v)) out.push_back(v);
+    // The suite draws every extent: a variant whose envelope narrows an
+    // axis (simt.flash_tc's D in {64, 128}) is left to certify, which is to
+    // draw inside it (docs/design.md#envelope).
+    if (v->supports(f) && selected(*v) && v->envelope.unlimited()) out.push_back(v);
   return out;
 }
 

@@ -41,7 +41,7 @@ inline std::vector<long long> tiles_of(std::string_view onf) {
   if (onf == "decode") return {kSplitKeys};
   if (onf == "rmsnorm") return {kRmsThreads};
   if (onf == "swiglu") return {kGemmTile};
-  if (onf == "flash_tc") return {kTcBlockM, kTcBlockN};
+  if (onf == "flash_tc") return {kTcBlockN, kTcBlockM};  // ascending, as the registry keeps them
   if (kBlockM == kBlockN) return {kBlockM};
   return {kBlockM, kBlockN};
 }
