@@ -16,6 +16,7 @@
 
 #include "kernels/envelope.hpp"
 #include "kernels/instrumentation.hpp"
+#include "reference/arithmetic.hpp"
 #include "reference/problem.hpp"
 #include "reference/tensor.hpp"
 
@@ -135,6 +136,10 @@ struct Variant {
   // Where a call runs, for the certificate: "host emulator", a GPU's name
   // and driver; empty for this machine's CPU.
   std::string where;
+  // How it computes where it departs from docs/bounds.md's standard model
+  // (tensor-core accumulation, weights rounded to storage before P V):
+  // certify's a priori bounds are derived for what it declares.
+  Arithmetic arithmetic;
   // What a counting backend says of its calls (kernels/instrumentation.hpp):
   // set by kernels/cuda/'s simt.* variants and a plugin built against
   // moacert/simt.h; null for kernels that count nothing.

@@ -100,9 +100,14 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
   // E_ij: the weight's relative error from the exponent's rounding, the
   // exp, and up to n online rescales (any tiling); F_ij = (1 + E_ij)(1 +
   // γ_{n+2}) - 1, once per key (the d loop below reads them D times).
+  // A kernel that rounds its weights to storage before P V (declared:
+  // u_weights > 0) adds that rounding to E_ij, in the numerator's weights
+  // and, should it sum the rounded ones, the denominator's
+  // (docs/bounds.md#tensor-cores).
   for (extent_t j = 0; j < n; ++j) {
     w.e_row[j] = std::expm1(u.ua * (smax - w.s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
                             (nn + 1) * std::log1p(u.ua));
+    if (u.u_weights > 0) w.e_row[j] = compose(w.e_row[j], u.u_weights);
     w.f_row[j] = compose(w.e_row[j], u.gamma(nn + 2));
   }
   double L = 0;
@@ -111,6 +116,9 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
     L += P * (e + u.gamma(nn) * (1 + e));
   }
   L = (1 + Delta) * L + nn * u.eta_a;
+  // ... and each rounded weight may underflow in storage: η_w / 2, against
+  // l >= 1.
+  if (u.u_weights > 0) L += nn * u.eta_weights / 2;
   const double lse = smax + std::log(l);
   r.lse_val.view()(b, h, i) = lse;
   const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +
@@ -144,9 +152,10 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
   double* o_bound = row_of(r.o, {b, h, i, 0});
   for (extent_t d = 0; d < D; ++d) {
     const double c = w.c[d], f = w.f[d], o = w.o[d];
-    const double acc = Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
-                       (2 * nn * w.vmax[d] + nn + 2) * u.eta_a / (1 - L) +
-                       w.ev[d] * (1 + Delta) * (1 + L) / (1 - L);
+    double acc = Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
+                 (2 * nn * w.vmax[d] + nn + 2) * u.eta_a / (1 - L) +
+                 w.ev[d] * (1 + Delta) * (1 + L) / (1 - L);
+    if (u.u_weights > 0) acc += nn * w.vmax[d] * u.eta_weights / 2 / (1 - L);
     o_val[d] = o;
     o_bound[d] = unbounded || std::isinf(w.ev[d])
                      ? kInf
@@ -279,11 +288,7 @@ Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const 
 
 }  // namespace detail
 
-namespace {
-
-using detail::Mat;
-using detail::RoundingUnits;
-using moa::Index;
+namespace detail {
 
 RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   const bool f64 = f == Format::f64;
@@ -295,8 +300,26 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   u.eta_s = std::ldexp(1.0, s.emin - s.precision + 1);
   u.eps_exp = k.exp_error_u * u.ua;
   u.eps_log = k.log_error_u * u.ua;
+  // A tensor-core step merging j more terms errs by at most (j + 1) 2^-23 +
+  // j 2^-46 of its addends' magnitudes, below (1 + u_t)^j - 1 with
+  // u_t = (1 + 2^-23)^2 - 1 = 2^-22 + 2^-46, exact in double
+  // (docs/bounds.md#tensor-cores); f32 accumulators only.
+  u.u_sum =
+      k.arithmetic.accumulation == Accumulation::tensor_core && !f64 ? 0x1p-22 + 0x1p-46 : u.ua;
+  if (k.arithmetic.weights_in_storage_format) {
+    u.u_weights = u.us;
+    u.eta_weights = u.eta_s;
+  }
   return u;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::Mat;
+using detail::RoundingUnits;
+using moa::Index;
 
 // A tensor's logical values as a row-major double tensor (exact).
 Mat widen(const AnyTensor& t) {
@@ -320,7 +343,7 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
     wanted_keys.assign(std::size_t(key_row_count(p)), 0);
     for (moa::extent_t r : selection->key_rows) wanted_keys[std::size_t(r)] = 1;
   }
-  const RoundingUnits u = rounding_units(p.format, k);
+  const RoundingUnits u = detail::rounding_units(p.format, k);
   std::vector<Mat> widened;
   for (std::size_t i = 0; i < c.inputs.size(); ++i)
     widened.push_back(is_index_input(p, int(i)) ? Mat() : widen(c.inputs[i]));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "oracle/selection.hpp"
+#include "reference/arithmetic.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::oracle {
@@ -19,6 +20,10 @@ struct BoundConstants {
   // glibc and CUDA's expf all stay within it).
   double exp_error_u = 4;
   double log_error_u = 4;
+  // What the kernel declares of its arithmetic (its variant's): rounded
+  // accumulation by default; tensor-core accumulation and weights rounded
+  // to storage raise the bounds as docs/bounds.md#tensor-cores derives.
+  Arithmetic arithmetic;
 };
 
 // Per output tensor (ops-table order), per element in row-major logical

@@ -58,7 +58,9 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   j.oracle_seconds = seconds_since(phase);
   phase = Clock::now();
   if (rule.kind == Rule::apriori || rule.kind == Rule::vs_torch)
-    j.bounds = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
+    // for the arithmetic the variant declares (tensor cores: docs/bounds.md#tensor-cores)
+    j.bounds = oracle::apriori_bounds(j.c, {.arithmetic = v.arithmetic},
+                                      j.sample.rows ? &*j.sample.rows : nullptr);
   j.bounds_seconds = seconds_since(phase);
   phase = Clock::now();
   const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);

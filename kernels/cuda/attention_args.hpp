@@ -81,5 +81,6 @@ int launch_fused_det(const FwdBwdArgs& args);
 int launch_bwd_atomic(const BwdArgs& args);
 int launch_bwd_fa2(const BwdArgs& args);
 int launch_flash_fwd(const FwdArgs& args);
+int launch_flash_tc(const FwdArgs& args);  // throws std::invalid_argument outside its envelope
 
 }  // namespace moacert::kernels::MOACERT_CUDA_NS

@@ -243,6 +243,11 @@ inline int fwd(const Problem& p, const Tensors& in, const Tensors& out) {
                            out[0]->t4(), out[1]->t3()});
 }
 
+inline int fwd_tc(const Problem& p, const Tensors& in, const Tensors& out) {
+  return launch_flash_tc({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(),
+                          out[0]->t4(), out[1]->t3()});
+}
+
 inline int decode(const Problem& p, const Tensors& in, const Tensors& out) {
   return launch_decode({attn_dims(p), storage_of(p), in[0]->t4(), in[1]->t4(), in[2]->t4(),
                         in[3]->t1(), out[0]->t4(), out[1]->t3()});
@@ -272,6 +277,18 @@ struct BackendHooks {
   LaunchTimer timer;  // what times bench's launches
 };
 
+// The head widths the tensor-core ONFs are compiled for (their fragments
+// tile D by 16, their shared tiles hold D <= 128).
+inline Envelope tensor_core_envelope() {
+  AxisEnvelope d;
+  d.lo = 64;
+  d.hi = 128;
+  d.values = {64, 128};
+  Envelope e;
+  e.axes.emplace_back("D", d);
+  return e;
+}
+
 inline void register_onfs(Registry& r, const std::string& backend, const std::string& where,
                           const BackendHooks& hooks = {}) {
   struct Entry {
@@ -280,10 +297,18 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     bool deterministic;
     LaunchFn launch;
     const char* summary;
+    // Both products on tensor cores (mma.m16n8k16, bf16 in, f32 accumulate;
+    // docs/cuda.md#tensor-core-onfs): bf16 storage only, contiguous q, k, v
+    // (cp.async copies whole 16-byte rows), head widths D in {64, 128}.
+    bool tensor_core = false;
   };
   const Entry entries[] = {
       {"flash", Op::attention_fwd, true, &fwd,
        "16x16 tiles, K/V tiles in shared memory, online softmax, fully masked tiles skipped"},
+      {"flash_tc", Op::attention_fwd, true, &fwd_tc,
+       "tensor cores (mma m16n8k16 bf16, f32 acc): 4 warps x 16 query rows, 32-key K/V tiles "
+       "double-buffered by cp.async, read by ldmatrix; D in {64, 128}",
+       /*tensor_core=*/true},
       {"fused_v1", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1>,
        "one kernel over query tiles: forward, D_i, dQ in shared memory, dK and dV by atomics"},
       {"fused_v3", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v3>,
@@ -308,8 +333,9 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .name = name,
         .op = e.op,
         .backend = backend,
-        .formats = {Format::f32, Format::bf16},
-        .accepts_strided = true,
+        .formats = e.tensor_core ? std::vector<Format>{Format::bf16}
+                                 : std::vector<Format>{Format::f32, Format::bf16},
+        .accepts_strided = !e.tensor_core,
         .deterministic = e.deterministic,
         .summary = e.summary,
         .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
@@ -345,6 +371,15 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
               return time_on_device(name, p, in, out, launch, timer, opt);
             },
     };
+    // certify draws inside the envelope (docs/design.md#envelope) and bounds
+    // the arithmetic declared here (docs/bounds.md#tensor-cores): mma
+    // accumulation, and P rounded to bf16 as the second mma's A operand.
+    // Assigned, not designated: nvcc's front end crashes on it inside
+    // Variant's initialiser.
+    if (e.tensor_core) {
+      v.envelope = tensor_core_envelope();
+      v.arithmetic = {.accumulation = Accumulation::tensor_core, .weights_in_storage_format = true};
+    }
     r.add(std::move(v));
   }
 }

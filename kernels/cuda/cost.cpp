@@ -137,6 +137,33 @@ LaunchCost key_kernel(const char* name, const KeyKernel& k, const Problem& p, co
   return n.c;
 }
 
+// flash_tc_kernel (kernels/cuda/flash_tc.cu): one block per (64-row query
+// tile, head); Q and the visible K, V tiles of 32 keys arrive by 16-byte
+// cp.async (one load each), O and LSE leave by element stores.
+LaunchCost tensor_core_forward(const Problem& p) {
+  using cuda_tiles::kTcBlockM;
+  using cuda_tiles::kTcBlockN;
+  const Dims& d = p.dims;
+  Counter n{{"flash_tc_kernel"}, double(info(p.format).bytes)};
+  const double heads = double(d.B) * d.H, D = double(d.D), chunk = 16;
+  const double chunks_per_row = D * n.storage / chunk;
+  for (int i = 0; i < ceil_div(d.N, kTcBlockM); ++i) {
+    double kv = 0;
+    for (int j = 0; j < ceil_div(d.M, kTcBlockN) &&
+                    tile_visible(p.causal(), i, j, d.N, d.M, kTcBlockM, kTcBlockN);
+         ++j)
+      kv += rows_in(j, d.M, kTcBlockN);
+    const double rows = rows_in(i, d.N, kTcBlockM);
+    n.load("q", heads * rows * chunks_per_row, chunk);
+    n.load("k", heads * kv * chunks_per_row, chunk);
+    n.load("v", heads * kv * chunks_per_row, chunk);
+    n.store("o", heads * rows * D, n.storage);
+    n.store("lse", heads * rows, n.storage);
+  }
+  n.c.flops = heads * walk(p).pairs * (4 * D + 5);
+  return n.c;
+}
+
 LaunchCost row_dot(const Problem& p) {
   const Dims& d = p.dims;
   Counter n{{"row_dot_kernel"}, double(info(p.format).bytes)};
@@ -253,6 +280,7 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
   if (onf == "decode") return decode_launches(p, {});
   if (onf == "rmsnorm") return {rmsnorm(p)};
   if (onf == "swiglu") return swiglu(p);
+  if (onf == "flash_tc") return {tensor_core_forward(p)};
   if (onf == "flash") {
     return {query_kernel("flash_fwd_kernel", {.forward = true}, p, w)};
   }

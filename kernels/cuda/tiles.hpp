@@ -18,17 +18,21 @@ constexpr int kMaxD = 128;       // attention: head width the shared tiles are s
 constexpr int kSplitKeys = 64;   // decode: keys per split (= threads per block)
 constexpr int kRmsThreads = 64;  // rmsnorm: threads striding a row's D
 constexpr int kGemmTile = 16;    // swiglu: output tile (kGemmTile, kGemmTile) and K-chunk
+constexpr int kTcBlockM = 64;    // flash_tc: query rows per tile (4 warps of 16 rows)
+constexpr int kTcBlockN = 32;    // flash_tc: keys per tile (one cp.async stage; 48 KiB at D = 128)
 
 // A (query tile, key tile) pair is visited unless every entry is masked:
 // the tile's last row sees the most keys. One rule for query-major and
 // key-major loops, so that both visit the same pairs, and for the kernels
 // (int) and their cost functions (int64, cost.cpp), which count them.
+// The tiles are (block_m rows, block_n keys): kBlockM, kBlockN unless given.
 template <class I>
-MOACERT_HOST_DEVICE constexpr bool tile_visible(bool causal, int q_tile, int k_tile, I N, I M) {
+MOACERT_HOST_DEVICE constexpr bool tile_visible(bool causal, int q_tile, int k_tile, I N, I M,
+                                                int block_m = kBlockM, int block_n = kBlockN) {
   if (!causal) return true;
-  const I rows_end = I(q_tile + 1) * kBlockM;
+  const I rows_end = I(q_tile + 1) * block_m;
   const I i_last = (rows_end < N ? rows_end : N) - 1;
-  return I(k_tile) * kBlockN <= causal::last_key(i_last, N, M);
+  return I(k_tile) * block_n <= causal::last_key(i_last, N, M);
 }
 
 // The tiles an ONF runs ("flash", "fused_v1", ..., "decode", "rmsnorm",
@@ -37,6 +41,7 @@ inline std::vector<long long> tiles_of(std::string_view onf) {
   if (onf == "decode") return {kSplitKeys};
   if (onf == "rmsnorm") return {kRmsThreads};
   if (onf == "swiglu") return {kGemmTile};
+  if (onf == "flash_tc") return {kTcBlockN, kTcBlockM};  // ascending, as the registry keeps them
   if (kBlockM == kBlockN) return {kBlockM};
   return {kBlockM, kBlockN};
 }

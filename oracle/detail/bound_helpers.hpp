@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "oracle/bounds.hpp"
 #include "reference/case.hpp"
 
 namespace moacert::oracle::detail {
@@ -25,13 +26,26 @@ constexpr double kEvalSlack = 1 + 0x1p-20;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The rounding constants of a format pair: accumulation (f64 for f64, f32
-// otherwise) and storage.
+// otherwise) and storage, and of the kernel's declared arithmetic.
 struct RoundingUnits {
   double ua, us;        // unit roundoffs
   double eta_a, eta_s;  // smallest subnormals (underflow of one product)
   double eps_exp, eps_log;
-  double gamma(double n) const { return n * ua / (1 - n * ua); }
+  // Per term a sum or dot product merges: u_a when every addition rounds to
+  // nearest; u_t = (1 + 2^-23)^2 - 1 on tensor cores, whose steps align,
+  // truncate and cut (docs/bounds.md#tensor-cores). Never below ua, so a
+  // γ that also counts a few rounded operations stays a bound.
+  double u_sum;
+  // The softmax weights' rounding to the storage format before P V, when
+  // the kernel declares it (unit and smallest subnormal), else 0.
+  double u_weights = 0, eta_weights = 0;
+  double gamma(double n) const { return n * u_sum / (1 - n * u_sum); }
 };
+
+// The units of a case's format under the constants and the kernel's
+// declared arithmetic (docs/bounds.md: the table of u and η, and
+// #tensor-cores).
+RoundingUnits rounding_units(Format f, const BoundConstants& k);
 
 // Relative error factors are carried as θ (the factor is 1 + θ) and
 // composed without forming 1 + θ, which rounds to 1 for θ near u of f64.

@@ -82,7 +82,8 @@ std::vector<extent_t> cuda_tiles_of(Format) {
 }
 constexpr char kFlash[] = "flash", kFusedV1[] = "fused_v1", kFusedV3[] = "fused_v3",
                kFusedDet[] = "fused_det", kBwdAtomic[] = "bwd_atomic", kBwdFa2[] = "bwd_fa2",
-               kDecode[] = "decode", kRmsnorm[] = "rmsnorm", kSwiglu[] = "swiglu";
+               kDecode[] = "decode", kRmsnorm[] = "rmsnorm", kSwiglu[] = "swiglu",
+               kFlashTc[] = "flash_tc";
 
 // simt.<onf> names cuda.<onf> too: one source, two backends.
 const Report kReports[] = {
@@ -91,6 +92,7 @@ const Report kReports[] = {
     {Op::attention_bwd, "cpu.flash_bwd", cpu::flash_bwd_tiles},
     {Op::attention_fwdbwd, "cpu.fused", cpu::fused_tiles},
     {Op::attention_fwd, "simt.flash", cuda_tiles_of<kFlash>},
+    {Op::attention_fwd, "simt.flash_tc", cuda_tiles_of<kFlashTc>},
     {Op::attention_fwdbwd, "simt.fused_v1", cuda_tiles_of<kFusedV1>},
     {Op::attention_fwdbwd, "simt.fused_v3", cuda_tiles_of<kFusedV3>},
     {Op::attention_fwdbwd, "simt.fused_det", cuda_tiles_of<kFusedDet>},
@@ -166,7 +168,8 @@ TEST(RegistryTiles, FollowTheDispatchedLanes) {
 }
 
 // A case of `op` in `f`, row-major, uniform values, the given extents.
-properties::CaseSpec spec_of(Op op, Format f, extent_t N, extent_t M, bool causal) {
+properties::CaseSpec spec_of(const Variant& v, Format f, extent_t N, extent_t M, bool causal) {
+  const Op op = v.op;
   properties::CaseSpec s;
   s.problem.op = op;
   s.problem.format = f;
@@ -177,6 +180,10 @@ properties::CaseSpec spec_of(Op op, Format f, extent_t N, extent_t M, bool causa
   d.N = op == Op::attention_decode ? 1 : N;
   d.M = M;
   d.D = 3;  // not a whole vector: padded rows
+  // unless the variant's envelope excludes it (simt.flash_tc: D in {64,
+  // 128}): its smallest head width
+  for (const auto& [axis, allowed] : v.envelope.axes)
+    if (axis == "D" && is_attention(op) && !allowed.admits(d.D)) d.D = allowed.smallest(1).at(0);
   // The row ops straddle their tile along the row: rmsnorm's threads stride
   // D, the SwiGLU GEMMs tile T, Dm and F alike.
   if (op == Op::rmsnorm) d.T = N, d.D = M;
@@ -216,10 +223,12 @@ TEST_P(Straddle, KernelHoldsOnExtentsStraddlingItsTiles) {
         for (const Shape& s : {Shape{3, e, false}, Shape{e, 5, true}, Shape{e, e, true}}) {
           if (v->op == Op::attention_decode && s.N != 3) continue;  // one query row
           if (s.N == s.M && e > kSquareMax) continue;
-          const properties::CaseSpec spec = spec_of(v->op, f, s.N, s.M, s.causal);
+          const properties::CaseSpec spec = spec_of(*v, f, s.N, s.M, s.causal);
           const Case c = properties::make_case(spec);
           const oracle::Answer exact = oracle::evaluate(c);
-          const std::vector<std::vector<double>> bounds = oracle::apriori_bounds(c);
+          // for the arithmetic it declares (simt.flash_tc: tensor cores)
+          const std::vector<std::vector<double>> bounds =
+              oracle::apriori_bounds(c, {.arithmetic = v->arithmetic});
           const std::vector<AnyTensor> outputs = properties::run_variant(*v, c);
           const properties::Verdict verdict = properties::judge(c, exact, outputs, rule, &bounds);
           EXPECT_TRUE(verdict.holds) << v->name << " " << name(f) << " tile " << t << ": "
