@@ -14,6 +14,7 @@
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"
+#include "properties/spec_shrinks.hpp"
 
 namespace moacert::properties {
 
@@ -257,19 +258,26 @@ class CaseRun {
     r_.position = position;
   }
 
-  // A curated edge case: judged, and checked for determinism where the
-  // variant claims it.
-  CaseRecord curated(const CaseSpec& spec, const Token& token) && {
+  // A curated edge case: judged, shrunk when it fails (through
+  // shrinkable_spec: no generator drew it), and checked for determinism
+  // where the variant claims it.
+  CaseRecord curated(const CaseSpec& spec, Token token) && {
     r_.kind = CaseRecord::curated;
-    r_.token = token.encode();
     Judged j = judge_generated(spec);
-    if (j.error.empty()) keep_stats(j);
     keep_equivalence(j);
     r_.ratio = ratio_of(j);
-    if (!j.verdict.holds)
-      fail(j, describe(spec));
-    else if (v_.deterministic && !j.refused)
-      holds_deterministically(j, describe(spec));
+    if (!j.verdict.holds) {
+      announce_failure();  // before the shrinking, which may take long
+      rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
+      shrink(s, j, token);
+      if (j.error.empty()) keep_stats(j);
+      fail(j, describe(s.value()));
+      r_.token = token.encode();
+      return std::move(r_);
+    }
+    if (j.error.empty()) keep_stats(j);
+    r_.token = token.encode();
+    if (v_.deterministic && !j.refused) holds_deterministically(j, describe(spec));
     return std::move(r_);
   }
 
