@@ -270,6 +270,7 @@ class CaseRun {
       announce_failure();  // before the shrinking, which may take long
       rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
       shrink(s, j, token);
+      r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
       if (j.error.empty()) keep_stats(j);
       fail(j, describe(s.value()));
       r_.token = token.encode();
@@ -312,6 +313,7 @@ class CaseRun {
     }
     announce_failure();  // before the shrinking, which may take long
     shrink(s, j, token);
+    r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
     fail(j, describe(s.value()));
     r_.token = token.encode();
@@ -554,7 +556,13 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
       cert.failure = r.why;
       cert.failure_case = r.failure_case;
       if (!r.token.empty()) cert.worst_token = r.token;
-      cert.worst_ratio = INFINITY;
+      // The counterexample's own error / allowed where its elements failed
+      // the rule (infinite where one allowed no error at all is wrong);
+      // infinite where none did: no output was judged (the kernel's error,
+      // hang or crash) or its outputs differ between runs.
+      const bool elements_failed =
+          !r.failure_elements.empty() && !r.determinism_failed && r.ratio > 1;
+      cert.worst_ratio = elements_failed ? r.ratio : INFINITY;
       cert.failure_elements = r.failure_elements;
     } else if (r.kind == CaseRecord::case_file) {
       cert.worst_ratio = std::max(cert.worst_ratio, r.ratio);

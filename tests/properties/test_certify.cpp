@@ -68,6 +68,11 @@ TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
   EXPECT_LT(curated_token->index, 0);
   EXPECT_FALSE(curated_token->path.empty()) << "the curated counterexample was not shrunk";
   EXPECT_EQ(curated.random_run, 0);
+  // The figure beside the verdict is the counterexample's own error /
+  // allowed: past 1, and finite, since every element it drops is allowed
+  // some error.
+  EXPECT_GT(curated.worst_ratio, 1);
+  EXPECT_TRUE(std::isfinite(curated.worst_ratio));
   const Replay curated_replay = replay(*curated_token, wrong);
   EXPECT_FALSE(curated_replay.verdict.holds);
   EXPECT_EQ(describe(curated_replay.spec), curated.failure_case);
