@@ -11,6 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .serve import require_device
+
 
 class CertificationFailed(AssertionError):
     """The kernel failed certification: the message carries the
@@ -84,6 +86,7 @@ def certify(op, fn, dtype="f32", cases=None, seed=None, rule=None, shape=None, n
     AssertionError) when it fails, ValueError when moacert refuses the
     worker or the arguments (its one line)."""
     formats = list(formats or [dtype])
+    require_device(name or fn.__name__, device)  # before moacert starts a worker that cannot run
     command = worker_command(op, fn, name, formats, envelope, device, tensors, contiguous)
     with tempfile.TemporaryDirectory(prefix="moacert-") as scratch:
         folder = out or os.path.join(scratch, "certificate")
