@@ -415,6 +415,21 @@ std::string reproduce_command(const std::string& token, const CertifyArgs& a,
   return line;
 }
 
+// The figure beside a verdict: the largest error / allowed, a failing
+// run's that of its counterexample (docs/certificate.md). Where it is
+// infinite, why: the worst element was allowed no error at all (its exact
+// value is one the format holds, -inf or 0 on a row with no key, and must
+// come out exactly), or no output was judged.
+std::string worst_figure(const properties::Certificate& cert) {
+  const std::string figure = fmt::format("worst error/allowed {:.3g}", cert.worst_ratio);
+  if (cert.holds || std::isfinite(cert.worst_ratio)) return figure;
+  if (cert.failure_elements.empty()) return figure + ": no output was judged";
+  const properties::ElementReport& e = cert.failure_elements.front();
+  if (e.allowed != 0) return figure;
+  return figure + fmt::format(": {}{} is allowed no error, exact {:.6g}, computed {:.6g}", e.tensor,
+                              e.index.str(), e.exact, e.computed);
+}
+
 // certify's lines on one variant's certificate: its verdict, the ranks'
 // shares of the cases, the SIMT emulator's counters, the traffic check, and
 // on a failure why and how to replay it.
@@ -425,8 +440,8 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
       s.case_files.empty()
           ? fmt::format("{} curated + {} random cases", cert.curated_run, cert.random_run)
           : fmt::format("{} of {} case files", cert.case_files_run, s.case_files.size());
-  fmt::print("{} {} {}: {} ({}, worst error/allowed {:.3g})\n", a.op, v.name, name(cert.format),
-             cert.holds ? "holds" : "FAILS", ran, cert.worst_ratio);
+  fmt::print("{} {} {}: {} ({}, {})\n", a.op, v.name, name(cert.format),
+             cert.holds ? "holds" : "FAILS", ran, worst_figure(cert));
   if (ranks > 1) {
     std::string each;
     for (std::size_t r = 0; r < shared.cases_by_rank.size(); ++r)

@@ -1,8 +1,10 @@
 // `moacert report`: the error-bound table across ops, variants and formats
-// (docs/design.md, "report"): certifies each, or reads existing certificate
-// folders (--from), and writes report.md, report.tex (booktabs) and
+// (docs/design.md, "report"): certifies each (a worker's kernels too,
+// --worker "CMD"), or reads existing certificate folders (--from), and
+// writes report.md, report.tex (booktabs) and
 // report.html. Every certificate is read and checked before anything is
 // written: a bad --from folder exits 2 with one line naming the file.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -17,6 +19,7 @@
 #include "cli/shape.hpp"
 #include "files/atomic_write.hpp"
 #include "kernels/registry.hpp"
+#include "kernels/worker/worker.hpp"
 #include "properties/certify.hpp"
 #include "properties/wire.hpp"
 #include "reports/table.hpp"
@@ -33,6 +36,8 @@ struct ReportArgs {
   std::uint64_t seed = 1;
   std::string out = "moacert-report";
   std::vector<std::string> from;
+  std::string worker;   // CMD ARGS: its kernels join the table (docs/worker-protocol.md)
+  double timeout = 60;  // seconds per worker call
 };
 
 struct Planned {
@@ -42,8 +47,10 @@ struct Planned {
 };
 
 // Every (op, variant, format) the options name; each name must mean
-// something in this build.
-std::vector<Planned> plan(const ReportArgs& a) {
+// something in this build or be one of the worker's kernels (`served`).
+// With --worker and no --variants, the worker's kernels alone (as bench
+// times them alone).
+std::vector<Planned> plan(const ReportArgs& a, const std::vector<kernels::Variant>& served) {
   std::vector<Op> ops;
   if (a.ops.empty()) {
     for (const OpInfo& o : all_ops()) ops.push_back(o.op);
@@ -63,15 +70,30 @@ std::vector<Planned> plan(const ReportArgs& a) {
   const std::vector<std::string> names =
       a.variants.empty() ? std::vector<std::string>{} : split(a.variants, ',');
   const auto& registry = kernels::Registry::builtin();
+  auto of_op = [&](Op op) {
+    std::vector<const kernels::Variant*> vs;
+    if (a.worker.empty() || !names.empty()) vs = registry.of(op);
+    for (const kernels::Variant& v : served)
+      if (v.op == op) vs.push_back(&v);
+    return vs;
+  };
   for (const std::string& n : names) {
     bool known = false;
-    for (Op op : ops) known = known || registry.find(op, n) != nullptr;
+    for (Op op : ops)
+      for (const kernels::Variant* v : of_op(op)) known = known || v->name == n;
     if (!known) throw UsageError("report: no variant '" + n + "' of the ops chosen (moacert list)");
   }
+  if (!a.worker.empty() &&
+      std::none_of(served.begin(), served.end(), [&](const kernels::Variant& v) {
+        return std::find(ops.begin(), ops.end(), v.op) != ops.end();
+      }))
+    throw UsageError("report: worker " + a.worker + " declares no kernel of the ops chosen");
   std::vector<Planned> out;
   for (Op op : ops) {
-    for (const kernels::Variant* v : registry.of(op)) {
-      if (!names.empty() && std::find(names.begin(), names.end(), v->name) == names.end()) continue;
+    for (const kernels::Variant* v : of_op(op)) {
+      const bool named = std::find(names.begin(), names.end(), v->name) != names.end();
+      const bool worker_kernel = v->backend == "worker";
+      if (!names.empty() && !named && !worker_kernel) continue;
       for (Format f : formats)
         if (v->supports(f)) out.push_back({op, v, f});
     }
@@ -95,9 +117,23 @@ void require_folder(const fs::path& out) {
     throw UsageError("report: cannot create output folder " + out.string());
 }
 
+// The command that replays a failing row's counterexample, as certify
+// prints it: a worker's kernel with its command (and --timeout when not
+// the default).
+std::string reproduce_line(const std::string& token, const ReportArgs& a,
+                           const kernels::Variant& v) {
+  std::string line = "moacert reproduce " + token;
+  if (v.backend != "worker") return line;
+  line += " --worker " + shell_word(a.worker);
+  if (a.timeout != ReportArgs{}.timeout) line += fmt::format(" --timeout {}", a.timeout);
+  return line;
+}
+
 int run_report(const ReportArgs& a) {
   const fs::path out(a.out);
   std::vector<reports::TableRow> rows;
+  if (!a.from.empty() && !a.worker.empty())
+    throw UsageError("report: --from reads certificates and runs nothing: give --from or --worker");
   if (!a.from.empty()) {
     // Read everything first: a bad folder leaves nothing written.
     std::vector<nlohmann::json> certificates;
@@ -116,7 +152,15 @@ int run_report(const ReportArgs& a) {
   }
   if (a.cases < 1)
     throw UsageError("report: --cases must be at least 1, got " + std::to_string(a.cases));
-  const std::vector<Planned> planned = plan(a);
+  // The worker's kernels, served by one process for the whole report (on
+  // each rank its own).
+  std::vector<kernels::Variant> served;
+  if (!a.worker.empty()) {
+    kernels::worker::LoadOptions lo;
+    lo.timeout_s = a.timeout;
+    served = kernels::worker::load_all(a.worker, lo);
+  }
+  const std::vector<Planned> planned = plan(a, served);
   // Under mpirun the ranks share the runs, run j on rank j mod K; each sends
   // its certificates' files to the root, which alone writes, once all
   // arrived, in the plan's order (docs/design.md#ranks-mpirun).
@@ -179,6 +223,9 @@ int run_report(const ReportArgs& a) {
     for (auto& r : reports::rows_of(files.json)) rows.push_back(std::move(r));
     fmt::print("{} {} {}: {}\n", info(p.op).name, p.variant->name, name(p.format),
                holds ? "holds" : "FAILS");
+    if (!holds && files.json.contains("counterexample"))
+      fmt::print("reproduce: {}\n",
+                 reproduce_line(files.json["counterexample"].value("token", ""), a, *p.variant));
     all_hold = all_hold && holds;
   }
   write_tables(out, rows, certificates);
@@ -200,6 +247,10 @@ void add_report(CLI::App& app, int& status) {
   cmd->add_option("--from", a->from,
                   "build the table from these certificate folders, running nothing")
       ->expected(1, -1);
+  cmd->add_option("--worker", a->worker,
+                  "certify a worker's kernels too: \"CMD ARGS\" (docs/worker-protocol.md); "
+                  "without --variants, its kernels alone");
+  cmd->add_option("--timeout", a->timeout, "seconds a worker call may take (default 60)");
   cmd->callback([a, &status] { status = run_report(*a); });
 }
 

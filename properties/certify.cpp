@@ -14,6 +14,7 @@
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"
+#include "properties/spec_shrinks.hpp"
 
 namespace moacert::properties {
 
@@ -259,19 +260,27 @@ class CaseRun {
     r_.position = position;
   }
 
-  // A curated edge case: judged, and checked for determinism where the
-  // variant claims it.
-  CaseRecord curated(const CaseSpec& spec, const Token& token) && {
+  // A curated edge case: judged, shrunk when it fails (through
+  // shrinkable_spec: no generator drew it), and checked for determinism
+  // where the variant claims it.
+  CaseRecord curated(const CaseSpec& spec, Token token) && {
     r_.kind = CaseRecord::curated;
-    r_.token = token.encode();
     Judged j = judge_generated(spec);
-    if (j.error.empty()) keep_stats(j);
     keep_equivalence(j);
     r_.ratio = ratio_of(j);
-    if (!j.verdict.holds)
-      fail(j, describe(spec));
-    else if (v_.deterministic && !j.refused)
-      holds_deterministically(j, describe(spec));
+    if (!j.verdict.holds) {
+      announce_failure();  // before the shrinking, which may take long
+      rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
+      shrink(s, j, token);
+      r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
+      if (j.error.empty()) keep_stats(j);
+      fail(j, describe(s.value()));
+      r_.token = token.encode();
+      return std::move(r_);
+    }
+    if (j.error.empty()) keep_stats(j);
+    r_.token = token.encode();
+    if (v_.deterministic && !j.refused) holds_deterministically(j, describe(spec));
     return std::move(r_);
   }
 
@@ -306,6 +315,7 @@ class CaseRun {
     }
     announce_failure();  // before the shrinking, which may take long
     shrink(s, j, token);
+    r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
     fail(j, describe(s.value()));
     r_.token = token.encode();
@@ -548,7 +558,13 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
       cert.failure = r.why;
       cert.failure_case = r.failure_case;
       if (!r.token.empty()) cert.worst_token = r.token;
-      cert.worst_ratio = INFINITY;
+      // The counterexample's own error / allowed where its elements failed
+      // the rule (infinite where one allowed no error at all is wrong);
+      // infinite where none did: no output was judged (the kernel's error,
+      // hang or crash) or its outputs differ between runs.
+      const bool elements_failed =
+          !r.failure_elements.empty() && !r.determinism_failed && r.ratio > 1;
+      cert.worst_ratio = elements_failed ? r.ratio : INFINITY;
       cert.failure_elements = r.failure_elements;
     } else if (r.kind == CaseRecord::case_file) {
       cert.worst_ratio = std::max(cert.worst_ratio, r.ratio);

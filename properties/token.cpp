@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 
 #include "properties/ops/table.hpp"
+#include "properties/spec_shrinks.hpp"
 
 namespace moacert::properties {
 
@@ -236,15 +237,27 @@ int size_for(int index, int cases) {
   return cases <= 1 ? 100 : std::min(100, index * 100 / (cases - 1));
 }
 
-std::optional<CaseSpec> spec_of(const Token& t) {
+namespace {
+
+// The case a token's index names, with its shrink tree: a random case's is
+// RapidCheck's, a curated case's shrinkable_spec's.
+std::optional<rc::Shrinkable<CaseSpec>> drawn_case(const Token& t) {
   if (t.index < 0) {
     const auto curated = curated_specs(t.op, t.format, t.settings());
     const std::size_t k = std::size_t(-std::int64_t(t.index) - 1);
     if (k >= curated.size()) return std::nullopt;
-    return curated[k];
+    return shrinkable_spec(curated[k], t.shape);
   }
   const rc::Gen<CaseSpec> gen = gen_case_spec(t.op, t.format, t.settings());
-  rc::Shrinkable<CaseSpec> s = gen(rc::Random({t.seed, std::uint64_t(t.index), 0, 0}), t.size);
+  return gen(rc::Random({t.seed, std::uint64_t(t.index), 0, 0}), t.size);
+}
+
+}  // namespace
+
+std::optional<CaseSpec> spec_of(const Token& t) {
+  std::optional<rc::Shrinkable<CaseSpec>> drawn = drawn_case(t);
+  if (!drawn) return std::nullopt;
+  rc::Shrinkable<CaseSpec> s = *drawn;
   for (std::uint32_t step : t.path) {
     auto shrinks = s.shrinks();
     std::optional<rc::Shrinkable<CaseSpec>> chosen;

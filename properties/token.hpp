@@ -6,7 +6,8 @@
 // generation and constraints) run with
 // rc::Random({seed, index, 0, 0}) at `size`, then walked down its shrink
 // tree by `path` (the index of the chosen shrink at each step). A curated
-// case (index < 0) is the -index-1'th entry of curated_specs.
+// case (index < 0) is the -index-1'th entry of curated_specs, walked down
+// by `path` the same way through shrinkable_spec's tree (spec_shrinks.hpp).
 #pragma once
 
 #include <cstdint>

@@ -54,6 +54,9 @@ class Served {
         declared_(std::move(declared)),
         timeout_s_(timeout_s) {}
 
+  // The kernels its handshake declared.
+  const std::vector<DeclaredKernel>& declared() const { return declared_; }
+
   void call(const DeclaredKernel& kernel, const Problem& p, std::span<const TensorRef> inputs,
             std::span<const TensorRef> outputs) {
     std::lock_guard lock(mutex_);
@@ -195,8 +198,11 @@ std::string kernel_name_of(const std::string& variant) {
   return variant.rfind("worker:", 0) == 0 ? variant.substr(7) : std::string();
 }
 
-Variant load(const std::string& command, Op op, const std::string& wanted,
-             const LoadOptions& options, const std::string& default_name) {
+namespace {
+
+// The worker `command` started, its handshake read and checked: the
+// process, ready to serve what it declares.
+std::shared_ptr<Served> start_worker(const std::string& command, const LoadOptions& options) {
   const std::string who = "worker " + command;
   if (!(options.timeout_s > 0) || !std::isfinite(options.timeout_s))
     throw WorkerError("--timeout must be a positive number of seconds");
@@ -207,10 +213,14 @@ Variant load(const std::string& command, Op op, const std::string& wanted,
   const Received r = connection->receive(std::max(10.0, options.timeout_s));
   if (!r.fault.empty()) throw WorkerError(who + ": no handshake: " + r.fault);
   std::vector<DeclaredKernel> declared = parse_handshake(r.record, who);
-  // --variant NAME or --variant worker:NAME
-  const std::string wanted_name = kernel_name_of(wanted).empty() ? wanted : kernel_name_of(wanted);
-  const DeclaredKernel kernel = choose(declared, op, wanted_name, default_name, who);
+  return std::make_shared<Served>(command, std::move(connection), std::move(declared),
+                                  options.timeout_s);
+}
 
+// The variant `worker:NAME` of one declared kernel, served by `served`.
+Variant variant_of(const DeclaredKernel& kernel, std::shared_ptr<Served> served,
+                   const std::string& command) {
+  const Op op = kernel.op;
   Variant v;
   v.op = op;
   v.name = "worker:" + kernel.name;
@@ -223,8 +233,6 @@ Variant load(const std::string& command, Op op, const std::string& wanted,
   v.envelope = kernel.envelope;
   v.summary = "worker kernel '" + kernel.name + "' of `" + command + "`, run in its process";
   if (const Variant* dnf = Registry::builtin().find_role(op, Role::dnf)) v.cost = dnf->cost;
-  auto served = std::make_shared<Served>(command, std::move(connection), std::move(declared),
-                                         options.timeout_s);
   v.run = [served, kernel](const Problem& p, std::span<const TensorRef> in,
                            std::span<const TensorRef> out, const RunOptions&) {
     if (std::find(kernel.formats.begin(), kernel.formats.end(), p.format) == kernel.formats.end())
@@ -232,6 +240,26 @@ Variant load(const std::string& command, Op op, const std::string& wanted,
     served->call(kernel, p, in, out);
   };
   return v;
+}
+
+}  // namespace
+
+Variant load(const std::string& command, Op op, const std::string& wanted,
+             const LoadOptions& options, const std::string& default_name) {
+  const std::shared_ptr<Served> served = start_worker(command, options);
+  // --variant NAME or --variant worker:NAME
+  const std::string wanted_name = kernel_name_of(wanted).empty() ? wanted : kernel_name_of(wanted);
+  const DeclaredKernel kernel =
+      choose(served->declared(), op, wanted_name, default_name, "worker " + command);
+  return variant_of(kernel, served, command);
+}
+
+std::vector<Variant> load_all(const std::string& command, const LoadOptions& options) {
+  const std::shared_ptr<Served> served = start_worker(command, options);
+  std::vector<Variant> out;
+  for (const DeclaredKernel& kernel : served->declared())
+    out.push_back(variant_of(kernel, served, command));
+  return out;
 }
 
 }  // namespace moacert::kernels::worker

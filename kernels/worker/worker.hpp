@@ -25,6 +25,11 @@ struct LoadOptions {
 Variant load(const std::string& command, Op op, const std::string& wanted,
              const LoadOptions& options = {}, const std::string& default_name = {});
 
+// Every kernel the worker started by `command` declares, each as load()
+// makes it, in the order of its handshake, all served by that one process
+// (`moacert report --worker`). Throws WorkerError as load() does.
+std::vector<Variant> load_all(const std::string& command, const LoadOptions& options = {});
+
 // The NAME of a variant name `worker:NAME`, or empty.
 std::string kernel_name_of(const std::string& variant);
 

@@ -57,6 +57,11 @@ def test_a_mask_off_by_one_is_caught_and_replayed(moacert_certify):
     assert e.certificate["verdict"] == "fails"
     # The counterexample's element, and the command that replays it.
     assert "o(" in str(e) or "lse(" in str(e)
+    # Shrunk from the curated case it failed (N=15, M=16, D=32) to where the
+    # mask shows: two queries, one key; the row that sees no key is allowed
+    # no error, which is why the figure is inf, and the line says so.
+    assert " N=2 M=1 D=1 " in e.certificate["counterexample"]["case"]
+    assert "worst error/allowed inf: " in str(e) and "is allowed no error" in str(e)
     assert e.reproduce.startswith("moacert reproduce mc1.")
     assert "--worker" in e.reproduce and str(e).splitlines()[-1] == "reproduce: " + e.reproduce
     replay = subprocess.run(

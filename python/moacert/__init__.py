@@ -11,8 +11,8 @@ high-precision oracle, through the worker protocol (docs/worker-protocol.md).
 """
 
 from .certify import CertificationFailed, certify, find_moacert, worker_command
-from .serve import Kernel, Unsupported, serve
+from .serve import DeviceUnavailable, Kernel, Unsupported, serve
 
-__all__ = ["CertificationFailed", "Kernel", "Unsupported", "certify", "find_moacert", "serve",
-           "worker_command"]
+__all__ = ["CertificationFailed", "DeviceUnavailable", "Kernel", "Unsupported", "certify",
+           "find_moacert", "serve", "worker_command"]
 __version__ = "0.1.0"

@@ -38,9 +38,14 @@ def main(argv=None):
     fn = module
     for part in qualname.split("."):
         fn = getattr(fn, part)
-    serve(Kernel(a.op, fn, name=a.name or qualname, formats=a.formats.split(","),
-                 envelope=json.loads(a.envelope) if a.envelope else None, device=a.device,
-                 accepts_strided=not a.contiguous, tensors=a.tensors))
+    try:
+        kernel = Kernel(a.op, fn, name=a.name or qualname, formats=a.formats.split(","),
+                        envelope=json.loads(a.envelope) if a.envelope else None, device=a.device,
+                        accepts_strided=not a.contiguous, tensors=a.tensors)
+    except ValueError as e:  # a kernel this worker cannot serve: one line, exit 2
+        print(f"python3 -m moacert: {e}", file=sys.stderr)
+        sys.exit(2)
+    serve(kernel)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,33 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .serve import require_device
+
 
 class CertificationFailed(AssertionError):
     """The kernel failed certification: the message carries the
-    counterexample and ends with the `reproduce:` command."""
+    counterexample and ends with the `reproduce:` command. `reproduce` is
+    that command as moacert printed it; `command`, the same one as a shell
+    here runs it (the moacert that certified named by its path where
+    `moacert` on PATH is another one, or none)."""
 
-    def __init__(self, message, certificate, reproduce):
+    def __init__(self, message, certificate, reproduce, command=None):
         super().__init__(message)
         self.certificate = certificate
         self.reproduce = reproduce
+        self.command = command or reproduce
+
+
+def runnable_here(reproduce, moacert):
+    """`reproduce` ("moacert reproduce TOKEN --worker ...") with its first
+    word the moacert that certified, unless `moacert` on PATH is that one."""
+    program, _, rest = reproduce.partition(" ")
+    if not reproduce or program != "moacert":
+        return reproduce
+    on_path = shutil.which("moacert")
+    if on_path and os.path.realpath(on_path) == os.path.realpath(moacert):
+        return reproduce
+    return shlex.join([os.path.abspath(moacert)]) + " " + rest
 
 
 def find_moacert():
@@ -68,10 +86,12 @@ def certify(op, fn, dtype="f32", cases=None, seed=None, rule=None, shape=None, n
     AssertionError) when it fails, ValueError when moacert refuses the
     worker or the arguments (its one line)."""
     formats = list(formats or [dtype])
+    require_device(name or fn.__name__, device)  # before moacert starts a worker that cannot run
     command = worker_command(op, fn, name, formats, envelope, device, tensors, contiguous)
     with tempfile.TemporaryDirectory(prefix="moacert-") as scratch:
         folder = out or os.path.join(scratch, "certificate")
-        args = [moacert or find_moacert(), "certify", op, "--worker", command, "--dtype", dtype,
+        moacert = moacert or find_moacert()
+        args = [moacert, "certify", op, "--worker", command, "--dtype", dtype,
                 "--out", folder]
         for option, value in (("--cases", cases), ("--seed", seed), ("--rule", rule),
                               ("--shape", shape), ("--timeout", timeout)):
@@ -89,4 +109,4 @@ def certify(op, fn, dtype="f32", cases=None, seed=None, rule=None, shape=None, n
     reproduce = next((l[len("reproduce: "):] for l in lines if l.startswith("reproduce: ")), "")
     why = [l for l in lines if not l.startswith("reproduce: ")]
     message = "\n".join(why + [f"reproduce: {reproduce}"])
-    raise CertificationFailed(message, certificate, reproduce)
+    raise CertificationFailed(message, certificate, reproduce, runnable_here(reproduce, moacert))

@@ -1,6 +1,8 @@
 """pytest plugin: `--moacert-cases`, `--moacert-seed`, `--moacert-rule`, the
 `moacert_certify` fixture, and a failing test's report ending with the
-command that replays its counterexample."""
+command that replays its counterexample, as a shell here runs it
+(CertificationFailed.command: `--worker '...'` quoted for the shell, and
+the moacert that certified by its path when it is not on PATH)."""
 
 import functools
 
@@ -42,6 +44,6 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None and isinstance(call.excinfo.value, CertificationFailed):
-        reproduce = call.excinfo.value.reproduce
-        if reproduce and hasattr(report.longrepr, "addsection"):
-            report.longrepr.addsection("moacert reproduce", reproduce)
+        command = call.excinfo.value.command
+        if command and hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection("moacert reproduce", command)

@@ -15,6 +15,29 @@ class Unsupported(Exception):
     """Raised by a kernel for a problem it does not run: answered "unsupported"."""
 
 
+class DeviceUnavailable(ValueError):
+    """A kernel's device cannot run here (device="cuda" where torch.cuda is
+    not available): refused before any case, in one line."""
+
+
+def require_device(name, device):
+    """Raises DeviceUnavailable, naming the kernel and why, unless `device`
+    ("cpu", "cuda" or "cuda:N") can run here."""
+    if device == "cpu":
+        return
+    if device != "cuda" and not device.startswith("cuda:"):
+        raise DeviceUnavailable(f"{name}: device {device!r}: a worker's kernel runs on cpu or cuda")
+    try:
+        import torch
+    except ImportError:
+        raise DeviceUnavailable(f"{name}: device {device} needs PyTorch, which is not installed")
+    if not torch.cuda.is_available():
+        why = (f"PyTorch {torch.__version__} is built without CUDA" if torch.version.cuda is None
+               else f"no CUDA device is visible to PyTorch {torch.__version__} (CUDA "
+                    f"{torch.version.cuda})")
+        raise DeviceUnavailable(f"{name}: device {device}: torch.cuda is not available: {why}")
+
+
 class Kernel:
     """One kernel a worker declares in its handshake."""
 
@@ -33,6 +56,7 @@ class Kernel:
             raise ValueError(f"{self.name}: bf16 needs torch tensors (numpy has no bfloat16)")
         if device != "cpu" and self.tensors != "torch":
             raise ValueError(f"{self.name}: device {device} needs torch tensors")
+        require_device(self.name, device)
 
     def declaration(self):
         d = {"op": self.op, "name": self.name, "formats": self.formats, "device": self.device,
@@ -101,6 +125,10 @@ def _run(channel, kernel, call):
                             else channel.numpy_view(t))
     inputs = [t["name"] for t in call["tensors"] if not t["output"]]
     outputs = [t["name"] for t in call["tensors"] if t["output"]]
+    # On a GPU: each input copied to the device (the shared memory is the
+    # host's), each output copied back into its view by _write_output, and
+    # the device synchronized before the answer, so that "done" means
+    # written.
     arguments = {}
     for n in inputs:
         x = views[n]

@@ -58,11 +58,29 @@ TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
   o.format = Format::f32;
   o.cases = 100;
   o.seed = 12345;
-  // The curated edge cases catch it first, unshrunk (they have no shrink tree).
+  // The curated edge cases catch it first, and shrink it through
+  // shrinkable_spec (no generator drew them) to the same edge: five keys,
+  // no causal mask. Their token walks the same tree back.
   const Certificate curated = certify(o);
   ASSERT_FALSE(curated.holds);
-  EXPECT_LT(Token::decode(curated.worst_token)->index, 0);
+  const std::optional<Token> curated_token = Token::decode(curated.worst_token);
+  ASSERT_TRUE(curated_token);
+  EXPECT_LT(curated_token->index, 0);
+  EXPECT_FALSE(curated_token->path.empty()) << "the curated counterexample was not shrunk";
   EXPECT_EQ(curated.random_run, 0);
+  // The figure beside the verdict is the counterexample's own error /
+  // allowed: past 1, and finite, since every element it drops is allowed
+  // some error.
+  EXPECT_GT(curated.worst_ratio, 1);
+  EXPECT_TRUE(std::isfinite(curated.worst_ratio));
+  const Replay curated_replay = replay(*curated_token, wrong);
+  EXPECT_FALSE(curated_replay.verdict.holds);
+  EXPECT_EQ(describe(curated_replay.spec), curated.failure_case);
+  EXPECT_EQ(curated_replay.spec.problem.dims.M, 5);
+  EXPECT_FALSE(curated_replay.spec.problem.params.causal);
+  EXPECT_TRUE(
+      replay(*curated_token, *kernels::Registry::builtin().find(Op::attention_fwd, "cpu.dnf"))
+          .verdict.holds);
   // Random cases alone: caught, then shrunk. Certify reports each shrink it
   // keeps right after judging it, so the kernel's latest inputs then are
   // those of the failing case found so far: the last such report holds the

@@ -1,8 +1,9 @@
 // certify --shape and the deployment-scale cases (issue #17 items 1 and 2):
-// every generated and curated case lies in the constraints, tokens carry
-// them and re-create the identical case, version-1 tokens still name the
-// cases they named, and without --shape a share of cases is deployment-scale
-// and the common tiles are straddled although the variant declares none.
+// every generated and curated case (and every shrink of a curated one) lies
+// in the constraints, tokens carry them and re-create the identical case,
+// version-1 tokens still name the cases they named, and without --shape a
+// share of cases is deployment-scale and the common tiles are straddled
+// although the variant declares none.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "properties/certify.hpp"
+#include "properties/spec_shrinks.hpp"
 #include "properties/token.hpp"
 
 namespace moacert::properties {
@@ -65,6 +67,18 @@ RC_GTEST_PROP(Shapes, EveryGeneratedAndCuratedCaseLiesInTheConstraints, ()) {
     RC_ASSERT(shape->admits(s.problem.dims));
     validate(s.problem);
     RC_ASSERT(lens_fit(s));
+    // A failing curated case shrinks through shrinkable_spec: each shrink is
+    // a case certify could draw, laid out for its own shapes, and smaller.
+    auto shrinks = shrinkable_spec(s, *shape).shrinks();
+    while (const auto shrunk = shrinks.next()) {
+      const CaseSpec& c = shrunk->value();
+      RC_ASSERT(shape->admits(c.problem.dims));
+      validate(c.problem);
+      RC_ASSERT(lens_fit(c));
+      const auto shapes = input_shapes(c.problem);
+      for (std::size_t i = 0; i < shapes.size(); ++i) RC_ASSERT(c.layouts[i].shape() == shapes[i]);
+      RC_ASSERT(c.problem.dims != s.problem.dims || c.kinds != s.kinds);
+    }
   }
 }
 
