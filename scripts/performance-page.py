@@ -175,6 +175,7 @@ HISTORY_SECTIONS = [
     (["regime-coverage"], "Regime coverage"),
     (["planted-tiled-kernels"], "Planted tiled kernels"),
     ([], "Workers (issue #28)"),
+    ([], "The backward at scale (issue #29, item 3)"),
 ]
 
 

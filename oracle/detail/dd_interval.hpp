@@ -25,6 +25,7 @@
 #include <limits>
 
 #include "oracle/oracle.hpp"
+#include "reference/dnf/reductions.hpp"
 #include "reference/dnf/scalar.hpp"
 
 namespace moacert::oracle::detail {
@@ -173,9 +174,45 @@ struct DDInterval {
   friend DDInterval sqrt(const DDInterval& a);  // dd_pass.cpp
 };
 
+// The attention DNF's two reductions over DDIntervals, vectorised along
+// independent sums (dd_reductions.cpp, Highway, dispatched at run time):
+// each lane is one sum, run through DDInterval's own operations in the
+// plain loops' order, so the results are plain_dots' and
+// plain_weighted_sum's bit for bit. Rows of x are `row_stride` intervals
+// apart, the elements of a row (and of a) contiguous; every x must be a
+// point (the case's inputs are). They return false, computing nothing, where
+// they do not apply (an x not a point, a target without a fused
+// multiply-add, which TwoProd needs): the caller runs the plain loops.
+//   dd_dots:          out_j = Σ_d a_d · x_jd     for j < rows, d < D
+//   dd_weighted_sum:  out_d = Σ_j w_j · x_jd     for d < D, j < rows
+bool dd_dots(const DDInterval* a, const DDInterval* x, moa::extent_t row_stride, moa::extent_t rows,
+             moa::extent_t D, DDInterval* out);
+bool dd_weighted_sum(const DDInterval* w, const DDInterval* x, moa::extent_t row_stride,
+                     moa::extent_t rows, moa::extent_t D, DDInterval* out);
+
 }  // namespace moacert::oracle::detail
 
 namespace moacert::dnf {
+
+// The double-double pass's reductions: vectorised where the rows are
+// contiguous and x holds points (the scores' keys, the values), the plain
+// loops otherwise (D_i's single dot of dO_i with O_i, an interval).
+template <>
+struct Reductions<oracle::detail::DDInterval> {
+  using I = oracle::detail::DDInterval;
+  static void dots(const moa::View<const I>& a, const moa::View<const I>& x, moa::extent_t rows,
+                   I* out) {
+    if (!(contiguous_rows(a) && contiguous_rows(x) &&
+          oracle::detail::dd_dots(a.data(), x.data(), x.layout().stride(0), rows, a.shape()[0],
+                                  out)))
+      plain_dots(a, x, rows, out);
+  }
+  static void weighted_sum(const I* w, const moa::View<const I>& x, moa::extent_t rows, I* out) {
+    if (!(contiguous_rows(x) && oracle::detail::dd_weighted_sum(w, x.data(), x.layout().stride(0),
+                                                                rows, x.shape()[1], out)))
+      plain_weighted_sum(w, x, rows, out);
+  }
+};
 
 template <>
 struct ScalarTraits<oracle::detail::DDInterval> {

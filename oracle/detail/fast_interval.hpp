@@ -220,12 +220,6 @@ void interval_dots(const FastInterval* a, const FastInterval* x, moa::extent_t r
 void interval_weighted_sum(const FastInterval* w, const FastInterval* x, moa::extent_t row_stride,
                            moa::extent_t rows, moa::extent_t D, FastInterval* out);
 
-// Whether a view's last axis is contiguous, as the vectorised reductions need.
-template <class T>
-bool contiguous_rows(const moa::View<T>& v) {
-  return v.layout().is_flat() && v.layout().stride(v.rank() - 1) == 1;
-}
-
 }  // namespace moacert::oracle::detail
 
 namespace moacert::dnf {
@@ -240,7 +234,6 @@ struct Reductions<oracle::detail::FastInterval> {
   }
   static void dots(const moa::View<const I>& a, const moa::View<const I>& x, moa::extent_t rows,
                    I* out) {
-    using oracle::detail::contiguous_rows;
     if (vectorised() && contiguous_rows(a) && contiguous_rows(x)) {
       oracle::detail::interval_dots(a.data(), x.data(), x.layout().stride(0), rows, a.shape()[0],
                                     out);
@@ -249,7 +242,7 @@ struct Reductions<oracle::detail::FastInterval> {
     }
   }
   static void weighted_sum(const I* w, const moa::View<const I>& x, moa::extent_t rows, I* out) {
-    if (vectorised() && oracle::detail::contiguous_rows(x)) {
+    if (vectorised() && contiguous_rows(x)) {
       oracle::detail::interval_weighted_sum(w, x.data(), x.layout().stride(0), rows, x.shape()[1],
                                             out);
     } else {

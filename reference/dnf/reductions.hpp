@@ -6,13 +6,22 @@
 // the formulas (d ascending, j ascending, each sum from zero). The oracle's
 // first pass specialises it for FastInterval to run vectorised
 // (oracle/fast_reductions.cpp); an interval specialisation may sum in
-// another order because every order encloses the same exact sum.
+// another order because every order encloses the same exact sum. The
+// double-double pass's (oracle/dd_reductions.cpp) keeps this order, lane by
+// lane, so that its enclosures are the plain loops' bit for bit.
 #pragma once
 
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
 
 namespace moacert::dnf {
+
+// Whether a view's last axis is contiguous, as the oracle's vectorised
+// reductions need (always, for its row-major inputs).
+template <class T>
+bool contiguous_rows(const moa::View<T>& v) {
+  return v.layout().is_flat() && v.layout().stride(v.rank() - 1) == 1;
+}
 
 // The loops of the definition, for any T (and a specialisation's fallback
 // on layouts it does not handle).
