@@ -118,6 +118,9 @@ void draw_lens(CaseSpec& s, const GenSettings& g) {
                          : *rc::gen::weightedOneOf<std::int64_t>(
                                {{2, any}, {1, one}, {1, all}, {1, rc::gen::elementOf(straddle)}}));
   }
+  // From generation 5, a cache past the first envelope threshold is seen
+  // whole by the last batch, so that an envelope case judges its length.
+  if (g.generation >= 5 && d.M >= kFirstEnvelopeThreshold) s.lens.back() = d.M;
   // A whole tile past key 0's to underflow: batch 0 sees two tiles.
   if (s.values == Values::underflowing_tile)
     s.lens[0] = std::max<std::int64_t>(s.lens[0], std::min(2 * kUnderflowTile, d.M));
@@ -207,6 +210,14 @@ PropertyOp attention_op(Op op) {
       draw_large_dims(d, shape, small_tiles, large_tiles, long_axis_limit(backward, generation));
     };
   }
+  // The deployment envelope (docs/design.md#deployment-envelope): query
+  // and key positions to 32768, decode's cache to 131072, groups of query
+  // heads per kv head to 16 (over one kv head: H = the group).
+  const EnvelopeAxis group{&Dims::H, 16, 2, true};
+  if (one_query)
+    a.envelope_axes = {{&Dims::M, 131072}, group};
+  else
+    a.envelope_axes = {{&Dims::N, 32768}, {&Dims::M, 32768}, group};
   // The backward's large cases cost the most.
   a.large_one_in = backward ? 10 : 6;
   if (has_param(op, "causal"))
