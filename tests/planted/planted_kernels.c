@@ -260,9 +260,10 @@ static int split_decode(const DLTensor* const* in, int n_in, DLTensor* const* ou
    it: a fixed buffer or a narrow index, the faults that wait for the
    shapes models are deployed at.
 
-     tile_count_fwd  attention.fwd over query tiles of 64 rows whose count
-                     is kept in 8 bits: past 256 tiles (N = 16384) it wraps
-                     and the rows past the wrapped count are never written.
+     tile_count_fwd  attention.fwd over query tiles of 64 rows, the last
+                     tile's index kept in 8 bits: past 256 tiles
+                     (N = 16384) it wraps and the rows of the tiles past
+                     the wrapped index are never written.
      split64_decode  attention.decode, split-K in splits of 1024 keys into
                      a partials buffer of 64 splits; the fix merges the
                      buffer into a running state each time it is full, the
@@ -345,13 +346,14 @@ static int walked_fwd(forward_walk walk, const DLTensor* const* in, int n_in, DL
           }
           continue;
         }
-        /* ROWS_BY_QUERY_TILE */
+        /* ROWS_BY_QUERY_TILE: tiles 0 .. last of 64 rows. */
 #if PLANTED_FAULTS
-        const uint8_t tiles = (uint8_t)((N + QUERY_TILE - 1) / QUERY_TILE); /* Planted: 8 bits */
+        /* Planted: the last tile's index is kept in 8 bits. */
+        const uint8_t last = (uint8_t)((N - 1) / QUERY_TILE);
 #else
-        const int64_t tiles = (N + QUERY_TILE - 1) / QUERY_TILE;
+        const int64_t last = (N - 1) / QUERY_TILE;
 #endif
-        for (int64_t t = 0; t < (int64_t)tiles; ++t)
+        for (int64_t t = 0; t <= (int64_t)last; ++t)
           for (int64_t i = t * QUERY_TILE; i < N && i < (t + 1) * QUERY_TILE; ++i) {
             const attention_row r = {q, k, v, b, h, i, g, D, scale};
             forward_row(&r, &s, scores, o, lse, causal, N, M);
