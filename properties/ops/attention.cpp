@@ -118,9 +118,6 @@ void draw_lens(CaseSpec& s, const GenSettings& g) {
                          : *rc::gen::weightedOneOf<std::int64_t>(
                                {{2, any}, {1, one}, {1, all}, {1, rc::gen::elementOf(straddle)}}));
   }
-  // From generation 5, a cache past the first envelope threshold is seen
-  // whole by the last batch, so that an envelope case judges its length.
-  if (g.generation >= 5 && d.M >= kFirstEnvelopeThreshold) s.lens.back() = d.M;
   // A whole tile past key 0's to underflow: batch 0 sees two tiles.
   if (s.values == Values::underflowing_tile)
     s.lens[0] = std::max<std::int64_t>(s.lens[0], std::min(2 * kUnderflowTile, d.M));
