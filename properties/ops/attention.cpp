@@ -207,6 +207,14 @@ PropertyOp attention_op(Op op) {
       draw_large_dims(d, shape, small_tiles, large_tiles, long_axis_limit(backward, generation));
     };
   }
+  // The deployment envelope (docs/design.md#deployment-envelope): query
+  // and key positions to 32768, decode's cache to 131072, groups of query
+  // heads per kv head to 16 (over one kv head: H = the group).
+  const EnvelopeAxis group{&Dims::H, 16, 2, true};
+  if (one_query)
+    a.envelope_axes = {{&Dims::M, 131072}, group};
+  else
+    a.envelope_axes = {{&Dims::N, 32768}, {&Dims::M, 32768}, group};
   // The backward's large cases cost the most.
   a.large_one_in = backward ? 10 : 6;
   if (has_param(op, "causal"))
