@@ -309,7 +309,7 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
     p.format = format;
     // f64 oracles run in MPFI from the start: keep the f64 problems smaller.
     const extent_t big = format == Format::f64 ? 24 : 40;
-    const bool envelope =
+    const bool envelope = s.envelope =
         g.generation >= 5 && !po.envelope_axes.empty() &&
         *rc::gen::weightedElement<bool>({{std::size_t(kEnvelopeOneIn - 1), false}, {1, true}});
     if (g.generation < 2) {

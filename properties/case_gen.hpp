@@ -53,6 +53,9 @@ struct CaseSpec {
   std::vector<std::int64_t> lens;      // decode only
   Values values = Values::uniform;
   std::uint64_t seed = 0;  // the values' stream
+  // Drawn at the deployment envelope (generation 5, one case in
+  // kEnvelopeOneIn): one long axis, the others small.
+  bool envelope = false;
 };
 
 void showValue(const CaseSpec& s, std::ostream& os);
