@@ -458,6 +458,35 @@ void print_unreached_regimes(const std::vector<properties::Certificate>& certs) 
   }
 }
 
+// Envelope coverage (docs/design.md#deployment-envelope), said once for the
+// op: the thresholds no judged case crossed, per axis ("N 32768, L 131072");
+// where the variants' sets differ (their envelopes narrow the draw), one
+// line per set naming its variants.
+void print_uncrossed_thresholds(const std::vector<properties::Certificate>& certs) {
+  struct Uncrossed {
+    std::vector<std::string> thresholds, variants;
+  };
+  std::vector<Uncrossed> sets;
+  for (const properties::Certificate& cert : certs) {
+    std::vector<std::string> thresholds;
+    for (const auto& r : cert.envelope_reach)
+      if (!r.not_crossed.empty())
+        thresholds.push_back(fmt::format("{} {}", r.axis, fmt::join(r.not_crossed, " ")));
+    auto it = std::find_if(sets.begin(), sets.end(),
+                           [&](const Uncrossed& u) { return u.thresholds == thresholds; });
+    if (it == sets.end()) it = sets.insert(sets.end(), {thresholds, {}});
+    it->variants.push_back(cert.variant);
+  }
+  for (const Uncrossed& u : sets) {
+    if (u.thresholds.empty()) continue;
+    if (sets.size() == 1)
+      fmt::print("envelope thresholds no case crossed: {}\n", fmt::join(u.thresholds, ", "));
+    else
+      fmt::print("envelope thresholds no case crossed by {}'s cases: {}\n",
+                 fmt::join(u.variants, ", "), fmt::join(u.thresholds, ", "));
+  }
+}
+
 // The root's files: each certificate (in a folder per variant when there
 // are several, with their summary beside), and the JUnit XML.
 void write_outputs(const CertifyArgs& a, const std::vector<properties::Certificate>& certs,
@@ -507,6 +536,7 @@ int run_certify(const CertifyArgs& a) {
   }
   if (!world.root()) return world.share(0);  // the root's status, on every rank
   print_unreached_regimes(certs);
+  print_uncrossed_thresholds(certs);
   write_outputs(a, certs, simt_counters, variants, provenance);
   const bool all_hold = std::all_of(certs.begin(), certs.end(),
                                     [](const properties::Certificate& c) { return c.holds; });

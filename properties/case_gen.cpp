@@ -194,6 +194,54 @@ void one_or_two_heads(Dims& d, const ShapeConstraints& shape) {
   d.H = *rc::gen::inRange<extent_t>(1, 3);
 }
 
+std::vector<extent_t> EnvelopeAxis::thresholds() const {
+  std::vector<extent_t> out;
+  for (extent_t t = first_threshold; t <= edge; t *= 2) out.push_back(t);
+  return out;
+}
+
+rc::Gen<extent_t> gen_envelope_extent(const EnvelopeAxis& axis, ExtentRange r) {
+  if (r.fixed()) return rc::gen::just(r.lo);
+  if (r.discrete())  // as gen_extent
+    return rc::gen::map(gen_envelope_extent(axis, ExtentRange{r.lo, r.hi}),
+                        [r](extent_t e) { return r.clamp(e); });
+  std::vector<extent_t> straddle;
+  for (extent_t t : axis.thresholds())
+    for (extent_t e : {t - 1, t, t + 1})
+      if (r.contains(e)) straddle.push_back(e);
+  // The edge: the envelope's, or the narrower one of the range.
+  const extent_t edge = std::min(axis.edge, r.hi);
+  if (edge < axis.first_threshold || !r.contains(edge))
+    return straddle.empty() ? gen_extent(4, {}, r) : shrinking_to(r, rc::gen::elementOf(straddle));
+  if (straddle.empty()) return shrinking_to(r, rc::gen::just(edge));
+  return shrinking_to(r, rc::gen::weightedOneOf<extent_t>(
+                             {{1, rc::gen::just(edge)}, {1, rc::gen::elementOf(straddle)}}));
+}
+
+void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes,
+                        const ShapeConstraints& shape,
+                        const std::function<void(Dims&, extent_t, const ShapeConstraints&,
+                                                 const std::vector<extent_t>&)>& draw_small) {
+  // The small draw, then every free axis at most 4, B = 1 and one or two
+  // heads over one kv head: the long axis alone makes the case large, so
+  // its memory and time stay those of that one axis.
+  draw_small(d, 4, shape, {});
+  for (extent_t Dims::*field : kDimFields)
+    if (!shape.constrained(field)) d.*field = std::min<extent_t>(d.*field, 4);
+  if (!shape.constrained(&Dims::B)) d.B = 1;
+  one_or_two_heads(d, shape);
+  const EnvelopeAxis& axis = *rc::gen::elementOf(axes);
+  if (!axis.group) {
+    d.*axis.field = *gen_envelope_extent(axis, shape.range(axis.field));
+    return;
+  }
+  // The group H / Hkv: over one kv head, unless --shape constrains the
+  // heads (then the small draw's heads, within it).
+  if (shape.constrained(&Dims::H) || shape.constrained(&Dims::Hkv)) return;
+  d.Hkv = 1;
+  d.H = *gen_envelope_extent(axis, ExtentRange{});
+}
+
 std::vector<extent_t> with_common_tiles(std::vector<extent_t> tiles, extent_t up_to) {
   for (extent_t t : kCommonTiles)
     if (t <= up_to) tiles.push_back(t);
@@ -261,8 +309,13 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
     p.format = format;
     // f64 oracles run in MPFI from the start: keep the f64 problems smaller.
     const extent_t big = format == Format::f64 ? 24 : 40;
+    const bool envelope = s.envelope =
+        g.generation >= 5 && !po.envelope_axes.empty() &&
+        *rc::gen::weightedElement<bool>({{std::size_t(kEnvelopeOneIn - 1), false}, {1, true}});
     if (g.generation < 2) {
       po.draw_small_dims(d, big, g.shape, g.tiles);
+    } else if (envelope) {
+      draw_envelope_dims(d, po.envelope_axes, g.shape, po.draw_small_dims);
     } else if (*rc::gen::weightedElement<bool>(
                    {{std::size_t(large_one_in(op) - 1), false}, {1, true}})) {
       po.draw_large_dims(d, g.shape, with_common_tiles(g.tiles, 128),
@@ -295,9 +348,14 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
         p.params.scale = *rc::gen::element(0.05, 0.3, 1.0, 2.5);  // not 1/sqrt(D)
       }
     }
-    po.shape_for_regime(s, g.shape);
+    // An envelope case keeps its one long axis: a regime's shape (no-key
+    // rows' N raised past a long M) would make it long along two.
+    if (!envelope) po.shape_for_regime(s, g.shape);
     g.shape.into_supported(p);
     if (po.draw_index_inputs) po.draw_index_inputs(s, g);
+    // An envelope case's last batch sees the whole cache (decode's lens),
+    // so the length drawn is the length judged, and shrinks with it.
+    if (envelope && !s.lens.empty()) s.lens.back() = d.M;
 
     const auto shapes = input_shapes(p);
     for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {

@@ -53,6 +53,9 @@ struct CaseSpec {
   std::vector<std::int64_t> lens;      // decode only
   Values values = Values::uniform;
   std::uint64_t seed = 0;  // the values' stream
+  // Drawn at the deployment envelope (generation 5, one case in
+  // kEnvelopeOneIn): one long axis, the others small.
+  bool envelope = false;
 };
 
 void showValue(const CaseSpec& s, std::ostream& os);
@@ -64,9 +67,11 @@ std::string describe(const CaseSpec& s);
 // (docs/design.md#certify). 3 adds the value families aimed at the
 // numerical regimes (docs/design.md#numerical-regimes) and draws
 // attention.fwd's long-only axis up to 2049, past the 1024 tile. 4 aims
-// block's cases at its regimes too (every other op draws as in 3). A token
-// names its generation, so that a case comes back as it was drawn.
-inline constexpr int kGeneration = 4;
+// block's cases at its regimes too (every other op draws as in 3). 5 draws
+// one random case in kEnvelopeOneIn at the deployment envelope
+// (docs/design.md#deployment-envelope). A token names its generation, so
+// that a case comes back as it was drawn.
+inline constexpr int kGeneration = 5;
 
 // The tile and split sizes kernels commonly use: from generation 2 every
 // variant's cases straddle them (t-1, t, t+1), declared or not, so that a
@@ -80,6 +85,16 @@ inline constexpr moa::extent_t kUnderflowTile = kCommonTiles.front();
 // The extents past which a case counts as deployment-scale: 256 (decode's
 // cache length: 4096).
 inline constexpr moa::extent_t kLargeExtent = 256, kLargeDecodeLength = 4096;
+
+// From generation 5, one random case in kEnvelopeOneIn is an envelope
+// case: one long axis at the edge of the op's deployment envelope or on
+// either side of one of its thresholds, the others small
+// (docs/design.md#generated-cases).
+inline constexpr int kEnvelopeOneIn = 6;
+
+// The first threshold of a long envelope axis: below it the common tiles
+// already straddle every power of two (kCommonTiles).
+inline constexpr moa::extent_t kFirstEnvelopeThreshold = 1024;
 
 // From generation 3, one random case in kRegimeOneIn draws its values from
 // a family aimed at one of the op's numerical regimes

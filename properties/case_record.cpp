@@ -60,6 +60,7 @@ void fields(Io& io, R& r) requires std::is_same_v<std::remove_const_t<R>, CaseRe
   io(r.ratio), io(r.token), io(r.why), io(r.failure_case), io(r.failure_elements);
   io(r.counted), io(r.traffic_checked), io(r.counts), io(r.cost_atomics);
   io(r.atomics_mismatch), io(r.traffic_mismatch), io(r.plot), io(r.regimes);
+  io(r.extents);
   io(r.generation_seconds), io(r.bounds_seconds), io(r.oracle_seconds), io(r.kernel_seconds);
   io(r.judge_seconds);
 }

@@ -64,6 +64,8 @@ struct CaseRecord {
   // The numerical regimes the case as drawn reached (a Regimes bitset,
   // properties/regimes.hpp).
   std::uint64_t regimes = 0;
+  // Its extents as drawn, by kDimFields (the envelope coverage).
+  std::vector<std::int64_t> extents;
 
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
          judge_seconds = 0;

@@ -10,6 +10,7 @@
 
 #include "oracle/bounds.hpp"
 #include "properties/case_record.hpp"
+#include "properties/ops/table.hpp"  // the envelope axes
 #include "properties/plot_samples.hpp"
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
@@ -336,6 +337,8 @@ class CaseRun {
     }
     const auto classifying = Clock::now();
     r_.regimes = classify(c).to_ullong();
+    r_.extents.clear();
+    for (moa::extent_t Dims::*field : kDimFields) r_.extents.push_back(c.problem.dims.*field);
     r_.generation_seconds += seconds_since(classifying);
     if (counting) counting->take_launch_counts();
     Judged j =
@@ -512,6 +515,40 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
                                o_.variant->deterministic && i % 10 == 0);
 }
 
+namespace {
+
+// The envelope coverage of the judged records (Certificate::envelope_reach):
+// per envelope axis of `op`, the largest extent and the thresholds crossed,
+// those past the end of `shape`'s range (the variant's envelope included)
+// left out. Records without extents (case files) count as none.
+std::vector<Certificate::EnvelopeReach> envelope_reach(Op op, const ShapeConstraints& shape,
+                                                       const std::vector<CaseRecord>& records) {
+  std::vector<Certificate::EnvelopeReach> out;
+  auto index = [](moa::extent_t Dims::*field) {
+    return std::size_t(std::find(kDimFields.begin(), kDimFields.end(), field) - kDimFields.begin());
+  };
+  for (const EnvelopeAxis& a : property_op(op).envelope_axes) {
+    Certificate::EnvelopeReach reach;
+    reach.axis = "H/Hkv";
+    if (!a.group)
+      for (std::string_view name : dims_of(op))
+        if (dim_field(name) == a.field) reach.axis = std::string(name);
+    for (const CaseRecord& r : records) {
+      if (r.extents.size() != kDimFields.size()) continue;
+      const moa::extent_t e = a.group ? r.extents[index(&Dims::H)] / r.extents[index(&Dims::Hkv)]
+                                      : r.extents[index(a.field)];
+      reach.largest = std::max(reach.largest, e);
+    }
+    const moa::extent_t hi = a.group ? shape.range(&Dims::H).hi : shape.range(a.field).hi;
+    for (moa::extent_t t : a.thresholds())
+      if (t < hi) (reach.largest > t ? reach.crossed : reach.not_crossed).push_back(t);
+    out.push_back(std::move(reach));
+  }
+  return out;
+}
+
+}  // namespace
+
 Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   const kernels::Variant& v = *o_.variant;
   Certificate cert;
@@ -575,6 +612,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
         worst = r.position;
     }
   }
+  cert.envelope_reach = envelope_reach(v.op, o_.shape, records);
   if (cert.holds && int(records.size()) != size())
     throw std::logic_error("certificate: " + std::to_string(records.size()) + " records of " +
                            std::to_string(size()) + " cases");

@@ -3,10 +3,12 @@
 // in case_gen.cpp.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <rapidcheck.h>
 
+#include "properties/case_gen.hpp"
 #include "properties/shape_constraints.hpp"
 #include "reference/problem.hpp"
 
@@ -52,6 +54,35 @@ struct LargeCaseDraws {
   moa::extent_t large(moa::extent_t Dims::*field, moa::extent_t limit) const;
   moa::extent_t small(moa::extent_t Dims::*field, moa::extent_t max_small) const;
 };
+
+// One axis of an op's deployment envelope (docs/design.md#deployment-envelope):
+// its field, its edge (the largest deployed extent) and its thresholds,
+// the powers of two from `first_threshold` up to the edge. `group`: the
+// axis is the query heads per kv head, drawn as H over Hkv = 1.
+struct EnvelopeAxis {
+  moa::extent_t Dims::*field;
+  moa::extent_t edge;
+  moa::extent_t first_threshold = kFirstEnvelopeThreshold;
+  bool group = false;
+  // The thresholds t (powers of two, first_threshold <= t <= edge).
+  std::vector<moa::extent_t> thresholds() const;
+};
+
+// The extents an envelope case draws along `axis` within `r`: half the
+// time the edge, else t-1, t or t+1 for a threshold t, each shrinking
+// towards r.lo as an integer does (so a counterexample shrinks to the
+// threshold its fault starts past). Where `r` holds none of them, a small
+// draw of `r`.
+rc::Gen<moa::extent_t> gen_envelope_extent(const EnvelopeAxis& axis, ExtentRange r);
+
+// An envelope case's dimensions: the op's small draw with every free axis
+// at most 4, B = 1 and one or two heads over one kv head
+// (one_or_two_heads), then one of `axes` drawn long by gen_envelope_extent
+// within --shape's (and the variant's) range.
+void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes,
+                        const ShapeConstraints& shape,
+                        const std::function<void(Dims&, moa::extent_t, const ShapeConstraints&,
+                                                 const std::vector<moa::extent_t>&)>& draw_small);
 
 // The tiles straddled from generation 2: the declared ones with the common
 // ones up to `up_to`, each once.

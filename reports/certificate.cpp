@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "reports/json_figure.hpp"
 #include "reports/plot_data.hpp"
@@ -131,6 +132,13 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   for (const auto& [regime, cases] : c.regime_cases)
     regimes.push_back({{"regime", regime}, {"cases", cases}});
   j["regimes"] = regimes;
+  nlohmann::json reach = nlohmann::json::array();  // the envelope's axes, in the op's order
+  for (const auto& r : c.envelope_reach)
+    reach.push_back({{"axis", r.axis},
+                     {"largest", r.largest},
+                     {"thresholds_crossed", r.crossed},
+                     {"thresholds_not_crossed", r.not_crossed}});
+  j["envelope_reach"] = reach;
   j["plot_data"] = plot_data_json(c.plots);
   j["moacert"] = {{"version", build.version}, {"build", build.flags}};
   j["provenance"] = to_json(provenance);
@@ -188,6 +196,17 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
           "regimes\"):\n\n| regime | cases |\n| --- | ---: |\n";
     for (const auto& [regime, cases] : c.regime_cases)
       md << fmt::format("| {} | {}{} |\n", regime, cases, cases == 0 ? " (not reached)" : "");
+  }
+  if (!c.envelope_reach.empty()) {
+    md << "\nDeployment envelope the judged cases reached (docs/design.md, \"Deployment "
+          "envelope\"):\n\n| axis | largest | thresholds crossed | not crossed |\n"
+          "| --- | ---: | --- | --- |\n";
+    auto list = [](const std::vector<std::int64_t>& ts) {
+      return ts.empty() ? std::string("-") : fmt::format("{}", fmt::join(ts, ", "));
+    };
+    for (const auto& r : c.envelope_reach)
+      md << fmt::format("| {} | {} | {} | {} |\n", r.axis, r.largest, list(r.crossed),
+                        list(r.not_crossed));
   }
   md << fmt::format(
       "\nTime: generation {:.2f} s, bounds {:.2f} s, oracle {:.2f} s, kernel {:.2f} s, judge "

@@ -181,6 +181,16 @@ struct Certificate {
   // in its order, and how many judged cases reached it; a 0 is a regime
   // this run never reached.
   std::vector<std::pair<std::string, int>> regime_cases;
+  // Envelope coverage (docs/design.md#deployment-envelope): per axis of the
+  // op's deployment envelope ("N", "L", "D", ..., "H/Hkv" for the group),
+  // the largest extent a judged case had and the thresholds t it crossed
+  // (an extent past t) or not, among those its range allows.
+  struct EnvelopeReach {
+    std::string axis;
+    std::int64_t largest = 0;
+    std::vector<std::int64_t> crossed, not_crossed;
+  };
+  std::vector<EnvelopeReach> envelope_reach;
   PlotData plots;
 };
 constexpr int kSpreadRuns = 20;

@@ -128,6 +128,13 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
   request_ = q;
   data_bytes_ = bytes;
   const wire::Reply r = exchange(q, memfd);
+  // A device fault (a device tensor's check, or the device's error, which
+  // ends the worker: a CUDA error is sticky) stops the worker first, so the
+  // next call starts a fresh one, whichever message the call fails with: an
+  // emulator's out-of-bounds write is both a hazard and a device error, and
+  // a worker left for dead failed the next call (a shrink step) with "the
+  // worker exited with status 6 (before the call)" in its place.
+  if (r.kind == wire::Reply::device_fault) stop(/*graceful=*/r.ends_worker != 0);
   // A hazard the SIMT emulator found is the call's fault, whatever the
   // plugin's run made of the exception (docs/simt.md#plugins).
   if (r.simt_report[0]) {
@@ -141,11 +148,9 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
     }
   }
   // A device tensor's check (a write past it, or into an input), or the
-  // device's error, which ends the worker (a CUDA error is sticky).
-  if (r.kind == wire::Reply::device_fault) {
-    stop(/*graceful=*/r.ends_worker != 0);
+  // device's error (the worker stopped above).
+  if (r.kind == wire::Reply::device_fault)
     throw KernelFault(std::string(r.message, strnlen(r.message, sizeof r.message)), false);
-  }
   if (r.kind == wire::Reply::error_return && r.rc == MOACERT_UNSUPPORTED)
     throw Unsupported("refused the problem (MOACERT_UNSUPPORTED)" +
                       (r.message[0] ? std::string(": ") + r.message : std::string()));

@@ -90,6 +90,7 @@ PropertyOp rmsnorm_op() {
     d.T = *gen_extent(8, small_tiles, shape.range(&Dims::T));
     d.D = *gen_large(kLargeExtent, 4097, large_tiles, shape.range(&Dims::D));
   };
+  r.envelope_axes = {{&Dims::D, 16384}};  // the model width (docs/design.md#deployment-envelope)
   r.draw_params = [](Params& params) { params.eps = *rc::gen::element(1e-6, 1e-5, 0.25); };
   r.regime_families = {Values::rms_range};
   r.describe_dims = [](const Problem& p, std::ostream& os) {
@@ -120,6 +121,8 @@ PropertyOp swiglu_op() {
     d.Dm = which == 1 ? draw.large(&Dims::Dm, 1025) : draw.small(&Dims::Dm, 16);
     d.F = which == 2 ? draw.large(&Dims::F, 1025) : draw.small(&Dims::F, 16);
   };
+  // The model and MLP widths (docs/design.md#deployment-envelope).
+  r.envelope_axes = {{&Dims::Dm, 16384}, {&Dims::F, 53248}};
   r.regime_families = {Values::silu_range, Values::cancellation};
   r.aim = [](Case& c, Values values) {
     if (values == Values::cancellation) aim_cancellation(c);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "properties/case_gen.hpp"
+#include "properties/draws.hpp"  // EnvelopeAxis
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"  // RowSpace
 
@@ -37,6 +38,10 @@ struct PropertyOp {
                      const std::vector<moa::extent_t>& large_tiles, int generation)>
       draw_large_dims;
   int large_one_in = 6;  // one in how many cases is deployment-scale (large_one_in)
+  // The axes of its deployment envelope (docs/design.md#deployment-envelope)
+  // that an envelope case draws long, one at a time (none: no envelope
+  // cases).
+  std::vector<EnvelopeAxis> envelope_axes;
   std::function<bool(const Dims&)> is_large;  // past kLargeExtent (decode: kLargeDecodeLength)
   std::function<void(Params&)> draw_params;   // the parameters drawn (causal, eps), if any
   // The families of generation 1, in the order they are drawn (uniform and

@@ -1,5 +1,7 @@
 # certify of every variant of an op names the regimes no case reached once
-# for the op, after every verdict, not once per variant (issue #26 item 9k).
+# for the op, after every verdict, not once per variant (issue #26 item 9k);
+# then, once and last, the envelope thresholds no case crossed (issue #29
+# item 4; seed 1's cases leave D 16384 uncrossed for every variant).
 #   cmake -DMOACERT=... -DOUT=dir -P regimes_once_check.cmake
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND ${MOACERT} certify rmsnorm --cases 2 --seed 1 --out ${OUT}
@@ -11,9 +13,13 @@ string(REGEX MATCHALL "rmsnorm [^ ]+ f32: holds" verdicts "${out}")
 list(LENGTH verdicts n_verdicts)
 string(REGEX MATCHALL "regimes not reached in this run" lines "${out}")
 list(LENGTH lines n_lines)
-if(n_verdicts LESS 2 OR NOT n_lines EQUAL 1)
-  message(FATAL_ERROR "${n_verdicts} verdicts, ${n_lines} 'regimes not reached' lines (want 1):\n${out}")
+string(REGEX MATCHALL "envelope thresholds no case crossed" envelope "${out}")
+list(LENGTH envelope n_envelope)
+if(n_verdicts LESS 2 OR NOT n_lines EQUAL 1 OR NOT n_envelope EQUAL 1)
+  message(FATAL_ERROR "${n_verdicts} verdicts, ${n_lines} 'regimes not reached' lines, "
+    "${n_envelope} 'envelope thresholds' lines (want 1 each):\n${out}")
 endif()
-if(NOT out MATCHES "holds[^\n]*\n(.*\n)?regimes not reached in this run: [^\n]+\n$")
-  message(FATAL_ERROR "the regimes line is not the last, after every verdict:\n${out}")
+if(NOT out MATCHES
+   "holds[^\n]*\n(.*\n)?regimes not reached in this run: [^\n]+\nenvelope thresholds no case crossed: [^\n]+\n$")
+  message(FATAL_ERROR "not the regimes line after every verdict, then the envelope line, last:\n${out}")
 endif()

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -110,11 +111,16 @@ TEST_P(TorchOp, BitwisePyTorchIsReportedWithZeroUlps) {
   o.curated = false;
   o.threads = 1;
   // The report comes with every rule: it used to be missing under the
-  // default one, apriori.
-  for (const Rule& rule : {Rule{Rule::vs_torch, 1}, Rule{}, Rule{Rule::max_ulp, 1e30}}) {
+  // default one, apriori. The max-ulp bound admits any finite error: PyTorch
+  // rounds, and an output whose exact value is 0 or subnormal (generation
+  // 5's seed 0 draws a values=ties backward whose dq is exactly 0; torch
+  // gives 7.5e-9) is 5e36 ulps of the format from it, past 1e30.
+  const double any_finite = std::numeric_limits<double>::max();
+  for (const Rule& rule : {Rule{Rule::vs_torch, 1}, Rule{}, Rule{Rule::max_ulp, any_finite}}) {
     o.rule = rule;
     const Certificate cert = certify(o);
-    EXPECT_TRUE(cert.holds) << rule.str() << ": " << cert.failure;
+    EXPECT_TRUE(cert.holds) << rule.str() << ": " << cert.failure << " (" << cert.worst_token
+                            << ")";
     ASSERT_EQ(cert.vs_torch_cases, 4) << rule.str();
     for (const Equivalence& e : cert.vs_torch) EXPECT_EQ(e.max_diff_ulp, 0) << e.name;
   }

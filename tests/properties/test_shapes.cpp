@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "properties/certify.hpp"
+#include "properties/ops/table.hpp"
 #include "properties/spec_shrinks.hpp"
 #include "properties/token.hpp"
 
@@ -362,11 +364,17 @@ kernels::Variant without_tiles(Op op) {
 }
 
 // Without --shape, over 300 random cases of each op as certify draws them
-// for a variant that declares no tiles: about a sixth are deployment-scale
-// (large_one_in), and some extent straddles (t-1, t or t+1) every common
-// tile t.
+// for a variant that declares no tiles: from generation 5 about one in
+// kEnvelopeOneIn is an envelope case (ops with envelope axes), of the rest
+// about one in large_one_in is deployment-scale, and some extent straddles
+// (t-1, t or t+1) every common tile t.
 TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
   constexpr int kCases = 300;
+  // The expected share, give or take three standard deviations (at 1/6 and
+  // 1/10: about 0.065 and 0.052 over 300 draws, 0.071 and 0.057 over 250).
+  auto near = [](int count, int of, double expected) {
+    return std::abs(double(count) / of - expected) <= 3 * std::sqrt(expected * (1 - expected) / of);
+  };
   for (const OpInfo& op : all_ops()) {
     const kernels::Variant v = without_tiles(op.op);
     CertifyOptions o;
@@ -374,13 +382,18 @@ TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
     o.seed = 5;
     const GenSettings settings = base_token(o).settings();
     ASSERT_TRUE(settings.tiles.empty());
+    ASSERT_EQ(settings.generation, 5);
     const rc::Gen<CaseSpec> gen = gen_case_spec(op.op, Format::f32, settings);
-    int large = 0;
+    int envelope = 0, large = 0;
     std::vector<int> straddled(kCommonTiles.size(), 0);
     for (int i = 0; i < kCases; ++i) {
       const CaseSpec s =
           gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), size_for(i, kCases)).value();
-      large += is_large(s.problem);
+      if (s.envelope) {
+        ++envelope;
+      } else {
+        large += is_large(s.problem);
+      }
       std::vector<moa::extent_t> extents(s.lens.begin(), s.lens.end());
       for (std::string_view axis : dims_of(op.op))
         extents.push_back(extent_of(s.problem.dims, axis));
@@ -390,12 +403,19 @@ TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
                                     [&](moa::extent_t e) { return e >= t - 1 && e <= t + 1; });
       }
     }
-    // The expected share, give or take three standard deviations (about
-    // 0.065 and 0.052 for 300 draws at 1/6 and 1/10).
-    const double share = double(large) / kCases, expected = 1.0 / large_one_in(op.op);
-    EXPECT_NEAR(share, expected, 3 * std::sqrt(expected * (1 - expected) / kCases)) << op.name;
+    if (property_op(op.op).envelope_axes.empty()) {
+      EXPECT_EQ(envelope, 0) << op.name;
+    } else {
+      EXPECT_PRED3(near, envelope, kCases, 1.0 / kEnvelopeOneIn) << op.name << ": " << envelope;
+    }
+    EXPECT_PRED3(near, large, kCases - envelope, 1.0 / large_one_in(op.op))
+        << op.name << ": " << large << " of " << kCases - envelope;
     for (std::size_t k = 0; k < kCommonTiles.size(); ++k)
       EXPECT_GT(straddled[k], 0) << op.name << " never straddles " << kCommonTiles[k];
+    std::printf("%s: %d envelope, %d large of %d others, straddles", std::string(op.name).c_str(),
+                envelope, large, kCases - envelope);
+    for (int n : straddled) std::printf(" %d", n);
+    std::printf("\n");
   }
 }
 
