@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -430,61 +431,56 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   }
 }
 
-// Regime coverage (docs/design.md#numerical-regimes), said once for the op:
-// the declared regimes no case of the run reached. The variants of an op
-// draw the same cases but where their tiles or extents change them, so
-// variants that missed other regimes are named with theirs.
-void print_unreached_regimes(const std::vector<properties::Certificate>& certs) {
-  struct Unreached {
-    std::vector<std::string> regimes, variants;  // the variants whose cases missed them
+// What the run missed, said once for the op: `missed(cert)` lists what a
+// variant's cases missed, and the line `what: ...` names it. The variants
+// of an op draw the same cases but where their tiles, extents or envelopes
+// change them, so variants that missed other things are named with theirs
+// ("what by V1, V2's cases: ...").
+template <class Missed>
+void print_missed_once(const std::vector<properties::Certificate>& certs, std::string_view what,
+                       Missed&& missed) {
+  struct Set {
+    std::vector<std::string> items, variants;  // the variants whose cases missed the items
   };
-  std::vector<Unreached> sets;
+  std::vector<Set> sets;
   for (const properties::Certificate& cert : certs) {
-    std::vector<std::string> regimes;
-    for (const auto& [regime, cases] : cert.regime_cases)
-      if (cases == 0) regimes.push_back(regime);
-    auto it = std::find_if(sets.begin(), sets.end(),
-                           [&](const Unreached& u) { return u.regimes == regimes; });
-    if (it == sets.end()) it = sets.insert(sets.end(), {regimes, {}});
+    std::vector<std::string> items = missed(cert);
+    auto it =
+        std::find_if(sets.begin(), sets.end(), [&](const Set& u) { return u.items == items; });
+    if (it == sets.end()) it = sets.insert(sets.end(), {std::move(items), {}});
     it->variants.push_back(cert.variant);
   }
-  for (const Unreached& u : sets) {
-    if (u.regimes.empty()) continue;
+  for (const Set& u : sets) {
+    if (u.items.empty()) continue;
     if (sets.size() == 1)
-      fmt::print("regimes not reached in this run: {}\n", fmt::join(u.regimes, ", "));
+      fmt::print("{}: {}\n", what, fmt::join(u.items, ", "));
     else
-      fmt::print("regimes not reached in this run by {}'s cases: {}\n", fmt::join(u.variants, ", "),
-                 fmt::join(u.regimes, ", "));
+      fmt::print("{} by {}'s cases: {}\n", what, fmt::join(u.variants, ", "),
+                 fmt::join(u.items, ", "));
   }
 }
 
-// Envelope coverage (docs/design.md#deployment-envelope), said once for the
-// op: the thresholds no judged case crossed, per axis ("N 32768, L 131072");
-// where the variants' sets differ (their envelopes narrow the draw), one
-// line per set naming its variants.
+// Regime coverage (docs/design.md#numerical-regimes): the declared regimes
+// no case of the run reached.
+void print_unreached_regimes(const std::vector<properties::Certificate>& certs) {
+  print_missed_once(certs, "regimes not reached in this run", [](const auto& cert) {
+    std::vector<std::string> regimes;
+    for (const auto& [regime, cases] : cert.regime_cases)
+      if (cases == 0) regimes.push_back(regime);
+    return regimes;
+  });
+}
+
+// Envelope coverage (docs/design.md#deployment-envelope): the thresholds no
+// judged case crossed, per axis ("N 32768, L 131072").
 void print_uncrossed_thresholds(const std::vector<properties::Certificate>& certs) {
-  struct Uncrossed {
-    std::vector<std::string> thresholds, variants;
-  };
-  std::vector<Uncrossed> sets;
-  for (const properties::Certificate& cert : certs) {
+  print_missed_once(certs, "envelope thresholds no case crossed", [](const auto& cert) {
     std::vector<std::string> thresholds;
     for (const auto& r : cert.envelope_reach)
       if (!r.not_crossed.empty())
         thresholds.push_back(fmt::format("{} {}", r.axis, fmt::join(r.not_crossed, " ")));
-    auto it = std::find_if(sets.begin(), sets.end(),
-                           [&](const Uncrossed& u) { return u.thresholds == thresholds; });
-    if (it == sets.end()) it = sets.insert(sets.end(), {thresholds, {}});
-    it->variants.push_back(cert.variant);
-  }
-  for (const Uncrossed& u : sets) {
-    if (u.thresholds.empty()) continue;
-    if (sets.size() == 1)
-      fmt::print("envelope thresholds no case crossed: {}\n", fmt::join(u.thresholds, ", "));
-    else
-      fmt::print("envelope thresholds no case crossed by {}'s cases: {}\n",
-                 fmt::join(u.variants, ", "), fmt::join(u.thresholds, ", "));
-  }
+    return thresholds;
+  });
 }
 
 // The root's files: each certificate (in a folder per variant when there
