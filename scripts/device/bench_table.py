@@ -3,7 +3,8 @@
 from `moacert bench --json`, DIR/sdpa.json from sdpa.py): per variant the
 median seconds of its launches alone, TFLOP/s and GB/s against its cost
 function's counts, the copies apart, and PyTorch SDPA's seconds at the same
-op, shape and dtype with its ratio to each variant."""
+op, shape and dtype with its ratio to each variant (the flash backend's,
+where sdpa.py pinned each backend in turn; each backend's time is listed)."""
 import json
 import pathlib
 import sys
@@ -14,7 +15,16 @@ try:
     meta = json.loads((folder / "sdpa.json").read_text())
     print(f"PyTorch {meta['torch']} on {meta['device']}")
     for r in meta["results"]:
-        sdpa[(r["op"], r["shape"], r["dtype"])] = r["seconds"]
+        if "seconds" not in r:
+            print(f"  SDPA {r['op']} backend {r.get('backend')}: {r.get('error')}")
+            continue
+        if "backend" in r:
+            print(f"  SDPA {r['op']} {r['shape']} {r['dtype']} backend {r['backend']}: "
+                  f"{r['seconds']:.4f} s")
+        # the ratio is against the default choice, or against the flash
+        # backend where the backends were pinned one by one
+        if "backend" not in r or r["backend"] == "flash":
+            sdpa[(r["op"], r["shape"], r["dtype"])] = r["seconds"]
 except (OSError, ValueError, KeyError):
     print("PyTorch SDPA: no result (see sdpa.log)")
 

@@ -14,9 +14,10 @@
 #    (sass__inst_executed_global_{atomics,reductions,loads,stores}), compared
 #    with the emulator and the cost function (counts.py);
 # 4. bench, alone on the GPU: fused_v1, fused_v3 and fused_det at B=2, H=8,
-#    N=M=8192, D=64 and the backward pair at N=M=4096 (f32, bf16), then
-#    PyTorch's own CUDA scaled_dot_product_attention at the same shapes
-#    (sdpa.py);
+#    N=M=8192, D=64 and the backward pair at N=M=4096 (f32, bf16), flash_tc
+#    at B=2, H=16, N=M=4096, D=128 (bf16), then PyTorch's own CUDA
+#    scaled_dot_product_attention at the same shapes, each backend pinned in
+#    turn for the forward (sdpa.py);
 # 5. OUTDIR/summary.log (what each step found) and OUTDIR/raw.tar.gz (every
 #    log and JSON): two files, as the device tool brings back at most eight.
 #
@@ -72,12 +73,15 @@ finish() {
   exit "$status"
 }
 
-# A small problem of each op, for the counting, the sanitizers and the
-# emulator (a few seconds there).
+# A small problem of each op (small_shape OP VARIANT), for the counting, the
+# sanitizers and the emulator (a few seconds there); the tensor-core ONFs'
+# envelope starts at D = 64.
 small_shape() {
+  local d=32
+  [[ $2 == *_tc ]] && d=64
   case $1 in
-    attention.decode) echo B=2,H=4,Hkv=2,L=256,D=32 ;;
-    attention.*) echo B=1,H=2,Hkv=2,N=64,M=64,D=32 ;;
+    attention.decode) echo B=2,H=4,Hkv=2,L=256,D=$d ;;
+    attention.*) echo B=1,H=2,Hkv=2,N=64,M=64,D=$d ;;
     rmsnorm) echo T=64,D=256 ;;
     mlp.swiglu) echo T=32,Dm=64,F=96 ;;
   esac
@@ -87,10 +91,11 @@ step "device"
 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv |
   tee "$raw/device.csv"
 "$moacert" --version
-# "OP VARIANT" for every cuda.* variant this binary registers on this device
-# (the same list as the simt.* twins: kernels/cuda/backend_glue.hpp).
+# "OP VARIANT FORMATS" for every cuda.* variant this binary registers on
+# this device (the same list as the simt.* twins:
+# kernels/cuda/backend_glue.hpp), FORMATS as the variant declares them.
 "$moacert" list >"$raw/list.txt" 2>&1
-awk -v b="  $backend." '/^[a-z]/ {op = $1} index($0, b) == 1 {print op, $1}' "$raw/list.txt" \
+awk -v b="  $backend." '/^[a-z]/ {op = $1} index($0, b) == 1 {print op, $1, $3}' "$raw/list.txt" \
   >"$raw/variants.txt"
 cat "$raw/variants.txt"
 if [ ! -s "$raw/variants.txt" ]; then
@@ -107,10 +112,10 @@ pids=()
 # compute-sanitizer, one process per tool, each over every variant in turn:
 # one random case at the small shape after the curated ones.
 for tool in racecheck memcheck initcheck synccheck; do
-  (while read -r op v; do
+  (while read -r op v _; do
      log=$raw/sanitizer/$tool-$v.log
      within 60 compute-sanitizer --tool "$tool" --error-exitcode 9 "$moacert" certify "$op" \
-       --variant "$v" --shape "$(small_shape "$op")" --cases 1 --seed 1 \
+       --variant "$v" --shape "$(small_shape "$op" "$v")" --cases 1 --seed 1 \
        --out "$scratch/$tool-$v" >"$log" 2>&1
      echo "$? $tool $v $(grep -m1 'ERROR SUMMARY' "$log")" >>"$raw/sanitizer/exit-codes-$tool.txt"
    done <"$raw/variants.txt") &
@@ -118,17 +123,19 @@ for tool in racecheck memcheck initcheck synccheck; do
 done
 # The emulator's count of each variant's launches at the small shape,
 # beside the cost function's model (bench --json's "launches").
-(while read -r op v; do
+(while read -r op v _; do
    twin=simt.${v#*.}
-   within 60 "$moacert" bench "$op" --variants "$twin" --shape "$(small_shape "$op")" \
+   within 60 "$moacert" bench "$op" --variants "$twin" --shape "$(small_shape "$op" "$v")" \
      --warmup 1 --repeats 1 --threads 1 --json >"$raw/counts/$twin.json" 2>"$raw/counts/$twin.err"
  done <"$raw/variants.txt") &
 pids+=($!)
-# certify every cuda.* variant in f32 and bf16: the curated cases and 10
-# random ones at the default draws, seeded; eight runs at a time.
+# certify every cuda.* variant in f32 and bf16, those of the two it declares
+# (the tensor-core ONFs store bf16 only): the curated cases and 10 random
+# ones at the default draws, seeded; eight runs at a time.
 helpers=${#pids[@]}
-while read -r op v; do
+while read -r op v formats; do
   for dtype in f32 bf16; do
+    [[ ,$formats, == *,$dtype,* ]] || continue
     while [ "$(jobs -rp | wc -l)" -ge $((helpers + 8)) ]; do sleep 1; done
     (within 120 "$moacert" certify "$op" --variant "$v" --dtype "$dtype" --cases 10 --seed 20261204 \
        --out "$raw/certify/$v-$dtype" >"$raw/certify/$v-$dtype.log" 2>&1
@@ -152,7 +159,7 @@ step "Nsight Compute's counts of each cuda.* launch, against the emulator's and 
 phase 100
 metrics=sass__inst_executed_global_atomics,sass__inst_executed_global_reductions
 metrics=$metrics,sass__inst_executed_global_loads,sass__inst_executed_global_stores
-while read -r op v; do
+while read -r op v _; do
   twin=simt.${v#*.}
   # the launches of one call, as many as the emulator counted
   n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["results"][0].get("launches", [])))' \
@@ -160,7 +167,7 @@ while read -r op v; do
   [ "$n" -gt 0 ] || { echo "$v: no emulator count (see raw/counts/$twin.err): not profiled"; continue; }
   within 60 ncu --csv --print-units base --metrics "$metrics" --launch-count "$n" \
     --log-file "$raw/ncu/$v.csv" "$moacert" bench "$op" --variants "$v" \
-    --shape "$(small_shape "$op")" --warmup 1 --repeats 1 --json >"$raw/ncu/$v.out" 2>&1 ||
+    --shape "$(small_shape "$op" "$v")" --warmup 1 --repeats 1 --json >"$raw/ncu/$v.out" 2>&1 ||
     echo "$v: ncu exit $? (see raw/ncu/$v.out)"
 done <"$raw/variants.txt"
 python3 "$here/counts.py" "$raw" | tee "$raw/counts.txt" || status=1
@@ -178,6 +185,8 @@ for dtype in f32 bf16; do
     "$backend.fused_v1,$backend.fused_v3,$backend.fused_det" "$big" "$dtype"
   bench "bwd-4096-$dtype" attention.bwd "$backend.bwd_atomic,$backend.bwd_fa2" "$mid" "$dtype"
 done
+# the tensor-core forward against PyTorch's flash backend (issue #30's speed)
+bench "fwd-tc-4096-bf16" attention.fwd "$backend.flash_tc" B=2,H=16,Hkv=16,N=4096,M=4096,D=128 bf16
 within 120 python3 "$here/sdpa.py" "$raw/bench/sdpa.json" >"$raw/bench/sdpa.log" 2>&1 ||
   echo "sdpa: exit $? (see raw/bench/sdpa.log)"
 python3 "$here/bench_table.py" "$raw/bench" | tee "$raw/bench.txt"

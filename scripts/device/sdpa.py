@@ -4,7 +4,10 @@ device-check's bench shapes, timed as `moacert bench` times a cuda.*
 variant (CUDA events around the kernels alone, inputs resident, 2 warm-up
 calls, the median of 5): forward and backward at B=2, H=8, N=M=8192, D=64
 (beside attention.fwdbwd's fused_*), the backward alone at N=M=4096 (beside
-attention.bwd's pair), f32 and bf16, no mask, scale 1/sqrt(D) as moacert's.
+attention.bwd's pair), f32 and bf16, no mask, scale 1/sqrt(D) as moacert's;
+and the forward alone at B=2, H=16, N=M=4096, D=128 in bf16 (beside
+flash_tc) by each of PyTorch's attention backends the device has (flash,
+memory-efficient, cuDNN, math), each pinned in turn.
 """
 import json
 import statistics
@@ -29,9 +32,26 @@ def timed(call, warmup=2, repeats=5):
     return statistics.median(samples), samples
 
 
-def tensors(n, dtype):
-    return [torch.rand(2, 8, n, 64, device="cuda", dtype=dtype) * 2 - 1
+def tensors(n, dtype, heads=8, d=64):
+    return [torch.rand(2, heads, n, d, device="cuda", dtype=dtype) * 2 - 1
             for _ in range(4)]
+
+
+def backends():
+    """(name, context manager pinning SDPA to that backend) for each
+    backend this PyTorch can pin: torch.nn.attention.sdpa_kernel from 2.3,
+    else torch.backends.cuda.sdp_kernel's flags."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        names = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                 "cudnn": "CUDNN_ATTENTION", "math": "MATH"}
+        return [(n, lambda b=getattr(SDPBackend, e): sdpa_kernel(b))
+                for n, e in names.items() if hasattr(SDPBackend, e)]
+    except ImportError:
+        flags = {"flash": dict(enable_flash=True, enable_mem_efficient=False, enable_math=False),
+                 "efficient": dict(enable_flash=False, enable_mem_efficient=True, enable_math=False),
+                 "math": dict(enable_flash=False, enable_mem_efficient=False, enable_math=True)}
+        return [(n, lambda f=f: torch.backends.cuda.sdp_kernel(**f)) for n, f in flags.items()]
 
 
 results = []
@@ -54,6 +74,19 @@ for dtype in (torch.float32, torch.bfloat16):
                     "dtype": name, "seconds": seconds, "samples": samples})
     del q, k, v, do, o
     torch.cuda.empty_cache()
+
+q, k, v, _ = tensors(4096, torch.bfloat16, heads=16, d=128)
+for backend, pinned in backends():
+    try:
+        with pinned():
+            seconds, samples = timed(lambda: F.scaled_dot_product_attention(q, k, v))
+    except RuntimeError as e:  # this backend does not take the shape here
+        results.append({"op": "attention.fwd", "backend": backend, "error": str(e).splitlines()[0]})
+        continue
+    results.append({"op": "attention.fwd", "backend": backend,
+                    "shape": "B=2,H=16,Hkv=16,N=4096,M=4096,D=128", "dtype": "bf16",
+                    "seconds": seconds, "samples": samples})
+del q, k, v
 
 meta = {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
         "timed": "CUDA events around the calls, inputs resident", "results": results}
