@@ -1,9 +1,12 @@
 // CUDA's runtime API on the host: allocations are registered buffers, the
-// last error is the emulator's; and the message of a fault the signal
+// last error is the emulator's, events read the host's clock (a launch has
+// run to its end when it returns); and the message of a fault the signal
 // handler recognised.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "simt/state.hpp"
@@ -16,8 +19,14 @@ extern "C" const char* moacert_simt_fault_message(void) {
 
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   if (!ptr) return detail::runtime.last_error = cudaErrorInvalidValue;
+  std::lock_guard lock(detail::runtime.mutex);  // the live allocations' sum
+  const std::size_t capacity = detail::runtime.settings.device_memory;
+  if (capacity && bytes > capacity - std::min(capacity, detail::runtime.device_bytes))
+    return detail::runtime.last_error = cudaErrorMemoryAllocation;
   void* p = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
   if (!p) return detail::runtime.last_error = cudaErrorMemoryAllocation;
+  detail::runtime.device_allocations[p] = bytes;
+  detail::runtime.device_bytes += bytes;
   std::memset(p, 0xff, bytes);  // as uninitialised device memory: NaN, not zero
   const std::string name = "cudaMalloc#" + std::to_string(++detail::runtime.malloc_count);
   moacert_simt_register_buffer(p, bytes, name.c_str());
@@ -26,6 +35,12 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
 }
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
+  std::lock_guard lock(detail::runtime.mutex);
+  if (const auto it = detail::runtime.device_allocations.find(ptr);
+      it != detail::runtime.device_allocations.end()) {
+    detail::runtime.device_bytes -= it->second;
+    detail::runtime.device_allocations.erase(it);
+  }
   moacert_simt_unregister_buffer(ptr);
   std::free(ptr);
   return cudaSuccess;
@@ -85,4 +100,40 @@ extern "C" int moacert_simt_cudaGetLastError(void) {
 }
 extern "C" const char* moacert_simt_cudaGetErrorString(int error) {
   return cudaGetErrorString(cudaError_t(error));
+}
+
+// Events: a host time point each. The emulator runs a launch to its end
+// before the launch call returns, so an event recorded after it follows
+// the launch's last instruction, as on a GPU's stream.
+namespace {
+using EventClock = std::chrono::steady_clock;
+struct Event {
+  EventClock::time_point at;
+  bool recorded = false;
+};
+}  // namespace
+extern "C" int moacert_simt_cudaEventCreate(void** event) {
+  if (!event) return detail::runtime.last_error = cudaErrorInvalidValue;
+  *event = new Event;
+  return cudaSuccess;
+}
+extern "C" int moacert_simt_cudaEventRecord(void* event, void* /*stream: there is one*/) {
+  if (!event) return detail::runtime.last_error = cudaErrorInvalidValue;
+  *static_cast<Event*>(event) = {EventClock::now(), true};
+  return cudaSuccess;
+}
+extern "C" int moacert_simt_cudaEventSynchronize(void* event) {
+  return event ? cudaSuccess : detail::runtime.last_error = cudaErrorInvalidValue;
+}
+extern "C" int moacert_simt_cudaEventElapsedTime(float* ms, void* start, void* stop) {
+  const auto* a = static_cast<const Event*>(start);
+  const auto* b = static_cast<const Event*>(stop);
+  if (!ms || !a || !b || !a->recorded || !b->recorded)
+    return detail::runtime.last_error = cudaErrorInvalidValue;
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return cudaSuccess;
+}
+extern "C" int moacert_simt_cudaEventDestroy(void* event) {
+  delete static_cast<Event*>(event);
+  return cudaSuccess;
 }

@@ -1,5 +1,6 @@
 // The emulator's options and schedule seed: from the environment
-// (MOACERT_SIMT_STACK_BYTES, MOACERT_SIMT_DYNAMIC_SHARED, MOACERT_SIMT_SEED)
+// (MOACERT_SIMT_STACK_BYTES, MOACERT_SIMT_DYNAMIC_SHARED, MOACERT_SIMT_SEED,
+// MOACERT_SIMT_DEVICE_MEMORY)
 // until the API sets them.
 #include <algorithm>
 #include <cstdlib>
@@ -27,6 +28,7 @@ Settings::Settings() {
   options.dynamic_shared_limit = std::min(
       env_size("MOACERT_SIMT_DYNAMIC_SHARED", options.dynamic_shared_limit), kMaxDynamicShared);
   seed = env_size("MOACERT_SIMT_SEED", 0);
+  device_memory = env_size("MOACERT_SIMT_DEVICE_MEMORY", 0);
 }
 
 }  // namespace detail

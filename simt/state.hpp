@@ -33,6 +33,11 @@ namespace ctx = boost::context;
 struct Settings {
   Options options;
   std::uint64_t seed = 0;
+  // The emulated device's memory in bytes (MOACERT_SIMT_DEVICE_MEMORY; 0:
+  // as much as the host gives): cudaMalloc past it fails with
+  // cudaErrorMemoryAllocation, as a GPU's does, so that the worker's
+  // handling of a full device is tested without one.
+  std::size_t device_memory = 0;
   Settings();
 };
 
@@ -195,6 +200,8 @@ struct Runtime {
   std::map<std::pair<const char*, unsigned>, std::uint64_t> site_index;
   std::uint32_t launch_serial = 0, block_serial = 0;
   std::uint64_t malloc_count = 0, buffer_serial = 0;
+  std::map<const void*, std::size_t> device_allocations;  // cudaMalloc's live ones, by size
+  std::size_t device_bytes = 0;                           // their sum
   cudaError_t last_error = cudaSuccess;
   Counters last_counters, report_counters;
   std::uint64_t report_launches = 0;

@@ -9,7 +9,11 @@
 //
 // The one concession in user code is the launch:
 //   moacert_launch(kernel, grid, block, shared_bytes, args...)
-// which is `kernel<<<grid, block, shared_bytes>>>(args...)` under nvcc.
+// which is `kernel<<<grid, block, shared_bytes>>>(args...)` under nvcc, and
+//   moacert_launch_on(kernel, grid, block, shared_bytes, stream, args...)
+// on a stream (a `void*`, as a plugin's params hand it): `kernel<<<grid,
+// block, shared_bytes, stream>>>(args...)` under nvcc; the emulator has one
+// stream, on which every launch has ended when it returns.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -19,6 +23,8 @@
 
 #define moacert_launch(kernel, grid, block, shared_bytes, ...) \
   kernel<<<(grid), (block), (shared_bytes)>>>(__VA_ARGS__)
+#define moacert_launch_on(kernel, grid, block, shared_bytes, stream, ...) \
+  kernel<<<(grid), (block), (shared_bytes), static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__)
 
 // A buffer's name is the emulator's (its per-buffer counters); the device
 // keeps none, so that a launcher names its allocations unconditionally.
@@ -67,6 +73,13 @@ int moacert_simt_cudaMemcpy(void* dst, const void* src, std::size_t bytes, int k
 int moacert_simt_cudaDeviceSynchronize(void);
 int moacert_simt_cudaGetLastError(void);
 const char* moacert_simt_cudaGetErrorString(int error);
+// Events on the host's clock, for bench's timing of a device plugin's
+// launches (cudaEvent_t as void*).
+int moacert_simt_cudaEventCreate(void** event);
+int moacert_simt_cudaEventRecord(void* event, void* stream);
+int moacert_simt_cudaEventSynchronize(void* event);
+int moacert_simt_cudaEventElapsedTime(float* ms, void* start, void* stop);
+int moacert_simt_cudaEventDestroy(void* event);
 }
 
 // ---- CUDA's vocabulary
@@ -323,6 +336,9 @@ MOACERT_SIMT_HELPER inline void* moacert_simt_touch_tls_() {
       dim3(grid), dim3(block), std::size_t(shared_bytes),                                       \
       ::moacert::simt::detail::Site{__builtin_FILE(), __builtin_LINE()} __VA_OPT__(, )          \
           __VA_ARGS__)
+
+#define moacert_launch_on(kernel, grid, block, shared_bytes, stream, ...) \
+  ((void)(stream), moacert_launch(kernel, grid, block, shared_bytes __VA_OPT__(, ) __VA_ARGS__))
 
 #define threadIdx (::moacert::simt::detail::thread_idx())
 #define blockIdx (::moacert::simt::detail::block_idx())
