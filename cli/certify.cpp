@@ -155,10 +155,34 @@ void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max
   }
 }
 
+// The output folders certify created before its work: removed again (those
+// still empty, the deepest first) when the run stops without writing its
+// files (a case the device cannot hold, an internal error), so that
+// nothing is left half-way; kept once the files are written.
+class CreatedFolders {
+ public:
+  ~CreatedFolders() {
+    std::error_code ec;
+    for (auto it = folders_.rbegin(); it != folders_.rend(); ++it) fs::remove(*it, ec);
+  }
+  void add(const fs::path& dir) {
+    // each folder of dir's path that does not exist yet, outermost first
+    std::vector<fs::path> missing;
+    for (fs::path d = fs::absolute(dir); !d.empty() && !fs::exists(d); d = d.parent_path())
+      missing.insert(missing.begin(), d);
+    folders_.insert(folders_.end(), missing.begin(), missing.end());
+  }
+  void keep() { folders_.clear(); }
+
+ private:
+  std::vector<fs::path> folders_;
+};
+
 // Checks that `dir` can be created and written, before any work is done,
 // so that nothing is left half-way.
-void require_writable(const fs::path& dir) {
+void require_writable(const fs::path& dir, CreatedFolders& created) {
   std::error_code ec;
+  created.add(dir);
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw UsageError("cannot create output folder " + dir.string());
   const fs::path probe = dir / ".moacert-write-test";
@@ -300,17 +324,18 @@ void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
 // The root checks that every output can be written (the folder, a folder
 // per variant, the JUnit file's folder) and every rank learns its refusal.
 void refuse_unwritable_outputs(const CertifyArgs& a,
-                               const std::vector<const kernels::Variant*>& variants, Ranks& world) {
+                               const std::vector<const kernels::Variant*>& variants, Ranks& world,
+                               CreatedFolders& created) {
   std::string refusal;
   if (world.root()) {
     try {
       const fs::path out(a.out);
       if (!a.junit.empty() && fs::is_directory(a.junit))
         throw UsageError("--junit " + a.junit + " is a folder");
-      require_writable(out);
+      require_writable(out, created);
       if (variants.size() > 1)
-        for (const kernels::Variant* v : variants) require_writable(out / v->name);
-      if (!a.junit.empty()) require_writable(fs::absolute(a.junit).parent_path());
+        for (const kernels::Variant* v : variants) require_writable(out / v->name, created);
+      if (!a.junit.empty()) require_writable(fs::absolute(a.junit).parent_path(), created);
     } catch (const UsageError& e) {
       refusal = e.what();
     }
@@ -516,7 +541,8 @@ int run_certify(const CertifyArgs& a) {
   // and the root alone checks and writes the files, after every variant is
   // done: a run that fails half-way (a rank killed) leaves no certificate.
   Ranks& world = ranks();
-  refuse_unwritable_outputs(a, variants, world);
+  CreatedFolders created;
+  refuse_unwritable_outputs(a, variants, world, created);
   const reports::Provenance provenance =
       world.root() ? reports::gather_provenance(command_line()) : reports::Provenance{};
   std::vector<properties::Certificate> certs;
@@ -534,6 +560,7 @@ int run_certify(const CertifyArgs& a) {
   print_unreached_regimes(certs);
   print_uncrossed_thresholds(certs);
   write_outputs(a, certs, simt_counters, variants, provenance);
+  created.keep();
   const bool all_hold = std::all_of(certs.begin(), certs.end(),
                                     [](const properties::Certificate& c) { return c.holds; });
   return world.share(all_hold ? 0 : 1);

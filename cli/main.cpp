@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/ranks.hpp"
+#include "kernels/registry.hpp"
 
 namespace moacert::cli {
 
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return refuse(e.what());
   } catch (const moacert::cli::UsageError& e) {
+    return refuse(e.what());
+  } catch (const moacert::kernels::DeviceOutOfMemory& e) {  // a case the device cannot hold
+    if (moacert::cli::sharing()) return fail_every_rank(e.what(), 2);
     return refuse(e.what());
   } catch (const std::invalid_argument& e) {  // shapes, layouts, problems
     if (moacert::cli::sharing()) return fail_every_rank(e.what(), 2);

@@ -54,6 +54,14 @@ class Unsupported : public KernelFault {
   explicit Unsupported(const std::string& why) : KernelFault(why, false) {}
 };
 
+// The device could not hold a call's tensors (cudaMalloc's out of
+// memory before the kernel ran): the machine's limit, not the kernel's
+// fault, so never a counterexample; the command stops with one line.
+class DeviceOutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct RunOptions {
   int threads = 0;  // 0: the OpenMP default
   // The SIMT emulator's schedule (block order, fiber interleaving) of a

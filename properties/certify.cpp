@@ -102,6 +102,8 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
     j.verdict.holds = false;
     j.verdict.why = v.name + ": " + e.what();
     return j;
+  } catch (const kernels::DeviceOutOfMemory&) {  // the machine's limit: no verdict
+    throw;
   } catch (const std::exception& e) {
     j.error = e.what();
     j.verdict.holds = false;

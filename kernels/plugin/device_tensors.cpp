@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstring>
 #include <type_traits>
 
@@ -81,6 +82,11 @@ Runtime find_runtime(void* handle) {
     find("cudaGetErrorString", r.error_string);
     find("cudaStreamCreate", r.stream_create);
     find("cudaStreamSynchronize", r.stream_synchronize);
+    find("cudaEventCreate", r.event_create);
+    find("cudaEventRecord", r.event_record);
+    find("cudaEventSynchronize", r.event_synchronize);
+    find("cudaEventElapsedTime", r.event_elapsed_time);
+    find("cudaEventDestroy", r.event_destroy);
     if (r.found()) rt = r;
     return r.found();
   };
@@ -118,17 +124,72 @@ std::string Tensors::copy(void* dst, const void* src, std::size_t bytes, int kin
   return e == 0 ? "" : std::string("cannot copy ") + what + ": " + rt_.error_text(e);
 }
 
+std::string Tensors::timed_copy(void* dst, const void* src, std::size_t bytes, int kind,
+                                const char* what, double& seconds, double& counted) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string why = copy(dst, src, bytes, kind, what);
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  counted += double(bytes);
+  return why;
+}
+
+void Tensors::add_copy_times(wire::Timing& t) const {
+  t.copy_to_device_seconds += to_device_seconds_;
+  t.copy_to_device_bytes += to_device_bytes_;
+  t.copy_from_device_seconds += from_device_seconds_;
+  t.copy_from_device_bytes += from_device_bytes_;
+}
+
+namespace {
+double host_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+LaunchTimer::LaunchTimer(const Runtime& rt) : rt_(rt) {
+  events_ = rt.has_events() && rt.event_create(&start_) == 0 && rt.event_create(&stop_) == 0;
+}
+LaunchTimer::~LaunchTimer() {
+  if (start_) rt_.event_destroy(start_);
+  if (stop_) rt_.event_destroy(stop_);
+}
+void LaunchTimer::start() {
+  if (events_) {
+    rt_.event_record(start_, rt_.stream);
+  } else {
+    rt_.synchronize();
+    host_start_ = host_seconds();
+  }
+}
+double LaunchTimer::stop() {
+  if (!events_) {
+    const int e = rt_.stream_synchronize ? rt_.stream_synchronize(rt_.stream) : rt_.synchronize();
+    return e == 0 ? host_seconds() - host_start_ : -1;
+  }
+  float ms = 0;
+  if (rt_.event_record(stop_, rt_.stream) != 0 || rt_.event_synchronize(stop_) != 0 ||
+      rt_.event_elapsed_time(&ms, start_, stop_) != 0)
+    return -1;
+  return double(ms) * 1e-3;
+}
+
 std::string Tensors::upload(const wire::Request& q, const DLTensor* host, DLTensor* device_view) {
   const int nt = q.n_inputs + q.n_outputs;
   const std::vector<unsigned char> guard = guard_pattern();
   buffers_.assign(std::size_t(nt), Buffer{});
+  std::size_t needed = 0;  // every tensor's allocation, for the message
+  for (int i = 0; i < nt; ++i) needed += kGuardBytes + span_bytes(q.tensors[i]) + kGuardBytes;
   for (int i = 0; i < nt; ++i) {
     const wire::TensorDesc& t = q.tensors[i];
     Buffer& b = buffers_[std::size_t(i)];
     b.span = span_bytes(t);
     void* p = nullptr;
-    if (const int e = rt_.malloc(&p, kGuardBytes + b.span + kGuardBytes); e != 0)
-      return "cannot allocate " + std::string(t.name) + " on the device: " + rt_.error_text(e);
+    if (const int e = rt_.malloc(&p, kGuardBytes + b.span + kGuardBytes); e != 0) {
+      out_of_memory_ = e == kOutOfMemory;
+      if (out_of_memory_) rt_.get_last_error();  // not sticky: clear it for the next call
+      return "cannot allocate " + std::string(t.name) + " on the device (the call's tensors need " +
+             std::to_string(needed) + " bytes): " + rt_.error_text(e);
+    }
     b.base = static_cast<unsigned char*>(p);
     if (rt_.name_buffer) rt_.name_buffer(b.base, t.name);
     // The span poisoned, then each element of an input copied in.
@@ -144,10 +205,15 @@ std::string Tensors::upload(const wire::Request& q, const DLTensor* host, DLTens
       std::size_t bytes;
     };
     for (const Piece& c : {Piece{b.base, guard.data(), kGuardBytes},
-                           Piece{b.base + kGuardBytes, span.data(), b.span},
                            Piece{b.base + kGuardBytes + b.span, guard.data(), kGuardBytes}})
       if (std::string why = copy(c.to, c.from, c.bytes, kHostToDevice, t.name); !why.empty())
         return why;
+    double poison_seconds = 0, poison_bytes = 0;  // an output's poison is not a copy of data
+    if (std::string why = timed_copy(b.base + kGuardBytes, span.data(), b.span, kHostToDevice,
+                                     t.name, t.output ? poison_seconds : to_device_seconds_,
+                                     t.output ? poison_bytes : to_device_bytes_);
+        !why.empty())
+      return why;
     if (!t.output) b.before = std::move(span);
     device_view[i] = host[i];
     device_view[i].data = b.base + kGuardBytes;
@@ -187,7 +253,10 @@ std::string Tensors::finish(const wire::Request& q, const DLTensor* host, bool& 
       if (seen[k - 1] != guard[k - 1])
         return "wrote " + std::to_string(k) + " bytes past " + name + " on the device";
     std::vector<unsigned char> span(b.span);
-    if (std::string why = copy(span.data(), b.base + kGuardBytes, b.span, kDeviceToHost, t.name);
+    double check_seconds = 0, check_bytes = 0;  // an input's read back is the check's, not data
+    if (std::string why = timed_copy(span.data(), b.base + kGuardBytes, b.span, kDeviceToHost,
+                                     t.name, t.output ? from_device_seconds_ : check_seconds,
+                                     t.output ? from_device_bytes_ : check_bytes);
         !why.empty())
       return why;
     if (!t.output) {

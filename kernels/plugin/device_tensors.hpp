@@ -36,6 +36,12 @@ struct Runtime {
   // default stream).
   int (*stream_create)(void**) = nullptr;
   int (*stream_synchronize)(void*) = nullptr;
+  // Optional: events, to time launches on the stream (bench).
+  int (*event_create)(void**) = nullptr;
+  int (*event_record)(void*, void*) = nullptr;
+  int (*event_synchronize)(void*) = nullptr;
+  int (*event_elapsed_time)(float*, void*, void*) = nullptr;
+  int (*event_destroy)(void*) = nullptr;
   // The emulator's: names a buffer for its messages and counters.
   void (*name_buffer)(const void*, const char*) = nullptr;
   // The stream every call is handed, created on the first (null: the
@@ -44,6 +50,9 @@ struct Runtime {
 
   bool found() const {
     return malloc && free && memcpy && synchronize && get_last_error && error_string;
+  }
+  bool has_events() const {
+    return event_create && event_record && event_synchronize && event_elapsed_time && event_destroy;
   }
   std::string error_text(int e) const;
 };
@@ -56,6 +65,32 @@ Runtime find_runtime(void* handle);
 // `params` (a JSON object) with the stream added: "stream":ADDRESS, an
 // integer (0: the default stream).
 std::string with_stream(const std::string& params, const Runtime& rt);
+
+// cudaErrorMemoryAllocation, in CUDA's runtime and the emulator's.
+constexpr int kOutOfMemory = 2;
+
+// Times one call's launches on the runtime's stream: by CUDA events where
+// the runtime has them (the emulator's read the host's clock), else by the
+// host's clock around the call and a synchronisation.
+class LaunchTimer {
+ public:
+  explicit LaunchTimer(const Runtime& rt);
+  ~LaunchTimer();
+  LaunchTimer(const LaunchTimer&) = delete;
+  LaunchTimer& operator=(const LaunchTimer&) = delete;
+  const char* clock() const { return events_ ? "CUDA events" : "host clock"; }
+  void start();
+  // Seconds since start(), once the launches have ended; negative when the
+  // device reported an error.
+  double stop();
+
+ private:
+  const Runtime& rt_;
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+  bool events_ = false;
+  double host_start_ = 0;
+};
 
 // Bytes of guard on each side of a device tensor: cudaMalloc's alignment,
 // so that the data keeps it.
@@ -71,14 +106,20 @@ class Tensors {
 
   // Allocates and fills the device copies of `host` (inputs, then outputs,
   // as `q` describes them), and points `device_view` at them (kDLCUDA).
-  // Returns "" or why the device refused (an allocation, a copy).
+  // Returns "" or why the device refused (an allocation, a copy);
+  // out_of_memory() tells a full device apart.
   std::string upload(const wire::Request& q, const DLTensor* host, DLTensor* device_view);
+  bool out_of_memory() const { return out_of_memory_; }
 
   // After the call: the device's error (sticky: the caller ends the
   // worker), then each tensor's guards and each input's bytes, then the
   // outputs copied back into `host`. Returns "" or the first fault, naming
   // the tensor; `sticky` tells an error of the device from a check's.
   std::string finish(const wire::Request& q, const DLTensor* host, bool& sticky);
+
+  // The host<->device copies of the tensors' data so far (not the guards'
+  // or the poison's): seconds and bytes each way, for bench.
+  void add_copy_times(wire::Timing& t) const;
 
  private:
   struct Buffer {
@@ -88,8 +129,15 @@ class Tensors {
   };
   std::string copy(void* dst, const void* src, std::size_t bytes, int kind, const char* what);
 
+  // `copy`, timed into `seconds` and `bytes` (a synchronous cudaMemcpy).
+  std::string timed_copy(void* dst, const void* src, std::size_t bytes, int kind, const char* what,
+                         double& seconds, double& counted);
+
   const Runtime& rt_;
   std::vector<Buffer> buffers_;
+  bool out_of_memory_ = false;
+  double to_device_seconds_ = 0, to_device_bytes_ = 0;
+  double from_device_seconds_ = 0, from_device_bytes_ = 0;
 };
 
 }  // namespace moacert::kernels::plugin::device

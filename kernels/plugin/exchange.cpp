@@ -43,8 +43,9 @@ Worker::~Worker() {
   stop(/*graceful=*/true);
 }
 
-void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
-                  std::span<const TensorRef> outputs, std::uint64_t schedule_seed) {
+wire::Timing Worker::call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
+                          std::span<const TensorRef> outputs, std::uint64_t schedule_seed,
+                          Repeats repeats) {
   std::lock_guard lock(mutex_);
   const auto out_names = info(p.op).outputs;
   const int nt = int(inputs.size() + outputs.size());
@@ -89,6 +90,8 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
   const std::string params = params_json(p);
   std::snprintf(q.params, sizeof q.params, "%s", params.c_str());
   q.schedule_seed = schedule_seed;
+  q.timed_warmup = repeats.untimed;
+  q.timed_calls = std::min(repeats.timed, wire::kMaxTimedCalls);
 
   const int memfd = memfd_create("moacert-plugin-tensors", MFD_CLOEXEC);
   if (memfd < 0)
@@ -160,6 +163,9 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
             (r.message[0] ? std::string(": ") + r.message : std::string(" (no message)")),
         false);
   }
+  if (r.kind == wire::Reply::no_device_memory)
+    throw DeviceOutOfMemory(std::string(r.message, strnlen(r.message, sizeof r.message)) +
+                            " (the device's limit, not the kernel's fault)");
   if (r.kind == wire::Reply::bad_request) {
     stop(false);
     throw std::runtime_error(std::string("plugin worker: ") + r.message);
@@ -189,6 +195,7 @@ void Worker::call(int kernel, const Problem& p, std::span<const TensorRef> input
     std::memcpy(outputs[std::size_t(i - q.n_inputs)].data, base + d.region_offset + d.data_offset,
                 bytes[std::size_t(i)]);
   }
+  return r.timing;
 }
 
 // The emulator's counters summed over the calls so far (empty: none).

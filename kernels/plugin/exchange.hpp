@@ -22,6 +22,12 @@
 
 namespace moacert::kernels::plugin {
 
+// bench's repeats of one call of a `cuda` kernel (Worker::call): that
+// many untimed calls, then that many timed; none for every other call.
+struct Repeats {
+  int untimed = 0, timed = 0;
+};
+
 // The worker of one library, started on the first call, kept alive across
 // calls and started again after a failure. Calls are serialised.
 class Worker {
@@ -36,9 +42,12 @@ class Worker {
 
   // Runs entry `kernel` of the library's table on `p`. Throws KernelFault
   // for the kernel's faults (a crash, a timeout, an error return, a write
-  // outside its outputs).
-  void call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
-            std::span<const TensorRef> outputs, std::uint64_t schedule_seed);
+  // outside its outputs), DeviceOutOfMemory when the device cannot hold the
+  // tensors. `timed` (bench of a `cuda` kernel): the call repeated on the
+  // resident device tensors, {untimed, timed} times, the timings returned.
+  wire::Timing call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
+                    std::span<const TensorRef> outputs, std::uint64_t schedule_seed,
+                    Repeats repeats = {});
 
   pid_t pid() const { return pid_; }
 

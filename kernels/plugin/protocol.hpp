@@ -20,6 +20,8 @@ constexpr int kNameBytes = 24;
 // from a plugin's table (ABI 2): more is garbage, which the loader refuses.
 constexpr int kMaxAxes = 16;
 constexpr int kMaxValues = 4096;
+// bench times at most this many calls of a `cuda` kernel in one request.
+constexpr int kMaxTimedCalls = 256;
 // A plugin built against moacert/simt.h reports the emulator's counters and
 // first hazard of the call as JSON (moacert_simt_take_report).
 constexpr int kSimtReportBytes = 2048;
@@ -56,6 +58,20 @@ struct Request {
   // The SIMT emulator's schedule seed (block order and interleaving) for a
   // plugin built against moacert/simt.h; derived from the case.
   std::uint64_t schedule_seed = 0;
+  // bench of a `cuda` kernel (0 otherwise): the worker uploads the tensors
+  // once, calls the kernel `timed_warmup` times untimed and then
+  // `timed_calls` times, each timed by events on its stream (Reply::timing).
+  std::int32_t timed_warmup = 0, timed_calls = 0;
+};
+
+// A `cuda` kernel's timings (Request::timed_calls), as bench reports them
+// (kernels::DeviceTimes).
+struct Timing {
+  char clock[32] = {};  // "CUDA events", or "host clock" where the runtime has none
+  std::int32_t calls = 0;
+  double seconds[kMaxTimedCalls] = {};                          // each timed call, on the device
+  double copy_to_device_seconds = 0, copy_to_device_bytes = 0;  // the inputs' data, once
+  double copy_from_device_seconds = 0, copy_from_device_bytes = 0;  // the outputs' data, once
 };
 
 // Where a faulting address lies, as the worker's signal handler sees it.
@@ -72,7 +88,9 @@ struct Reply {
   // past it or into an input, on the device) or the device reported an
   // error; `message` says which, naming the tensor. ends_worker: the
   // worker exits after this reply (a CUDA error is sticky).
-  enum Kind : std::int32_t { ok, error_return, fault, bad_request, device_fault };
+  // no_device_memory: the device could not hold the call's tensors (before
+  // the call): the machine's limit, not the kernel's fault.
+  enum Kind : std::int32_t { ok, error_return, fault, bad_request, device_fault, no_device_memory };
   std::uint32_t magic = kReplyMagic;
   Kind kind = ok;
   std::int32_t rc = 0;  // the kernel's return value
@@ -87,6 +105,7 @@ struct Reply {
   // (a fault: the SIMT emulator's own message when it recognised the fault,
   // e.g. a fiber's stack overflow)
   char simt_report[kSimtReportBytes] = {};  // JSON, or empty: no emulator in the plugin
+  Timing timing;                            // when the request asked for timed calls
 };
 
 }  // namespace moacert::kernels::plugin::wire

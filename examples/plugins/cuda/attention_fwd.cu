@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -147,6 +148,12 @@ double param(const char* json, const char* key, double fallback) {
   const char* at = std::strstr(json, pattern);
   return at ? std::strtod(at + std::strlen(pattern), nullptr) : fallback;
 }
+// The stream moacert hands a `cuda` kernel ("stream": its address; absent
+// or 0: the default stream).
+void* stream_of(const char* json) {
+  const char* at = std::strstr(json, "\"stream\":");
+  return at ? reinterpret_cast<void*>(std::uintptr_t(std::strtoull(at + 9, nullptr, 10))) : nullptr;
+}
 bool flag(const char* json, const char* key) {
   char pattern[64];
   std::snprintf(pattern, sizeof pattern, "\"%s\":true", key);
@@ -191,14 +198,18 @@ int attention_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int
   p.o_st = strides_of<4, Strides4>(out[0]);
   p.lse_st = strides_of<3, Strides3>(out[1]);
   if (p.B == 0 || p.H == 0 || p.N == 0) return 0;  // nothing to compute
+  // On the stream moacert hands (host tensors: the default one, synchronised
+  // here; device tensors: moacert synchronises the stream after the call
+  // and times the launches on it, so the kernel does not wait for them).
+  const bool on_device = q->device.device_type == kDLCUDA;
   try {
     const dim3 grid((p.N + BLOCK_M - 1) / BLOCK_M, p.H, p.B);
-    moacert_launch(attention_fwd_kernel, grid, THREADS, 0, p);
+    moacert_launch_on(attention_fwd_kernel, grid, THREADS, 0, stream_of(params), p);
   } catch (const std::exception& e) {  // a hazard: the worker reports it too
     std::snprintf(err, err_len, "%s", e.what());
     return 1;
   }
-  const cudaError_t e = cudaDeviceSynchronize();
+  const cudaError_t e = on_device ? cudaGetLastError() : cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     std::snprintf(err, err_len, "attention.fwd: %s", cudaGetErrorString(e));
     return 1;
