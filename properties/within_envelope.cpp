@@ -140,12 +140,44 @@ EnvelopeExclusions excluded_by(Op op, const kernels::Envelope& e) {
   for (Regime r : declared_regimes(op))
     if (std::string why = why_unreachable(op, r, e); !why.empty())
       out.regimes.push_back({std::string(name(r)), std::move(why)});
-  // Deployment scale as the generator has it (is_large): an axis is one of
-  // its axes when some extent along it makes a problem large, and the
-  // envelope excludes it when its largest extent does not.
+  // The op's deployment envelope (docs/design.md#deployment-envelope): each
+  // of its axes whose edge the envelope keeps out of reach, with the
+  // thresholds no case can cross.
+  for (const EnvelopeAxis& a : property_op(op).envelope_axes) {
+    std::string axis;
+    std::optional<moa::extent_t> most;
+    if (a.group) {
+      axis = "H/Hkv";
+      if (!e.grouped_heads)
+        most = 1;
+      else
+        most = highest(e, "H");
+    } else {
+      for (std::string_view n : dims_of(op))
+        if (dim_field(n) == a.field) axis = std::string(n);
+      most = highest(e, axis);
+    }
+    if (!most || *most >= a.edge) continue;
+    std::string beyond;
+    for (moa::extent_t t : a.thresholds())
+      if (t >= *most)  // crossing t needs an extent past it
+        beyond += (beyond.empty() ? "" : ", ") + std::to_string(t);
+    out.deployment_scale.push_back(
+        {axis,
+         "at most " + std::to_string(*most) + "; the deployment envelope reaches " +
+             std::to_string(a.edge) +
+             (beyond.empty() ? std::string() : " (thresholds out of reach: " + beyond + ")")});
+  }
+  // The other axes: deployment scale as the generator has it (is_large):
+  // an axis is one of its axes when some extent along it makes a problem
+  // large, and the envelope excludes it when its largest extent does not.
+  auto named = [&out](const std::string& axis) {
+    return std::any_of(out.deployment_scale.begin(), out.deployment_scale.end(),
+                       [&](const EnvelopeExclusion& x) { return x.what == axis; });
+  };
   for (const auto& [axis, allowed] : e.axes) {
     const auto field = dim_field(axis);
-    if (!field) continue;
+    if (!field || named(axis)) continue;
     Problem p;  // every other extent 1
     p.op = op;
     auto large_at = [&](moa::extent_t x) {

@@ -199,8 +199,28 @@ TEST(Shapes, AnEnvelopeNamesTheRegimesAndTheDeploymentScaleItExcludes) {
   EXPECT_EQ(names(b.regimes),
             V{"softmax.no-key-row: needs more queries than keys (N > M); N is at most 8, M at "
               "least 8"});
-  EXPECT_EQ(names(b.deployment_scale), (V{"N: at most 8; deployment scale starts at 257",
-                                          "M: at most 16; deployment scale starts at 257"}));
+  // N and M are axes of attention's deployment envelope: named with its
+  // edge and the thresholds no case can cross (not the generator's "large").
+  EXPECT_EQ(names(b.deployment_scale),
+            (V{"N: at most 8; the deployment envelope reaches 32768 (thresholds out of reach: "
+               "1024, 2048, 4096, 8192, 16384, 32768)",
+               "M: at most 16; the deployment envelope reaches 32768 (thresholds out of reach: "
+               "1024, 2048, 4096, 8192, 16384, 32768)"}));
+
+  // No grouped heads, or at most 4 query heads: the group axis (to 16).
+  kernels::Envelope no_groups;
+  no_groups.grouped_heads = false;
+  EXPECT_EQ(names(excluded_by(Op::attention_fwd, no_groups).deployment_scale),
+            V{"H/Hkv: at most 1; the deployment envelope reaches 16 (thresholds out of reach: 2, "
+              "4, 8, 16)"});
+  kernels::Envelope four_heads;
+  kernels::AxisEnvelope h;
+  h.hi = 4;
+  four_heads.axes = {{"H", h}};
+  EXPECT_EQ(names(excluded_by(Op::attention_bwd, four_heads).deployment_scale),
+            (V{"H/Hkv: at most 4; the deployment envelope reaches 16 (thresholds out of reach: 4, "
+               "8, 16)",
+               "H: at most 4; deployment scale starts at 257"}));
 
   kernels::Envelope one_key;
   kernels::AxisEnvelope l, d;
@@ -214,7 +234,9 @@ TEST(Shapes, AnEnvelopeNamesTheRegimesAndTheDeploymentScaleItExcludes) {
             (V{"softmax.underflowing-tile: needs a whole tile of 16 keys; L is at most 1",
                "softmax.tie: needs two keys; L is at most 1",
                "softmax.dominant-key: needs two keys; L is at most 1"}));
-  EXPECT_EQ(names(c.deployment_scale), V{"L: at most 1; deployment scale starts at 4097"});
+  EXPECT_EQ(names(c.deployment_scale),
+            V{"L: at most 1; the deployment envelope reaches 131072 (thresholds out of reach: "
+              "1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)"});
 
   kernels::Envelope narrow_model;
   kernels::AxisEnvelope dm;
@@ -222,7 +244,16 @@ TEST(Shapes, AnEnvelopeNamesTheRegimesAndTheDeploymentScaleItExcludes) {
   narrow_model.axes = {{"Dm", dm}};
   const EnvelopeExclusions e = excluded_by(Op::mlp_swiglu, narrow_model);
   EXPECT_EQ(names(e.regimes), V{"gemm.cancellation: needs a sum of two products; Dm is at most 1"});
-  EXPECT_EQ(names(e.deployment_scale), V{"Dm: at most 1; deployment scale starts at 257"});
+  EXPECT_EQ(names(e.deployment_scale),
+            V{"Dm: at most 1; the deployment envelope reaches 16384 (thresholds out of reach: "
+              "1024, 2048, 4096, 8192, 16384)"});
+  // An axis outside the deployment envelope keeps the generator's rule.
+  kernels::Envelope narrow_head;
+  kernels::AxisEnvelope hd;
+  hd.hi = 128;
+  narrow_head.axes = {{"D", hd}};
+  EXPECT_EQ(names(excluded_by(Op::attention_fwd, narrow_head).deployment_scale),
+            V{"D: at most 128; deployment scale starts at 257"});
 }
 
 // The tensors of two cases, bit for bit.
