@@ -176,6 +176,7 @@ HISTORY_SECTIONS = [
     (["planted-tiled-kernels"], "Planted tiled kernels"),
     ([], "Workers (issue #28)"),
     ([], "The backward at scale (issue #29, item 3)"),
+    ([], "Tensor-core ONFs on the emulator (issue #30)"),
 ]
 
 
