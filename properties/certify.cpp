@@ -557,6 +557,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   cert.op = v.op;
   cert.variant = v.name;
   cert.role = std::string(kernels::name(v.role));
+  cert.arithmetic = v.arithmetic;
   cert.format = o_.format;
   cert.rule = o_.rule;
   cert.seed = o_.seed;

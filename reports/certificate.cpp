@@ -33,6 +33,14 @@ nlohmann::json histogram_json(const properties::ErrorHistogram& h) {
           {"bins", bins}};
 }
 
+// What a variant's arithmetic rounds to the storage format between its
+// products (Arithmetic's flags), by the tensors' names in docs/bounds.md.
+std::vector<std::string> rounded_to_storage(const Arithmetic& a) {
+  std::vector<std::string> out;
+  if (a.weights_in_storage_format) out.push_back("P");
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
@@ -103,6 +111,13 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
     j["vs_torch"] = {{"cases", c.vs_torch_cases}, {"tensors", eq}};
   }
   j["ran_on"] = c.ran_on;
+  // Only where the variant departs from the standard model, so that other
+  // certificates stay as they were.
+  if (!(c.arithmetic == Arithmetic{}))
+    j["arithmetic"] = {
+        {"accumulation",
+         c.arithmetic.accumulation == Accumulation::tensor_core ? "tensor_core" : "rounded"},
+        {"rounded_to_storage", rounded_to_storage(c.arithmetic)}};
   if (c.counted_cases > 0) {  // a counting backend (the host emulator)
     nlohmann::json totals = nlohmann::json::object();
     for (const auto& [what, n] : c.counts) totals[what] = n;
@@ -237,6 +252,15 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
     }
   }
   md << "\nRan on: " << c.ran_on << ".\n";
+  if (!(c.arithmetic == Arithmetic{})) {
+    md << "\nArithmetic the bounds assume (docs/bounds.md#tensor-cores): "
+       << (c.arithmetic.accumulation == Accumulation::tensor_core
+               ? "tensor-core accumulation (products exact, addends truncated)"
+               : "every addition rounded to nearest");
+    for (const std::string& t : rounded_to_storage(c.arithmetic))
+      md << "; " << t << " rounded to the storage format before its product";
+    md << ".\n";
+  }
   if (c.counted_cases > 0) {
     md << "\n## Counts\n\nOver the " << c.counted_cases
        << " judged cases, as the emulator counted them (docs/simt.md#counters):\n\n"

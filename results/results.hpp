@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "reference/arithmetic.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/shape.hpp"
 #include "reference/ops.hpp"
@@ -132,6 +133,9 @@ struct Certificate {
   // Cases the kernel refused outside its declared envelope (plugin ABI 2's
   // MOACERT_UNSUPPORTED): counted among those run, never a counterexample.
   int refused = 0;
+  // How the variant declares it computes (kernels::Variant::arithmetic),
+  // the model its a priori bounds were derived for (docs/bounds.md).
+  Arithmetic arithmetic;
   std::vector<TensorSummary> tensors;
   std::string worst_token;  // the case that came closest to failing (or failed)
   // The command that replays worst_token as certify printed it (a plugin's
