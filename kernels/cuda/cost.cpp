@@ -164,6 +164,38 @@ LaunchCost tensor_core_forward(const Problem& p) {
   return n.c;
 }
 
+// bwd_tc_kernel (kernels/cuda/bwd_tc.cu): one block per (32-key tile, kv
+// head); K and V of the key tile and, per visible (query head, 16-row query
+// tile), Q and dO arrive by 16-byte cp.async (one load each), the rows' LSE
+// (storage) and D_i (f32) by element loads; dK and dV leave by element
+// stores, dQ's partials by one atomic per (pair, query row, d).
+LaunchCost tensor_core_backward(const Problem& p) {
+  using cuda_tiles::kTcBwdBlockM;
+  using cuda_tiles::kTcBwdBlockN;
+  const Dims& d = p.dims;
+  Counter n{{"bwd_tc_kernel"}, double(info(p.format).bytes)};
+  const double kv_heads = double(d.B) * d.Hkv, group = double(d.H / d.Hkv), D = double(d.D);
+  const double chunk = 16, chunks_per_row = D * n.storage / chunk;
+  for (int j = 0; j < ceil_div(d.M, kTcBwdBlockN); ++j) {
+    double qv = 0;  // the rows of this key tile's visible query tiles, per head
+    for (int i = 0; i < ceil_div(d.N, kTcBwdBlockM); ++i)
+      if (tile_visible(p.causal(), i, j, d.N, d.M, kTcBwdBlockM, kTcBwdBlockN))
+        qv += rows_in(i, d.N, kTcBwdBlockM);
+    const double keys = rows_in(j, d.M, kTcBwdBlockN), rows = kv_heads * group * qv;
+    n.load("k", kv_heads * keys * chunks_per_row, chunk);
+    n.load("v", kv_heads * keys * chunks_per_row, chunk);
+    n.load("q", rows * chunks_per_row, chunk);
+    n.load("do", rows * chunks_per_row, chunk);
+    n.load("lse", rows, n.storage);
+    n.load(scratch::kDRows, rows, n.f32);
+    n.store("dk", kv_heads * keys * D, n.storage);
+    n.store("dv", kv_heads * keys * D, n.storage);
+    n.atomic(scratch::kDqAcc, rows * D);
+  }
+  n.c.flops = double(d.B) * d.H * walk(p).pairs * (10 * D + 2);
+  return n.c;
+}
+
 LaunchCost row_dot(const Problem& p) {
   const Dims& d = p.dims;
   Counter n{{"row_dot_kernel"}, double(info(p.format).bytes)};
@@ -332,6 +364,10 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
                          p, w),
             convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
   }
+  if (onf == "bwd_tc") {
+    return {row_dot(p), tensor_core_backward(p),
+            convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
+  }
   if (onf == "bwd_fa2") {
     return {row_dot(p), key_kernel("dkdv_kernel", {.dk = true, .atomic_dq = true}, p, w),
             convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
@@ -360,7 +396,7 @@ double scratch_bytes(std::string_view onf, const Problem& p) {
   if (onf == "fused_v3") return 4 * (kv + rows);
   if (onf == "fused_det") return 4 * 2 * rows;
   if (onf == "bwd_atomic") return 4 * (rows + kv);
-  if (onf == "bwd_fa2") return 4 * (rows + rows * d.D);
+  if (onf == "bwd_fa2" || onf == "bwd_tc") return 4 * (rows + rows * d.D);
   if (onf == "decode") return 4 * double(d.B) * d.H * ceil_div(d.M, kSplitKeys) * (2 + d.D);
   if (onf == "swiglu") return 4 * double(d.T) * d.F;
   return 0;

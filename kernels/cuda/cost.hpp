@@ -52,7 +52,7 @@ struct LaunchCost {
 };
 
 // The ONFs: "fused_v1", "fused_v3", "fused_det", "bwd_atomic", "bwd_fa2",
-// "flash", "decode", "rmsnorm", "swiglu". Launches in the order the
+// "bwd_tc", "flash", "flash_tc", "decode", "rmsnorm", "swiglu". Launches in the order the
 // launcher issues them. Every ONF's traffic is a function of the problem
 // alone (no schedule changes it) except decode's, which depends on lens:
 // `launches` gives its upper bound, every position read (lens[b] = L);

@@ -1,0 +1,234 @@
+// The tensor-core steps the *_tc attention ONFs of kernels/cuda/ compose
+// (docs/cuda.md#tensor-core-onfs): tiles staged by 16-byte cp.async, f32
+// pairs packed into bf16 mma operands, and the backward's per-tile steps
+// over one (key tile, query tile) pair: P^T and dS^T recomputed on tensor
+// cores and rounded to bf16 in shared memory, dK += dS^T Q and dV += P^T dO
+// into each warp's accumulator fragments, and dQ's partial dS K. Written
+// once, so that bwd_tc and the fused ONFs visit the same pairs with the
+// same arithmetic. Fragments are the PTX ISA's for mma.m16n8k16: lane =
+// 4 groupID + threadID_in_group, accumulator entry e at row groupID +
+// 8 (e / 2), column 2 threadID_in_group + e % 2.
+#pragma once
+
+#include "kernels/cuda/attention_common.cuh"
+// after the CUDA language
+#include "include/moacert/tensor_core.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace moacert::kernels::MOACERT_CUDA_NS {
+
+constexpr int kChunk = 8;  // b16 elements per 16-byte cp.async
+
+// Two b16 elements in one register, the lower index in the lower half.
+__device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
+  const __nv_bfloat16 b16[2] = {__float2bfloat16(lo), __float2bfloat16(hi)};
+  std::uint32_t bits;
+  memcpy(&bits, b16, sizeof bits);  // little-endian: lo in the lower half
+  return bits;
+}
+
+// rows [row0, row0 + rows) of (b, h) into the (block_rows, D) tile at
+// `tile` by 16-byte cp.async; rows past `rows` are zeroed and never read.
+// Every thread commits nothing here: the caller closes the group.
+template <int D>
+__device__ inline void stage_tile(std::uint16_t* tile, const __nv_bfloat16* g, const Strides4& s,
+                                  int b, int h, int row0, int rows, int block_rows) {
+  constexpr int chunks_per_row = D / kChunk;
+  for (int c = threadIdx.x; c < block_rows * chunks_per_row; c += blockDim.x) {
+    const int r = c / chunks_per_row, d = (c % chunks_per_row) * kChunk;
+    if (r < rows) {
+      tc::cp_async_cg(tile + r * D + d, g + at(s, b, h, row0 + r, d));
+    } else {
+      for (int e = 0; e < kChunk; ++e) tile[r * D + d + e] = 0;
+    }
+  }
+}
+
+// cp.async copies 16 aligned bytes of a row: a staged tensor must have unit
+// d strides and rows of whole 16-byte chunks.
+inline bool chunked_rows(const Strides4& s) {
+  return s.d == 1 && s.n % kChunk == 0 && s.h % kChunk == 0 && s.b % kChunk == 0;
+}
+
+// ---- the backward over one (key tile, query tile) pair ------------------------
+
+using cuda_tiles::kTcBwdBlockM;  // query rows per tile
+using cuda_tiles::kTcBwdBlockN;  // keys per tile
+constexpr int kTcBwdWarps = 4;
+constexpr int kTcBwdThreads = 32 * kTcBwdWarps;
+static_assert(kTcBwdBlockN == 2 * 16 && kTcBwdBlockM == 2 * 8 && kTcBwdWarps == 4,
+              "each warp owns one 16-key by 8-query block of S^T");
+
+// The shared memory of a key-tile block (b16 elements): K and V of the key
+// tile, Q and dO of a query tile double buffered, P^T and dS^T of the pair
+// in bf16; then f32 LSE and D_i rows of the query tile, double buffered.
+// Every b16 row is 16-byte aligned for ldmatrix.
+struct TcKeyTile {
+  std::uint16_t *k, *v, *q[2], *dout[2];
+  __nv_bfloat16 *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
+  float *lse[2], *drow[2];
+};
+
+template <int D>
+__host__ __device__ constexpr size_t tc_key_tile_bytes() {
+  return sizeof(std::uint16_t) *
+             size_t(2 * kTcBwdBlockN * D + 4 * kTcBwdBlockM * D + 2 * kTcBwdBlockN * kTcBwdBlockM) +
+         sizeof(float) * 4 * kTcBwdBlockM;
+}
+
+template <int D>
+__device__ inline TcKeyTile carve_tc_key_tile(void* base) {
+  std::uint16_t* sh = static_cast<std::uint16_t*>(base);
+  TcKeyTile t;
+  t.k = sh;
+  t.v = t.k + kTcBwdBlockN * D;
+  t.q[0] = t.v + kTcBwdBlockN * D;
+  t.q[1] = t.q[0] + kTcBwdBlockM * D;
+  t.dout[0] = t.q[1] + kTcBwdBlockM * D;
+  t.dout[1] = t.dout[0] + kTcBwdBlockM * D;
+  t.pt = reinterpret_cast<__nv_bfloat16*>(t.dout[1] + kTcBwdBlockM * D);
+  t.dst = t.pt + kTcBwdBlockN * kTcBwdBlockM;
+  float* rows = reinterpret_cast<float*>(t.dst + kTcBwdBlockN * kTcBwdBlockM);
+  t.lse[0] = rows;
+  t.lse[1] = rows + kTcBwdBlockM;
+  t.drow[0] = rows + 2 * kTcBwdBlockM;
+  t.drow[1] = rows + 3 * kTcBwdBlockM;
+  return t;
+}
+
+// The A fragments of this warp's 16 rows of a (kTcBwdBlockN, D) key tile
+// (K or V), for every k-step over d: ldmatrix without .trans.
+template <int D>
+__device__ inline void load_key_fragments(std::uint32_t (&f)[D / 16][4], const std::uint16_t* tile,
+                                          int row0) {
+  const int lane = threadIdx.x % 32, mat = lane / 8;
+  const int row = row0 + 8 * (mat % 2) + lane % 8, col = 8 * (mat / 2);
+  for (int ks = 0; ks < D / 16; ++ks) tc::ldmatrix<4>(f[ks], tile + row * D + ks * 16 + col);
+}
+
+// x (16 rows, 8 columns) = A B^T over d: A's fragments `a` (16 key rows),
+// B's rows the 8 query rows [col0, col0 + 8) of the (kTcBwdBlockM, D)
+// tile `rows` (Q or dO), whose fragment is ldmatrix without .trans.
+template <int D>
+__device__ inline void key_rows_times(float (&x)[4], const std::uint32_t (&a)[D / 16][4],
+                                      const std::uint16_t* rows, int col0) {
+  const int l16 = threadIdx.x % 16;
+  for (int e = 0; e < 4; ++e) x[e] = 0.f;
+  for (int ks = 0; ks < D / 16; ++ks) {
+    std::uint32_t bf[2];
+    tc::ldmatrix<2>(bf, rows + (col0 + l16 % 8) * D + ks * 16 + 8 * (l16 / 8));
+    const float c[4] = {x[0], x[1], x[2], x[3]};
+    tc::mma_m16n8k16_bf16(x, a[ks], bf, c);
+  }
+}
+
+// Step 1 of a pair: this warp's 16 keys by 8 queries of S^T = K Q^T and
+// dP^T = V dO^T on tensor cores, then P^T = exp(scale S^T - lse) (0 where
+// masked) and dS^T = P^T (dP^T - D_i) in f32, each rounded to bf16 into
+// t.pt and t.dst (the mma operands of step 2). A row with no visible key
+// is masked everywhere, so it contributes nothing. Ends before the barrier
+// that publishes t.pt and t.dst.
+template <int D, bool kCausal>
+__device__ inline void probabilities_and_ds_tc(const TcKeyTile& t, int buf,
+                                               const std::uint32_t (&kf)[D / 16][4],
+                                               const std::uint32_t (&vf)[D / 16][4], int i0, int j0,
+                                               const AttnDims& a) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  const int key0 = 16 * (warp % 2), query0 = 8 * (warp / 2);
+  float s[4], dp[4];
+  key_rows_times<D>(s, kf, t.q[buf], query0);
+  key_rows_times<D>(dp, vf, t.dout[buf], query0);
+  for (int e = 0; e < 4; ++e) {
+    const int key = key0 + grp + 8 * (e / 2), query = query0 + 2 * tig + e % 2;
+    const int i = i0 + query, j = j0 + key;
+    const bool visible = i < a.N && j < a.M && sees(kCausal, i, j, a.N, a.M);
+    const float p = visible ? expf(a.scale * s[e] - t.lse[buf][query]) : 0.f;
+    const float ds = p * (dp[e] - t.drow[buf][query]);
+    t.pt[key * kTcBwdBlockM + query] = __float2bfloat16(p);
+    t.dst[key * kTcBwdBlockM + query] = __float2bfloat16(ds);
+  }
+}
+
+// acc (16 keys of this warp, D / 2 columns) += W^T X over the pair's
+// queries: W^T (kTcBwdBlockN, kTcBwdBlockM) in bf16 (t.pt or t.dst), the
+// A fragment by ldmatrix without .trans; X (kTcBwdBlockM, D) the query
+// tile (dO or Q), B[k = query][n = d] row-major, so ldmatrix .trans.
+template <int D>
+__device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const __nv_bfloat16* wt,
+                                           const std::uint16_t* x) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, mat = lane / 8;
+  const int key0 = 16 * (warp % 2), dt0 = (warp / 2) * (D / 16);
+  std::uint32_t af[4];
+  tc::ldmatrix<4>(af, wt + (key0 + 8 * (mat % 2) + lane % 8) * kTcBwdBlockM + 8 * (mat / 2));
+  for (int dt = 0; dt < D / 16; ++dt) {
+    std::uint32_t bf[2];
+    tc::ldmatrix<2, true>(bf, x + (lane % 16) * D + (dt0 + dt) * 8);
+    const float c[4] = {acc[dt][0], acc[dt][1], acc[dt][2], acc[dt][3]};
+    tc::mma_m16n8k16_bf16(acc[dt], af, bf, c);
+  }
+}
+
+// Step 2 of a pair (after the barrier): dK / scale += dS^T Q and
+// dV += P^T dO into this warp's fragments (its 16 keys, its half of d).
+template <int D>
+__device__ inline void accumulate_dk_dv_tc(const TcKeyTile& t, int buf, float (&dk)[D / 16][4],
+                                           float (&dv)[D / 16][4]) {
+  accumulate_key_rows<D>(dk, t.dst, t.q[buf]);
+  accumulate_key_rows<D>(dv, t.pt, t.dout[buf]);
+}
+
+// dq (the pair's 16 queries, this warp's quarter of d) = dS K over the
+// key tile: dS's A fragment from t.dst ([key][query], so ldmatrix .trans),
+// B[k = key][n = d] = K row-major, ldmatrix .trans.
+template <int D>
+__device__ inline void dq_partial_tc(float (&dq)[D / 32][4], const TcKeyTile& t) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, mat = lane / 8;
+  const int dt0 = warp * (D / 32);
+  for (int dt = 0; dt < D / 32; ++dt)
+    for (int e = 0; e < 4; ++e) dq[dt][e] = 0.f;
+  for (int ks = 0; ks < kTcBwdBlockN / 16; ++ks) {
+    std::uint32_t af[4];
+    tc::ldmatrix<4, true>(
+        af, t.dst + (ks * 16 + 8 * (mat / 2) + lane % 8) * kTcBwdBlockM + 8 * (mat % 2));
+    for (int dt = 0; dt < D / 32; ++dt) {
+      std::uint32_t bf[2];
+      tc::ldmatrix<2, true>(bf, t.k + (ks * 16 + lane % 16) * D + (dt0 + dt) * 8);
+      const float c[4] = {dq[dt][0], dq[dt][1], dq[dt][2], dq[dt][3]};
+      tc::mma_m16n8k16_bf16(dq[dt], af, bf, c);
+    }
+  }
+}
+
+// dq_acc (B, H, N, D) contiguous f32 += this warp's dq fragments, rows
+// past `rows` skipped: one atomicAdd per (query row, d) of the pair.
+template <int D>
+__device__ inline void atomic_add_dq_tc(float* dq_acc, const float (&dq)[D / 32][4], int b, int h,
+                                        int i0, int rows, const AttnDims& a) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  for (int dt = 0; dt < D / 32; ++dt)
+    for (int e = 0; e < 4; ++e) {
+      const int r = grp + 8 * (e / 2), d = (warp * (D / 32) + dt) * 8 + 2 * tig + e % 2;
+      if (r < rows)
+        atomicAdd(dq_acc + ((static_cast<long long>(b) * a.H + h) * a.N + i0 + r) * D + d,
+                  dq[dt][e]);
+    }
+}
+
+// (B, Hkv, M, D) of storage T <- factor * this warp's key-row fragments
+// (its 16 keys, its half of d), keys past `keys` skipped.
+template <class T, int D>
+__device__ inline void store_key_rows_tc(const Tensor4& out, const float (&acc)[D / 16][4], int b,
+                                         int g, int j0, int keys, float factor) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  const int key0 = 16 * (warp % 2), dt0 = (warp / 2) * (D / 16);
+  T* o = static_cast<T*>(out.data);
+  for (int dt = 0; dt < D / 16; ++dt)
+    for (int e = 0; e < 4; ++e) {
+      const int key = key0 + grp + 8 * (e / 2), d = (dt0 + dt) * 8 + 2 * tig + e % 2;
+      if (key < keys) o[at(out.s, b, g, j0 + key, d)] = from_f32<T>(factor * acc[dt][e]);
+    }
+}
+
+}  // namespace moacert::kernels::MOACERT_CUDA_NS
