@@ -1,0 +1,154 @@
+// simt.bwd_tc (kernels/cuda/bwd_tc.cu) on the host emulator:
+// - every launch's loads, stores and atomics, tensor by tensor, equal its
+//   cost function (kernels/cuda/cost.cpp, the law of traffic_law.hpp) on
+//   problems with tails in N and M, causal rows that see no key, GQA and
+//   MQA, at both head widths of its envelope;
+// - its declared arithmetic (tensor-core accumulation, P rounded to bf16)
+//   is what its bound rests on: the same kernel declaring less fails
+//   certify on a row built for it (docs/bounds.md#tensor-cores).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cost.hpp"
+#include "kernels/cuda/launch_log.hpp"
+#include "kernels/cuda/traffic_law.hpp"
+#include "properties/certify.hpp"
+#include "properties/properties.hpp"
+
+namespace moacert {
+namespace {
+
+namespace cost = kernels::cuda_cost;
+using properties::CaseSpec;
+
+const kernels::Variant& bwd_tc() {
+  const kernels::Variant* v = kernels::Registry::builtin().find(Op::attention_bwd, "simt.bwd_tc");
+  if (!v) throw std::logic_error("simt.bwd_tc is not registered");
+  return *v;
+}
+
+// A row-major bf16 attention.bwd case of these extents.
+Case bwd_case(const Dims& d, bool causal) {
+  CaseSpec s;
+  s.problem.op = Op::attention_bwd;
+  s.problem.format = Format::bf16;
+  s.problem.dims = d;
+  s.problem.params.causal = causal;
+  for (const moa::Shape& shape : input_shapes(s.problem)) {
+    s.kinds.push_back(moa::LayoutKind::row_major);
+    s.layouts.push_back(moa::Layout::row_major(shape));
+  }
+  s.seed = 11;
+  return properties::make_case(s);
+}
+
+TEST(BwdTc, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
+  auto dims = [](moa::extent_t H, moa::extent_t Hkv, moa::extent_t N, moa::extent_t M,
+                 moa::extent_t D) {
+    Dims d;
+    d.B = 2, d.H = H, d.Hkv = Hkv, d.N = N, d.M = M, d.D = D;
+    return d;
+  };
+  struct Shape {
+    Dims d;
+    bool causal;
+  };
+  // Tails in N (not a multiple of 16) and M (of 32), N > M with causal rows
+  // that see no key, N < M, GQA and MQA, one key.
+  const Shape shapes[] = {{dims(2, 2, 16, 32, 64), false},
+                          {dims(4, 2, 33, 45, 64), false},
+                          {dims(3, 1, 40, 20, 128), true},
+                          {dims(2, 1, 9, 71, 64), true},
+                          {dims(2, 2, 17, 1, 128), false}};
+  for (const Shape& s : shapes) {
+    const Case c = bwd_case(s.d, s.causal);
+    kernels::simt::take_launch_log();
+    bwd_tc().instrumentation->take_count_mismatch();
+    properties::run_variant(bwd_tc(), c);
+    const auto counted = kernels::simt::take_launch_log();
+    std::string all;
+    for (const std::string& m : cost::traffic_mismatches("bwd_tc", c.problem, nullptr, counted))
+      all += "\n  " + m;
+    EXPECT_TRUE(all.empty()) << "N=" << s.d.N << " M=" << s.d.M << " D=" << s.d.D << all;
+    EXPECT_EQ(bwd_tc().instrumentation->take_count_mismatch().value(), "");
+    double atomics = 0;
+    for (const auto& l : counted) atomics += double(l.atomic_add_global);
+    EXPECT_EQ(atomics, cost::total("bwd_tc", c.problem).atomics);
+    EXPECT_GT(atomics, 0);
+  }
+}
+
+// One query row, four keys, v = 0 (so o = 0, dP = dS = 0: only dV = P^T dO
+// moves), scores near log(1/4) so that lse is near 0 and the given lse's
+// bf16 rounding costs the weights next to nothing. Key 0's score is tuned
+// so that its weight lies just above 1/4 + 2^-10, the midpoint of two bf16
+// values: rounded to bf16 it gains nearly 2^-8 of itself, and dV_0 =
+// 3 P_0 then rounds to storage at a tie, away again. dV_0 errs by about
+// 1.6 u_s |dV_0|, past the bound that leaves the rounding of P out, and
+// within the one that declares it (docs/bounds.md#tensor-cores).
+Case weight_at_a_bf16_midpoint() {
+  Dims d;
+  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = 4, d.D = 64;
+  Case c = bwd_case(d, false);
+  for (AnyTensor& t : c.inputs)
+    for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
+  AnyTensor &q = c.inputs[0], &k = c.inputs[1], &lse = c.inputs[4], &dout = c.inputs[5];
+  q.set({0, 0, 0, 0}, 1);
+  q.set({0, 0, 0, 1}, 1);
+  for (moa::extent_t j = 0; j < d.M; ++j) k.set({0, 0, j, 0}, -11.0625);  // bf16
+  dout.set({0, 0, 0, 0}, 3);
+  const double scale = c.problem.scale(), midpoint = 0.25 + 0x1p-10;
+  for (int step = 1; step < 400; ++step) {  // key 0's fine score, in bf16 steps of 2^-12
+    k.set({0, 0, 0, 1}, step * 0x1p-12);
+    double sum = 0;
+    for (moa::extent_t j = 0; j < d.M; ++j)
+      sum += std::exp(scale * (k.get({0, 0, j, 0}) + k.get({0, 0, j, 1})));
+    lse.set({0, 0, 0}, std::log(sum));
+    const double s0 = scale * (k.get({0, 0, 0, 0}) + k.get({0, 0, 0, 1}));
+    const double p_true = std::exp(s0) / sum, p_given = std::exp(s0 - lse.get({0, 0, 0}));
+    auto just_above = [&](double p) { return p > midpoint + 0x1p-15 && p < midpoint + 0x1p-13; };
+    if (just_above(p_true) && just_above(p_given)) return c;
+  }
+  throw std::logic_error("no score puts key 0's weight just above the midpoint");
+}
+
+properties::CertifyOptions options_for(const kernels::Variant& v, const Case& c) {
+  properties::CertifyOptions o;
+  o.variant = &v;
+  o.format = Format::bf16;
+  o.seed = 7;
+  o.equivalence = false;
+  o.case_files = {{"weight at a bf16 midpoint", c}};
+  return o;
+}
+
+// The declaration is what the kernel's bound rests on: the same kernel
+// declaring rounded accumulation, or tensor-core accumulation without the
+// rounding of P to bf16, fails on the row above where the full declaration
+// holds.
+TEST(BwdTcArithmetic, UndeclaredRoundingOfPFailsItsBound) {
+  const kernels::Variant& fixed = bwd_tc();
+  EXPECT_EQ(fixed.arithmetic.accumulation, Accumulation::tensor_core);
+  EXPECT_TRUE(fixed.arithmetic.weights_in_storage_format);
+  EXPECT_TRUE(fixed.arithmetic.score_gradients_in_storage_format);
+  const Case c = weight_at_a_bf16_midpoint();
+  const auto holds = properties::certify(options_for(fixed, c));
+  EXPECT_TRUE(holds.holds) << holds.failure;
+  for (const Arithmetic& claimed :
+       {Arithmetic{}, Arithmetic{.accumulation = Accumulation::tensor_core,
+                      .score_gradients_in_storage_format = true}}) {
+    kernels::Variant undeclared = fixed;
+    undeclared.arithmetic = claimed;
+    const auto cert = properties::certify(options_for(undeclared, c));
+    EXPECT_FALSE(cert.holds);
+    EXPECT_NE(cert.failure.find("error"), std::string::npos) << cert.failure;
+    RecordProperty("failure", cert.failure);
+  }
+}
+
+}  // namespace
+}  // namespace moacert
