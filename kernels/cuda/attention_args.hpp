@@ -80,7 +80,10 @@ int launch_fused_v3(const FwdBwdArgs& args);
 int launch_fused_det(const FwdBwdArgs& args);
 int launch_bwd_atomic(const BwdArgs& args);
 int launch_bwd_fa2(const BwdArgs& args);
-int launch_bwd_tc(const BwdArgs& args);  // throws std::invalid_argument outside its envelope
+int launch_bwd_tc(const BwdArgs& args);
+int launch_fused_v1_tc(
+    const FwdBwdArgs& args);  // throws std::invalid_argument outside its envelope  // throws
+                              // std::invalid_argument outside its envelope
 int launch_flash_fwd(const FwdArgs& args);
 int launch_flash_tc(const FwdArgs& args);  // throws std::invalid_argument outside its envelope
 

@@ -98,6 +98,40 @@ __device__ inline TcKeyTile carve_tc_key_tile(void* base) {
   return t;
 }
 
+// The shared memory of a query-tile block (b16 elements): Q and dO of the
+// query tile, K and V of a key tile double buffered, P^T and dS^T of the
+// pair in bf16; then the f32 LSE and D_i rows of the query tile.
+struct TcQueryTile {
+  std::uint16_t *q, *dout, *k[2], *v[2];
+  __nv_bfloat16 *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
+  float *lse, *drow;
+};
+
+template <int D>
+__host__ __device__ constexpr size_t tc_query_tile_bytes() {
+  return sizeof(std::uint16_t) *
+             size_t(2 * kTcBwdBlockM * D + 4 * kTcBwdBlockN * D + 2 * kTcBwdBlockN * kTcBwdBlockM) +
+         sizeof(float) * 2 * kTcBwdBlockM;
+}
+
+template <int D>
+__device__ inline TcQueryTile carve_tc_query_tile(void* base) {
+  std::uint16_t* sh = static_cast<std::uint16_t*>(base);
+  TcQueryTile t;
+  t.q = sh;
+  t.dout = t.q + kTcBwdBlockM * D;
+  t.k[0] = t.dout + kTcBwdBlockM * D;
+  t.k[1] = t.k[0] + kTcBwdBlockN * D;
+  t.v[0] = t.k[1] + kTcBwdBlockN * D;
+  t.v[1] = t.v[0] + kTcBwdBlockN * D;
+  t.pt = reinterpret_cast<__nv_bfloat16*>(t.v[1] + kTcBwdBlockN * D);
+  t.dst = t.pt + kTcBwdBlockN * kTcBwdBlockM;
+  float* rows = reinterpret_cast<float*>(t.dst + kTcBwdBlockN * kTcBwdBlockM);
+  t.lse = rows;
+  t.drow = rows + kTcBwdBlockM;
+  return t;
+}
+
 // The A fragments of this warp's 16 rows of a (kTcBwdBlockN, D) key tile
 // (K or V), for every k-step over d: ldmatrix without .trans.
 template <int D>
@@ -124,6 +158,17 @@ __device__ inline void key_rows_times(float (&x)[4], const std::uint32_t (&a)[D 
   }
 }
 
+// One (key tile, query tile) pair as the steps below read it, wherever the
+// kernel keeps its tiles: the query tile's Q, dO (kTcBwdBlockM, D) and
+// rows' LSE and D_i, the key tile's K (kTcBwdBlockN, D), and the pair's
+// P^T and dS^T. A key-tile kernel (bwd_tc) double-buffers the query side,
+// a query-tile kernel (fused_v1_tc) the key side.
+struct TcPair {
+  const std::uint16_t *q, *dout, *k;
+  const float *lse, *drow;
+  __nv_bfloat16 *pt, *dst;
+};
+
 // Step 1 of a pair: this warp's 16 keys by 8 queries of S^T = K Q^T and
 // dP^T = V dO^T on tensor cores, then P^T = exp(scale S^T - lse) (0 where
 // masked) and dS^T = P^T (dP^T - D_i) in f32, each rounded to bf16 into
@@ -131,21 +176,21 @@ __device__ inline void key_rows_times(float (&x)[4], const std::uint32_t (&a)[D 
 // is masked everywhere, so it contributes nothing. Ends before the barrier
 // that publishes t.pt and t.dst.
 template <int D, bool kCausal>
-__device__ inline void probabilities_and_ds_tc(const TcKeyTile& t, int buf,
+__device__ inline void probabilities_and_ds_tc(const TcPair& t,
                                                const std::uint32_t (&kf)[D / 16][4],
                                                const std::uint32_t (&vf)[D / 16][4], int i0, int j0,
                                                const AttnDims& a) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
   const int key0 = 16 * (warp % 2), query0 = 8 * (warp / 2);
   float s[4], dp[4];
-  key_rows_times<D>(s, kf, t.q[buf], query0);
-  key_rows_times<D>(dp, vf, t.dout[buf], query0);
+  key_rows_times<D>(s, kf, t.q, query0);
+  key_rows_times<D>(dp, vf, t.dout, query0);
   for (int e = 0; e < 4; ++e) {
     const int key = key0 + grp + 8 * (e / 2), query = query0 + 2 * tig + e % 2;
     const int i = i0 + query, j = j0 + key;
     const bool visible = i < a.N && j < a.M && sees(kCausal, i, j, a.N, a.M);
-    const float p = visible ? expf(a.scale * s[e] - t.lse[buf][query]) : 0.f;
-    const float ds = p * (dp[e] - t.drow[buf][query]);
+    const float p = visible ? expf(a.scale * s[e] - t.lse[query]) : 0.f;
+    const float ds = p * (dp[e] - t.drow[query]);
     t.pt[key * kTcBwdBlockM + query] = __float2bfloat16(p);
     t.dst[key * kTcBwdBlockM + query] = __float2bfloat16(ds);
   }
@@ -173,21 +218,19 @@ __device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const __nv_b
 // Step 2 of a pair (after the barrier): dK / scale += dS^T Q and
 // dV += P^T dO into this warp's fragments (its 16 keys, its half of d).
 template <int D>
-__device__ inline void accumulate_dk_dv_tc(const TcKeyTile& t, int buf, float (&dk)[D / 16][4],
+__device__ inline void accumulate_dk_dv_tc(const TcPair& t, float (&dk)[D / 16][4],
                                            float (&dv)[D / 16][4]) {
-  accumulate_key_rows<D>(dk, t.dst, t.q[buf]);
-  accumulate_key_rows<D>(dv, t.pt, t.dout[buf]);
+  accumulate_key_rows<D>(dk, t.dst, t.q);
+  accumulate_key_rows<D>(dv, t.pt, t.dout);
 }
 
-// dq (the pair's 16 queries, this warp's quarter of d) = dS K over the
+// dq (the pair's 16 queries, this warp's quarter of d) += dS K over the
 // key tile: dS's A fragment from t.dst ([key][query], so ldmatrix .trans),
 // B[k = key][n = d] = K row-major, ldmatrix .trans.
 template <int D>
-__device__ inline void dq_partial_tc(float (&dq)[D / 32][4], const TcKeyTile& t) {
+__device__ inline void accumulate_dq_tc(float (&dq)[D / 32][4], const TcPair& t) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, mat = lane / 8;
   const int dt0 = warp * (D / 32);
-  for (int dt = 0; dt < D / 32; ++dt)
-    for (int e = 0; e < 4; ++e) dq[dt][e] = 0.f;
   for (int ks = 0; ks < kTcBwdBlockN / 16; ++ks) {
     std::uint32_t af[4];
     tc::ldmatrix<4, true>(
@@ -213,6 +256,37 @@ __device__ inline void atomic_add_dq_tc(float* dq_acc, const float (&dq)[D / 32]
       if (r < rows)
         atomicAdd(dq_acc + ((static_cast<long long>(b) * a.H + h) * a.N + i0 + r) * D + d,
                   dq[dt][e]);
+    }
+}
+
+// acc_g (B, Hkv, M, D) contiguous f32 += this warp's key-row fragments
+// (its 16 keys, its half of d), keys past `keys` skipped: one atomicAdd
+// per (key, d) of the pair.
+template <int D>
+__device__ inline void atomic_add_key_rows_tc(float* acc_g, const float (&acc)[D / 16][4], int b,
+                                              int g, int j0, int keys, const AttnDims& a) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  const int key0 = 16 * (warp % 2), dt0 = (warp / 2) * (D / 16);
+  for (int dt = 0; dt < D / 16; ++dt)
+    for (int e = 0; e < 4; ++e) {
+      const int key = key0 + grp + 8 * (e / 2), d = (dt0 + dt) * 8 + 2 * tig + e % 2;
+      if (key < keys)
+        atomicAdd(acc_g + ((static_cast<long long>(b) * a.Hkv + g) * a.M + j0 + key) * D + d,
+                  acc[dt][e]);
+    }
+}
+
+// (B, H, N, D) of storage T <- factor * this warp's dq fragments (the
+// query tile's rows, its quarter of d), rows past `rows` skipped.
+template <class T, int D>
+__device__ inline void store_query_rows_tc(const Tensor4& out, const float (&dq)[D / 32][4], int b,
+                                           int h, int i0, int rows, float factor) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  T* o = static_cast<T*>(out.data);
+  for (int dt = 0; dt < D / 32; ++dt)
+    for (int e = 0; e < 4; ++e) {
+      const int r = grp + 8 * (e / 2), d = (warp * (D / 32) + dt) * 8 + 2 * tig + e % 2;
+      if (r < rows) o[at(out.s, b, h, i0 + r, d)] = from_f32<T>(factor * dq[dt][e]);
     }
 }
 

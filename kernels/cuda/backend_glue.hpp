@@ -324,6 +324,11 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
        "tile, dK and dV in fragments, 16-row Q/dO tiles double-buffered by cp.async, dQ by "
        "atomics; D in {64, 128}",
        /*tensor_core=*/true},
+      {"fused_v1_tc", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1_tc>,
+       "tensor cores: flash_tc's forward, D_i, then over 16-row query tiles bwd_tc's pair steps "
+       "with 32-key K/V tiles double-buffered by cp.async, dQ in fragments, dK and dV by "
+       "atomics; D in {64, 128}",
+       /*tensor_core=*/true},
       {"decode", Op::attention_decode, true, &decode,
        "split-K over the KV cache (64 keys a block), LSE merge; positions >= lens[b] unread"},
       {"rmsnorm", Op::rmsnorm, true, &rmsnorm,
@@ -361,8 +366,11 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
               return t;
             }(),
         .envelope = compiled_envelope(e.op),
-        // o and lse are <backend>.flash's bit for bit (one forward_pass)
-        .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
+        // o and lse are <backend>.flash's bit for bit (one forward_pass), a
+        // tensor-core ONF's <backend>.flash_tc's (its launcher)
+        .family_name = e.op != Op::attention_fwdbwd ? std::string()
+                       : e.tensor_core              ? backend + ".flash_tc"
+                                                    : backend + ".flash",
         .same_bits_any_layout = true,
         .where = where,
         .instrumentation = hooks.instrumentation,

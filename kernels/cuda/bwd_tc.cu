@@ -78,11 +78,12 @@ __global__ void bwd_tc_kernel(BwdArgs args, const float* d_rows, float* dq_acc) 
       load_key_fragments<D>(kf, t.k, 16 * (warp % 2));
       load_key_fragments<D>(vf, t.v, 16 * (warp % 2));
     }
-    probabilities_and_ds_tc<D, kCausal>(t, buf, kf, vf, i0, j0, a);
+    const TcPair view{t.q[buf], t.dout[buf], t.k, t.lse[buf], t.drow[buf], t.pt, t.dst};
+    probabilities_and_ds_tc<D, kCausal>(view, kf, vf, i0, j0, a);
     __syncthreads();  // P^T and dS^T of the pair are in shared memory
-    accumulate_dk_dv_tc<D>(t, buf, dk, dv);
-    float dq[D / 32][4];
-    dq_partial_tc<D>(dq, t);
+    accumulate_dk_dv_tc<D>(view, dk, dv);
+    float dq[D / 32][4] = {};
+    accumulate_dq_tc<D>(dq, view);
     atomic_add_dq_tc<D>(dq_acc, dq, b, h, i0, rows, a);
     __syncthreads();  // every warp is done with buffer `buf`, P^T and dS^T before they are refilled
   }

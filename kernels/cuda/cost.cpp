@@ -196,6 +196,39 @@ LaunchCost tensor_core_backward(const Problem& p) {
   return n.c;
 }
 
+// fused_v1_tc_kernel (kernels/cuda/fused_v1_tc.cu): one block per (16-row
+// query tile, head); Q, dO and, per visible 32-key tile, K and V arrive by
+// 16-byte cp.async, the rows' LSE (storage, as the forward stored it) and
+// D_i (f32) by element loads; dQ leaves by element stores, dK and dV by
+// one atomic each per (pair, key, d).
+LaunchCost tensor_core_fused_backward(const char* name, const Problem& p) {
+  using cuda_tiles::kTcBwdBlockM;
+  using cuda_tiles::kTcBwdBlockN;
+  const Dims& d = p.dims;
+  Counter n{{name}, double(info(p.format).bytes)};
+  const double heads = double(d.B) * d.H, D = double(d.D);
+  const double chunk = 16, chunks_per_row = D * n.storage / chunk;
+  for (int i = 0; i < ceil_div(d.N, kTcBwdBlockM); ++i) {
+    double kv = 0;  // the keys of this query tile's visible key tiles
+    for (int j = 0; j < ceil_div(d.M, kTcBwdBlockN) &&
+                    tile_visible(p.causal(), i, j, d.N, d.M, kTcBwdBlockM, kTcBwdBlockN);
+         ++j)
+      kv += rows_in(j, d.M, kTcBwdBlockN);
+    const double rows = heads * rows_in(i, d.N, kTcBwdBlockM);
+    n.load("q", rows * chunks_per_row, chunk);
+    n.load("do", rows * chunks_per_row, chunk);
+    n.load("lse", rows, n.storage);
+    n.load(scratch::kDRows, rows, n.f32);
+    n.load("k", heads * kv * chunks_per_row, chunk);
+    n.load("v", heads * kv * chunks_per_row, chunk);
+    n.store("dq", rows * D, n.storage);
+    n.atomic(scratch::kDkAcc, heads * kv * D);
+    n.atomic(scratch::kDvAcc, heads * kv * D);
+  }
+  n.c.flops = heads * walk(p).pairs * (10 * D + 2);
+  return n.c;
+}
+
 LaunchCost row_dot(const Problem& p) {
   const Dims& d = p.dims;
   Counter n{{"row_dot_kernel"}, double(info(p.format).bytes)};
@@ -368,6 +401,11 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
     return {row_dot(p), tensor_core_backward(p),
             convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
   }
+  if (onf == "fused_v1_tc") {
+    return {tensor_core_forward(p), row_dot(p), tensor_core_fused_backward("fused_v1_tc_kernel", p),
+            convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M)),
+            convert(p, scratch::kDvAcc, "dv", kv_heads, double(d.M))};
+  }
   if (onf == "bwd_fa2") {
     return {row_dot(p), key_kernel("dkdv_kernel", {.dk = true, .atomic_dq = true}, p, w),
             convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
@@ -393,6 +431,7 @@ double scratch_bytes(std::string_view onf, const Problem& p) {
   const Dims& d = p.dims;
   const double rows = double(d.B) * d.H * d.N, kv = double(d.B) * d.Hkv * d.M * d.D;
   if (onf == "fused_v1") return 4 * 2 * kv;
+  if (onf == "fused_v1_tc") return 4 * (rows + 2 * kv);
   if (onf == "fused_v3") return 4 * (kv + rows);
   if (onf == "fused_det") return 4 * 2 * rows;
   if (onf == "bwd_atomic") return 4 * (rows + kv);

@@ -1,4 +1,5 @@
-// simt.bwd_tc (kernels/cuda/bwd_tc.cu) on the host emulator:
+// simt.bwd_tc (kernels/cuda/bwd_tc.cu) and simt.fused_v1_tc on the host
+// emulator:
 // - every launch's loads, stores and atomics, tensor by tensor, equal its
 //   cost function (kernels/cuda/cost.cpp, the law of traffic_law.hpp) on
 //   problems with tails in N and M, causal rows that see no key, GQA and
@@ -31,10 +32,16 @@ const kernels::Variant& bwd_tc() {
   return *v;
 }
 
-// A row-major bf16 attention.bwd case of these extents.
-Case bwd_case(const Dims& d, bool causal) {
+const kernels::Variant& simt_variant(Op op, const std::string& onf) {
+  const kernels::Variant* v = kernels::Registry::builtin().find(op, "simt." + onf);
+  if (!v) throw std::logic_error("simt." + onf + " is not registered");
+  return *v;
+}
+
+// A row-major bf16 case of `op` of these extents.
+Case attention_case(Op op, const Dims& d, bool causal) {
   CaseSpec s;
-  s.problem.op = Op::attention_bwd;
+  s.problem.op = op;
   s.problem.format = Format::bf16;
   s.problem.dims = d;
   s.problem.params.causal = causal;
@@ -64,21 +71,30 @@ TEST(BwdTc, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
                           {dims(3, 1, 40, 20, 128), true},
                           {dims(2, 1, 9, 71, 64), true},
                           {dims(2, 2, 17, 1, 128), false}};
-  for (const Shape& s : shapes) {
-    const Case c = bwd_case(s.d, s.causal);
-    kernels::simt::take_launch_log();
-    bwd_tc().instrumentation->take_count_mismatch();
-    properties::run_variant(bwd_tc(), c);
-    const auto counted = kernels::simt::take_launch_log();
-    std::string all;
-    for (const std::string& m : cost::traffic_mismatches("bwd_tc", c.problem, nullptr, counted))
-      all += "\n  " + m;
-    EXPECT_TRUE(all.empty()) << "N=" << s.d.N << " M=" << s.d.M << " D=" << s.d.D << all;
-    EXPECT_EQ(bwd_tc().instrumentation->take_count_mismatch().value(), "");
-    double atomics = 0;
-    for (const auto& l : counted) atomics += double(l.atomic_add_global);
-    EXPECT_EQ(atomics, cost::total("bwd_tc", c.problem).atomics);
-    EXPECT_GT(atomics, 0);
+  struct OnfOf {
+    Op op;
+    const char* onf;
+  };
+  for (const OnfOf o :
+       {OnfOf{Op::attention_bwd, "bwd_tc"}, OnfOf{Op::attention_fwdbwd, "fused_v1_tc"}}) {
+    const kernels::Variant& v = simt_variant(o.op, o.onf);
+    for (const Shape& s : shapes) {
+      const Case c = attention_case(o.op, s.d, s.causal);
+      kernels::simt::take_launch_log();
+      v.instrumentation->take_count_mismatch();
+      properties::run_variant(v, c);
+      const auto counted = kernels::simt::take_launch_log();
+      std::string all;
+      for (const std::string& m : cost::traffic_mismatches(o.onf, c.problem, nullptr, counted))
+        all += "\n  " + m;
+      EXPECT_TRUE(all.empty()) << o.onf << " N=" << s.d.N << " M=" << s.d.M << " D=" << s.d.D
+                               << all;
+      EXPECT_EQ(v.instrumentation->take_count_mismatch().value(), "");
+      double atomics = 0;
+      for (const auto& l : counted) atomics += double(l.atomic_add_global);
+      EXPECT_EQ(atomics, cost::total(o.onf, c.problem).atomics);
+      EXPECT_GT(atomics, 0);
+    }
   }
 }
 
@@ -93,7 +109,7 @@ TEST(BwdTc, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
 Case weight_at_a_bf16_midpoint() {
   Dims d;
   d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = 4, d.D = 64;
-  Case c = bwd_case(d, false);
+  Case c = attention_case(Op::attention_bwd, d, false);
   for (AnyTensor& t : c.inputs)
     for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
   AnyTensor &q = c.inputs[0], &k = c.inputs[1], &lse = c.inputs[4], &dout = c.inputs[5];
