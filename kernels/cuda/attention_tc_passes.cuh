@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace moacert::kernels::MOACERT_CUDA_NS {
 
@@ -303,6 +305,217 @@ __device__ inline void store_key_rows_tc(const Tensor4& out, const float (&acc)[
       const int key = key0 + grp + 8 * (e / 2), d = (dt0 + dt) * 8 + 2 * tig + e % 2;
       if (key < keys) o[at(out.s, b, g, j0 + key, d)] = from_f32<T>(factor * acc[dt][e]);
     }
+}
+
+// ---- the backward's kernels, composed of the steps above ------------------------
+
+// What the backward kernels read and write, from attention.bwd's or
+// attention.fwdbwd's arguments (lse: the given one, or the one the fused
+// ONF's forward stored).
+struct TcBackwardArgs {
+  AttnDims a;
+  Tensor4 q, k, v, dout;
+  Tensor3 lse;
+  Tensor4 dq, dk, dv;
+};
+
+// One block of 4 warps per (32-key tile, kv head), over the group's heads
+// and the visible 16-row query tiles, Q and dO of the next pair in flight
+// by cp.async while the current one is used: dV, and dK where kDK, in each
+// warp's fragments, written once; dQ's partial dS K of each pair added to
+// dq_acc (B, H, N, D) f32 by atomics where kAtomicDQ (FlashAttention-2's
+// form). D_i from d_rows (B, H, N) f32. grid (key tiles, Hkv, B).
+template <class T, int D, bool kCausal, bool kDK, bool kAtomicDQ>
+__global__ void tc_key_tile_kernel(TcBackwardArgs args, const float* d_rows, float* dq_acc) {
+  const AttnDims a = args.a;
+  const TcKeyTile t = carve_tc_key_tile<D>(smem);
+  const int kt = blockIdx.x, g = blockIdx.y, b = blockIdx.z;
+  const int j0 = kt * kTcBwdBlockN, keys = rows_in(kt, a.M, kTcBwdBlockN);
+  const int group = a.H / a.Hkv, query_tiles = ceil_div(a.N, kTcBwdBlockM);
+  const T* q_g = static_cast<const T*>(args.q.data);
+  const T* dout_g = static_cast<const T*>(args.dout.data);
+  const T* lse_g = static_cast<const T*>(args.lse.data);
+
+  // The visible query tiles of this key tile are a suffix (a later row sees
+  // more keys); the pairs are (h, qt) for the group's heads, in order.
+  int qt_first = 0;
+  while (qt_first < query_tiles &&
+         !tile_visible(kCausal, qt_first, kt, a.N, a.M, kTcBwdBlockM, kTcBwdBlockN))
+    ++qt_first;
+  const int per_head = query_tiles - qt_first, pairs = group * per_head;
+  auto head_of = [&](int pair) { return g * group + pair / per_head; };
+  auto tile_of = [&](int pair) { return qt_first + pair % per_head; };
+
+  // Q and dO of pair `pair` into buffer pair % 2 by cp.async (the caller
+  // commits), its LSE and D_i rows by plain loads.
+  auto stage_pair = [&](int pair) {
+    const int buf = pair % 2, h = head_of(pair), i0 = tile_of(pair) * kTcBwdBlockM;
+    const int rows = rows_in(tile_of(pair), a.N, kTcBwdBlockM);
+    stage_tile<D>(t.q[buf], q_g, args.q.s, b, h, i0, rows, kTcBwdBlockM);
+    stage_tile<D>(t.dout[buf], dout_g, args.dout.s, b, h, i0, rows, kTcBwdBlockM);
+    const int r = threadIdx.x % kTcBwdBlockM;
+    if (threadIdx.x < kTcBwdBlockM)
+      t.lse[buf][r] = r < rows ? to_f32(lse_g[at(args.lse.s, b, h, i0 + r)]) : 0.f;
+    else if (threadIdx.x < 2 * kTcBwdBlockM)
+      t.drow[buf][r] =
+          r < rows ? d_rows[(static_cast<long long>(b) * a.H + h) * a.N + i0 + r] : 0.f;
+  };
+
+  // Stage 0: K and V of the key tile with the first pair's tiles.
+  stage_tile<D>(t.k, static_cast<const T*>(args.k.data), args.k.s, b, g, j0, keys, kTcBwdBlockN);
+  stage_tile<D>(t.v, static_cast<const T*>(args.v.data), args.v.s, b, g, j0, keys, kTcBwdBlockN);
+  if (pairs > 0) stage_pair(0);
+  tc::cp_async_commit_group();
+
+  const int warp = threadIdx.x / 32;
+  std::uint32_t kf[D / 16][4], vf[D / 16][4];    // this warp's 16 keys of K and V, A fragments
+  float dk[D / 16][4] = {}, dv[D / 16][4] = {};  // dK / scale and dV: its keys, its half of d
+  for (int pair = 0; pair < pairs; ++pair) {
+    const int buf = pair % 2, h = head_of(pair), i0 = tile_of(pair) * kTcBwdBlockM;
+    [[maybe_unused]] const int rows = rows_in(tile_of(pair), a.N, kTcBwdBlockM);
+    if (pair + 1 < pairs) stage_pair(pair + 1);  // the next pair flies while this one is used
+    tc::cp_async_commit_group();                 // possibly empty: wait_group<1> stays right
+    tc::cp_async_wait_group<1>();                // this pair's tiles (and K, V) have landed
+    __syncthreads();
+    if (pair == 0) {
+      load_key_fragments<D>(kf, t.k, 16 * (warp % 2));
+      load_key_fragments<D>(vf, t.v, 16 * (warp % 2));
+    }
+    const TcPair view{t.q[buf], t.dout[buf], t.k, t.lse[buf], t.drow[buf], t.pt, t.dst};
+    probabilities_and_ds_tc<D, kCausal>(view, kf, vf, i0, j0, a);
+    __syncthreads();  // P^T and dS^T of the pair are in shared memory
+    if constexpr (kDK) accumulate_key_rows<D>(dk, view.dst, view.q);  // dK / scale += dS^T Q
+    accumulate_key_rows<D>(dv, view.pt, view.dout);                   // dV += P^T dO
+    if constexpr (kAtomicDQ) {
+      float dq[D / 32][4] = {};
+      accumulate_dq_tc<D>(dq, view);
+      atomic_add_dq_tc<D>(dq_acc, dq, b, h, i0, rows, a);
+    }
+    __syncthreads();  // every warp is done with buffer `buf`, P^T and dS^T before they are refilled
+  }
+  tc::cp_async_wait_group<0>();  // no copy outlives the block (none when pairs > 0)
+  if constexpr (kDK) store_key_rows_tc<T, D>(args.dk, dk, b, g, j0, keys, a.scale);
+  store_key_rows_tc<T, D>(args.dv, dv, b, g, j0, keys, 1.f);
+}
+
+// One block of 4 warps per (16-row query tile, head), over the visible
+// 32-key tiles, K and V of the next tile in flight by cp.async while the
+// current one is used: dQ in each warp's fragments, written once; each
+// pair's dK (kAtomicDK) and dV (kAtomicDV) added to f32 accumulators
+// (B, Hkv, M, D) by atomics. grid (query tiles, H, B).
+template <class T, int D, bool kCausal, bool kAtomicDK, bool kAtomicDV>
+__global__ void tc_query_tile_kernel(TcBackwardArgs args, const float* d_rows, float* dk_acc,
+                                     float* dv_acc) {
+  const AttnDims a = args.a;
+  const TcQueryTile t = carve_tc_query_tile<D>(smem);
+  const int q_tile = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int g = h / (a.H / a.Hkv);
+  const int i0 = q_tile * kTcBwdBlockM, rows = rows_in(q_tile, a.N, kTcBwdBlockM);
+  const T* k_g = static_cast<const T*>(args.k.data);
+  const T* v_g = static_cast<const T*>(args.v.data);
+
+  // The visible key tiles are a prefix (a later key is seen by fewer rows).
+  int key_tiles = 0;
+  while (key_tiles < ceil_div(a.M, kTcBwdBlockN) &&
+         tile_visible(kCausal, q_tile, key_tiles, a.N, a.M, kTcBwdBlockM, kTcBwdBlockN))
+    ++key_tiles;
+
+  // Stage 0: Q, dO and the rows' LSE (as the forward stored it) and D_i,
+  // with K, V of key tile 0.
+  stage_tile<D>(t.q, static_cast<const T*>(args.q.data), args.q.s, b, h, i0, rows, kTcBwdBlockM);
+  stage_tile<D>(t.dout, static_cast<const T*>(args.dout.data), args.dout.s, b, h, i0, rows,
+                kTcBwdBlockM);
+  const int r = threadIdx.x % kTcBwdBlockM;
+  if (threadIdx.x < kTcBwdBlockM)
+    t.lse[r] =
+        r < rows ? to_f32(static_cast<const T*>(args.lse.data)[at(args.lse.s, b, h, i0 + r)]) : 0.f;
+  else if (threadIdx.x < 2 * kTcBwdBlockM)
+    t.drow[r] = r < rows ? d_rows[(static_cast<long long>(b) * a.H + h) * a.N + i0 + r] : 0.f;
+  if (key_tiles > 0) {
+    const int keys = rows_in(0, a.M, kTcBwdBlockN);
+    stage_tile<D>(t.k[0], k_g, args.k.s, b, g, 0, keys, kTcBwdBlockN);
+    stage_tile<D>(t.v[0], v_g, args.v.s, b, g, 0, keys, kTcBwdBlockN);
+  }
+  tc::cp_async_commit_group();
+
+  const int warp = threadIdx.x / 32;
+  float dq[D / 32][4] = {};  // dQ / scale: the tile's rows, this warp's quarter of d
+  for (int kt = 0; kt < key_tiles; ++kt) {
+    const int buf = kt % 2, j0 = kt * kTcBwdBlockN;
+    [[maybe_unused]] const int keys = rows_in(kt, a.M, kTcBwdBlockN);
+    if (kt + 1 < key_tiles) {  // the next key tile flies while this one is used
+      const int next = kt + 1, next_keys = rows_in(next, a.M, kTcBwdBlockN);
+      stage_tile<D>(t.k[next % 2], k_g, args.k.s, b, g, next * kTcBwdBlockN, next_keys,
+                    kTcBwdBlockN);
+      stage_tile<D>(t.v[next % 2], v_g, args.v.s, b, g, next * kTcBwdBlockN, next_keys,
+                    kTcBwdBlockN);
+    }
+    tc::cp_async_commit_group();   // possibly empty: wait_group<1> stays right
+    tc::cp_async_wait_group<1>();  // key tile kt (and Q, dO) has landed
+    __syncthreads();
+    std::uint32_t kf[D / 16][4], vf[D / 16][4];
+    load_key_fragments<D>(kf, t.k[buf], 16 * (warp % 2));
+    load_key_fragments<D>(vf, t.v[buf], 16 * (warp % 2));
+    const TcPair view{t.q, t.dout, t.k[buf], t.lse, t.drow, t.pt, t.dst};
+    probabilities_and_ds_tc<D, kCausal>(view, kf, vf, i0, j0, a);
+    __syncthreads();            // P^T and dS^T of the pair are in shared memory
+    if constexpr (kAtomicDK) {  // dK / scale += dS^T Q
+      float dk[D / 16][4] = {};
+      accumulate_key_rows<D>(dk, view.dst, view.q);
+      atomic_add_key_rows_tc<D>(dk_acc, dk, b, g, j0, keys, a);
+    }
+    if constexpr (kAtomicDV) {  // dV += P^T dO
+      float dv[D / 16][4] = {};
+      accumulate_key_rows<D>(dv, view.pt, view.dout);
+      atomic_add_key_rows_tc<D>(dv_acc, dv, b, g, j0, keys, a);
+    }
+    accumulate_dq_tc<D>(dq, view);
+    __syncthreads();  // every warp is done with buffer `buf`, P^T and dS^T before they are refilled
+  }
+  tc::cp_async_wait_group<0>();  // no copy outlives the block (none when key_tiles > 0)
+  store_query_rows_tc<T, D>(args.dq, dq, b, h, i0, rows, a.scale);
+}
+
+// The launches of the two kernels, D a template argument here.
+template <class T, bool kCausal, bool kDK, bool kAtomicDQ>
+void launch_tc_key_tiles(const TcBackwardArgs& args, const float* d_rows, float* dq_acc) {
+  const AttnDims& a = args.a;
+  const dim3 grid(unsigned(ceil_div(a.M, kTcBwdBlockN)), unsigned(a.Hkv), unsigned(a.B));
+  static_assert(tc_key_tile_bytes<128>() <= 48 * 1024, "within the default dynamic shared limit");
+  if (a.D == 64)
+    MOACERT_LAUNCH((tc_key_tile_kernel<T, 64, kCausal, kDK, kAtomicDQ>), grid, dim3(kTcBwdThreads),
+                   tc_key_tile_bytes<64>(), args, d_rows, dq_acc);
+  else
+    MOACERT_LAUNCH((tc_key_tile_kernel<T, 128, kCausal, kDK, kAtomicDQ>), grid, dim3(kTcBwdThreads),
+                   tc_key_tile_bytes<128>(), args, d_rows, dq_acc);
+}
+
+template <class T, bool kCausal, bool kAtomicDK, bool kAtomicDV>
+void launch_tc_query_tiles(const TcBackwardArgs& args, const float* d_rows, float* dk_acc,
+                           float* dv_acc) {
+  const AttnDims& a = args.a;
+  const dim3 grid(unsigned(ceil_div(a.N, kTcBwdBlockM)), unsigned(a.H), unsigned(a.B));
+  static_assert(tc_query_tile_bytes<128>() <= 48 * 1024, "within the default dynamic shared limit");
+  if (a.D == 64)
+    MOACERT_LAUNCH((tc_query_tile_kernel<T, 64, kCausal, kAtomicDK, kAtomicDV>), grid,
+                   dim3(kTcBwdThreads), tc_query_tile_bytes<64>(), args, d_rows, dk_acc, dv_acc);
+  else
+    MOACERT_LAUNCH((tc_query_tile_kernel<T, 128, kCausal, kAtomicDK, kAtomicDV>), grid,
+                   dim3(kTcBwdThreads), tc_query_tile_bytes<128>(), args, d_rows, dk_acc, dv_acc);
+}
+
+// The head widths, storage and strides the tensor-core ONFs are compiled
+// for; a refusal in words (std::invalid_argument) outside them.
+inline void check_tc_backward(const char* onf, Storage storage, const TcBackwardArgs& args) {
+  if (storage != Storage::bf16)
+    throw std::invalid_argument(std::string(onf) + ": bf16 storage only (tensor-core mma inputs)");
+  if (args.a.D != 64 && args.a.D != 128)
+    throw std::invalid_argument(std::string(onf) + ": D = " + std::to_string(args.a.D) +
+                                " is not in {64, 128}, the head widths it is compiled for");
+  if (!chunked_rows(args.q.s) || !chunked_rows(args.k.s) || !chunked_rows(args.v.s) ||
+      !chunked_rows(args.dout.s))
+    throw std::invalid_argument(std::string(onf) +
+                                ": q, k, v, do need unit d strides and 16-byte rows");
 }
 
 }  // namespace moacert::kernels::MOACERT_CUDA_NS

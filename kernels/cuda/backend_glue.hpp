@@ -329,6 +329,13 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
        "with 32-key K/V tiles double-buffered by cp.async, dQ in fragments, dK and dV by "
        "atomics; D in {64, 128}",
        /*tensor_core=*/true},
+      {"fused_v3_tc", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v3_tc>,
+       "tensor cores: fused_v1_tc with dV by its own kernel over 32-key tiles: only dK by atomics",
+       /*tensor_core=*/true},
+      {"fused_det_tc", Op::attention_fwdbwd, true, &fwdbwd<&launch_fused_det_tc>,
+       "tensor cores, no float atomics: dQ over 16-row query tiles, dK and dV in fragments over "
+       "32-key tiles",
+       /*tensor_core=*/true},
       {"decode", Op::attention_decode, true, &decode,
        "split-K over the KV cache (64 keys a block), LSE merge; positions >= lens[b] unread"},
       {"rmsnorm", Op::rmsnorm, true, &rmsnorm,

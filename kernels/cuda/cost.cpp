@@ -164,16 +164,21 @@ LaunchCost tensor_core_forward(const Problem& p) {
   return n.c;
 }
 
-// bwd_tc_kernel (kernels/cuda/bwd_tc.cu): one block per (32-key tile, kv
-// head); K and V of the key tile and, per visible (query head, 16-row query
-// tile), Q and dO arrive by 16-byte cp.async (one load each), the rows' LSE
-// (storage) and D_i (f32) by element loads; dK and dV leave by element
-// stores, dQ's partials by one atomic per (pair, query row, d).
-LaunchCost tensor_core_backward(const Problem& p) {
+// tc_key_tile_kernel (kernels/cuda/attention_tc_passes.cuh): one block
+// per (32-key tile, kv head); K and V of the key tile and, per visible
+// (query head, 16-row query tile), Q and dO arrive by 16-byte cp.async
+// (one load each), the rows' LSE (storage) and D_i (f32) by element loads;
+// dV (and dK) leave by element stores, dQ's partials (atomic_dq) by one
+// atomic per (pair, query row, d).
+struct TcKeyKernel {
+  bool dk = false, atomic_dq = false;
+};
+
+LaunchCost tensor_core_key_tiles(const TcKeyKernel& k, const Problem& p) {
   using cuda_tiles::kTcBwdBlockM;
   using cuda_tiles::kTcBwdBlockN;
   const Dims& d = p.dims;
-  Counter n{{"bwd_tc_kernel"}, double(info(p.format).bytes)};
+  Counter n{{"tc_key_tile_kernel"}, double(info(p.format).bytes)};
   const double kv_heads = double(d.B) * d.Hkv, group = double(d.H / d.Hkv), D = double(d.D);
   const double chunk = 16, chunks_per_row = D * n.storage / chunk;
   for (int j = 0; j < ceil_div(d.M, kTcBwdBlockN); ++j) {
@@ -188,24 +193,29 @@ LaunchCost tensor_core_backward(const Problem& p) {
     n.load("do", rows * chunks_per_row, chunk);
     n.load("lse", rows, n.storage);
     n.load(scratch::kDRows, rows, n.f32);
-    n.store("dk", kv_heads * keys * D, n.storage);
+    if (k.dk) n.store("dk", kv_heads * keys * D, n.storage);
     n.store("dv", kv_heads * keys * D, n.storage);
-    n.atomic(scratch::kDqAcc, rows * D);
+    if (k.atomic_dq) n.atomic(scratch::kDqAcc, rows * D);
   }
-  n.c.flops = double(d.B) * d.H * walk(p).pairs * (10 * D + 2);
+  n.c.flops =
+      double(d.B) * d.H * walk(p).pairs * ((k.dk ? 8 : 6) * D + (k.atomic_dq ? 2 * D : 0) + 2);
   return n.c;
 }
 
-// fused_v1_tc_kernel (kernels/cuda/fused_v1_tc.cu): one block per (16-row
+// tc_query_tile_kernel (attention_tc_passes.cuh): one block per (16-row
 // query tile, head); Q, dO and, per visible 32-key tile, K and V arrive by
 // 16-byte cp.async, the rows' LSE (storage, as the forward stored it) and
-// D_i (f32) by element loads; dQ leaves by element stores, dK and dV by
-// one atomic each per (pair, key, d).
-LaunchCost tensor_core_fused_backward(const char* name, const Problem& p) {
+// D_i (f32) by element loads; dQ leaves by element stores, dK and dV
+// (where atomic) by one atomic each per (pair, key, d).
+struct TcQueryKernel {
+  bool atomic_dk = false, atomic_dv = false;
+};
+
+LaunchCost tensor_core_query_tiles(const TcQueryKernel& k, const Problem& p) {
   using cuda_tiles::kTcBwdBlockM;
   using cuda_tiles::kTcBwdBlockN;
   const Dims& d = p.dims;
-  Counter n{{name}, double(info(p.format).bytes)};
+  Counter n{{"tc_query_tile_kernel"}, double(info(p.format).bytes)};
   const double heads = double(d.B) * d.H, D = double(d.D);
   const double chunk = 16, chunks_per_row = D * n.storage / chunk;
   for (int i = 0; i < ceil_div(d.N, kTcBwdBlockM); ++i) {
@@ -222,10 +232,11 @@ LaunchCost tensor_core_fused_backward(const char* name, const Problem& p) {
     n.load("k", heads * kv * chunks_per_row, chunk);
     n.load("v", heads * kv * chunks_per_row, chunk);
     n.store("dq", rows * D, n.storage);
-    n.atomic(scratch::kDkAcc, heads * kv * D);
-    n.atomic(scratch::kDvAcc, heads * kv * D);
+    if (k.atomic_dk) n.atomic(scratch::kDkAcc, heads * kv * D);
+    if (k.atomic_dv) n.atomic(scratch::kDvAcc, heads * kv * D);
   }
-  n.c.flops = heads * walk(p).pairs * (10 * D + 2);
+  n.c.flops =
+      heads * walk(p).pairs * (8 * D + (k.atomic_dk ? 2 * D : 0) + (k.atomic_dv ? 2 * D : 0) + 2);
   return n.c;
 }
 
@@ -398,13 +409,22 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
             convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
   }
   if (onf == "bwd_tc") {
-    return {row_dot(p), tensor_core_backward(p),
+    return {row_dot(p), tensor_core_key_tiles({.dk = true, .atomic_dq = true}, p),
             convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
   }
   if (onf == "fused_v1_tc") {
-    return {tensor_core_forward(p), row_dot(p), tensor_core_fused_backward("fused_v1_tc_kernel", p),
+    return {tensor_core_forward(p), row_dot(p),
+            tensor_core_query_tiles({.atomic_dk = true, .atomic_dv = true}, p),
             convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M)),
             convert(p, scratch::kDvAcc, "dv", kv_heads, double(d.M))};
+  }
+  if (onf == "fused_v3_tc") {
+    return {tensor_core_forward(p), row_dot(p), tensor_core_query_tiles({.atomic_dk = true}, p),
+            tensor_core_key_tiles({}, p), convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
+  }
+  if (onf == "fused_det_tc") {
+    return {tensor_core_forward(p), row_dot(p), tensor_core_query_tiles({}, p),
+            tensor_core_key_tiles({.dk = true}, p)};
   }
   if (onf == "bwd_fa2") {
     return {row_dot(p), key_kernel("dkdv_kernel", {.dk = true, .atomic_dq = true}, p, w),
@@ -432,6 +452,10 @@ double scratch_bytes(std::string_view onf, const Problem& p) {
   const double rows = double(d.B) * d.H * d.N, kv = double(d.B) * d.Hkv * d.M * d.D;
   if (onf == "fused_v1") return 4 * 2 * kv;
   if (onf == "fused_v1_tc") return 4 * (rows + 2 * kv);
+  if (onf == "fused_v3_tc") return 4 * (rows + kv);
+  if (onf == "fused_det_tc") return 4 * rows;
+  if (onf == "fused_v3_tc") return 4 * (rows + kv);
+  if (onf == "fused_det_tc") return 4 * rows;
   if (onf == "fused_v3") return 4 * (kv + rows);
   if (onf == "fused_det") return 4 * 2 * rows;
   if (onf == "bwd_atomic") return 4 * (rows + kv);

@@ -48,7 +48,8 @@ inline std::vector<long long> tiles_of(std::string_view onf) {
   if (onf == "swiglu") return {kGemmTile};
   if (onf == "flash_tc") return {kTcBlockN, kTcBlockM};  // ascending, as the registry keeps them
   if (onf == "bwd_tc") return {kTcBwdBlockM, kTcBwdBlockN};
-  if (onf == "fused_v1_tc") return {kTcBwdBlockM, kTcBwdBlockN, kTcBlockM};  // and flash_tc's
+  if (onf == "fused_v1_tc" || onf == "fused_v3_tc" || onf == "fused_det_tc")
+    return {kTcBwdBlockM, kTcBwdBlockN, kTcBlockM};  // and flash_tc's
   if (kBlockM == kBlockN) return {kBlockM};
   return {kBlockM, kBlockN};
 }
