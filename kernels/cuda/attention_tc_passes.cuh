@@ -3,11 +3,13 @@
 // pairs packed into bf16 mma operands, and the backward's per-tile steps
 // over one (key tile, query tile) pair: P^T and dS^T recomputed on tensor
 // cores and rounded to bf16 in shared memory, dK += dS^T Q and dV += P^T dO
-// into each warp's accumulator fragments, and dQ's partial dS K. Written
-// once, so that bwd_tc and the fused ONFs visit the same pairs with the
-// same arithmetic. Fragments are the PTX ISA's for mma.m16n8k16: lane =
-// 4 groupID + threadID_in_group, accumulator entry e at row groupID +
-// 8 (e / 2), column 2 threadID_in_group + e % 2.
+// into each warp's accumulator fragments, and dQ's partial dS K; and the
+// two backward kernels built from them, over key tiles and over query
+// tiles, which bwd_tc, fused_v1_tc, fused_v3_tc and fused_det_tc launch
+// with their own atomics. Written once, so that the four visit the same
+// pairs with the same arithmetic. Fragments are the PTX ISA's for
+// mma.m16n8k16: lane = 4 groupID + threadID_in_group, accumulator entry e
+// at row groupID + 8 (e / 2), column 2 threadID_in_group + e % 2.
 #pragma once
 
 #include "kernels/cuda/attention_common.cuh"
@@ -198,10 +200,13 @@ __device__ inline void probabilities_and_ds_tc(const TcPair& t,
   }
 }
 
-// acc (16 keys of this warp, D / 2 columns) += W^T X over the pair's
-// queries: W^T (kTcBwdBlockN, kTcBwdBlockM) in bf16 (t.pt or t.dst), the
-// A fragment by ldmatrix without .trans; X (kTcBwdBlockM, D) the query
-// tile (dO or Q), B[k = query][n = d] row-major, so ldmatrix .trans.
+// Step 2 of a pair (after the barrier that publishes P^T and dS^T):
+// dK / scale += dS^T Q (wt = t.dst, x = t.q) and dV += P^T dO (t.pt,
+// t.dout). acc (16 keys of this warp, D / 2 columns) += W^T X over the
+// pair's queries: W^T (kTcBwdBlockN, kTcBwdBlockM) in bf16 (t.pt or
+// t.dst), the A fragment by ldmatrix without .trans; X (kTcBwdBlockM, D)
+// the query tile (dO or Q), B[k = query][n = d] row-major, so ldmatrix
+// .trans.
 template <int D>
 __device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const __nv_bfloat16* wt,
                                            const std::uint16_t* x) {
@@ -215,15 +220,6 @@ __device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const __nv_b
     const float c[4] = {acc[dt][0], acc[dt][1], acc[dt][2], acc[dt][3]};
     tc::mma_m16n8k16_bf16(acc[dt], af, bf, c);
   }
-}
-
-// Step 2 of a pair (after the barrier): dK / scale += dS^T Q and
-// dV += P^T dO into this warp's fragments (its 16 keys, its half of d).
-template <int D>
-__device__ inline void accumulate_dk_dv_tc(const TcPair& t, float (&dk)[D / 16][4],
-                                           float (&dv)[D / 16][4]) {
-  accumulate_key_rows<D>(dk, t.dst, t.q);
-  accumulate_key_rows<D>(dv, t.pt, t.dout);
 }
 
 // dq (the pair's 16 queries, this warp's quarter of d) += dS K over the

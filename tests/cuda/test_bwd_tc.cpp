@@ -110,6 +110,29 @@ TEST(BwdTc, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
   }
 }
 
+// fused_det_tc has no float atomics: the same bits in every block order
+// (schedule seed); fused_v1_tc, whose dK and dV are sums of atomics from
+// several query tiles, does not (so the check can fail).
+TEST(BwdTc, FusedDetTcGivesTheSameBitsInEveryBlockOrder) {
+  Dims d;
+  d.B = 1, d.H = 4, d.Hkv = 1, d.N = 48, d.M = 40, d.D = 64;
+  const Case c = attention_case(Op::attention_fwdbwd, d, /*causal=*/false);
+  for (const char* onf : {"fused_det_tc", "fused_v1_tc"}) {
+    const kernels::Variant& v = simt_variant(Op::attention_fwdbwd, onf);
+    const auto first = properties::run_variant(v, c);
+    int distinct = 0;
+    for (std::uint64_t variation : {1u, 2u, 3u, 99u}) {
+      v.instrumentation->set_schedule_seed(variation);
+      if (!properties::bitwise_equal(first, properties::run_variant(v, c))) ++distinct;
+    }
+    v.instrumentation->set_schedule_seed(0);
+    if (v.deterministic)
+      EXPECT_EQ(distinct, 0) << onf;
+    else
+      EXPECT_GT(distinct, 0) << onf << ": 5 block orders gave the same bits";
+  }
+}
+
 // One query row, four keys, v = 0 (so o = 0, dP = dS = 0: only dV = P^T dO
 // moves), scores near log(1/4) so that lse is near 0 and the given lse's
 // bf16 rounding costs the weights next to nothing. Key 0's score is tuned
