@@ -310,6 +310,10 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
     u.u_weights = u.us;
     u.eta_weights = u.eta_s;
   }
+  if (k.arithmetic.score_gradients_in_storage_format) {
+    u.u_score_grads = u.us;
+    u.eta_score_grads = u.eta_s;
+  }
   return u;
 }
 

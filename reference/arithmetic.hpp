@@ -26,6 +26,11 @@ struct Arithmetic {
   // product P V (the mma's A operand: bf16 or f16, as FlashAttention-2
   // and 3 do), a relative 2^-p more per weight (docs/bounds.md#tensor-cores).
   bool weights_in_storage_format = false;
+  // The backward's score gradients dS = P (dP - D) are rounded to the
+  // storage format before the products dS^T Q and dS K (the mmas' A
+  // operand, as FlashAttention-2's backward does); with
+  // weights_in_storage_format, its P before P^T dO (docs/bounds.md#tensor-cores).
+  bool score_gradients_in_storage_format = false;
 
   friend bool operator==(const Arithmetic&, const Arithmetic&) = default;
 };

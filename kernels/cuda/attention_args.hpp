@@ -80,6 +80,11 @@ int launch_fused_v3(const FwdBwdArgs& args);
 int launch_fused_det(const FwdBwdArgs& args);
 int launch_bwd_atomic(const BwdArgs& args);
 int launch_bwd_fa2(const BwdArgs& args);
+// The tensor-core ONFs throw std::invalid_argument outside their envelope.
+int launch_bwd_tc(const BwdArgs& args);
+int launch_fused_v1_tc(const FwdBwdArgs& args);
+int launch_fused_v3_tc(const FwdBwdArgs& args);
+int launch_fused_det_tc(const FwdBwdArgs& args);
 int launch_flash_fwd(const FwdArgs& args);
 int launch_flash_tc(const FwdArgs& args);  // throws std::invalid_argument outside its envelope
 

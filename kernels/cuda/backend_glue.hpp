@@ -319,6 +319,23 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
        "three kernels: D = rowsum(dO o O); dV over key tiles; dQ and dK, dK by atomics"},
       {"bwd_fa2", Op::attention_bwd, false, &bwd<&launch_bwd_fa2>,
        "FlashAttention-2's form: dK and dV in registers per key tile, dQ by atomics"},
+      {"bwd_tc", Op::attention_bwd, false, &bwd<&launch_bwd_tc>,
+       "tensor cores (mma m16n8k16 bf16, f32 acc), FlashAttention-2's form: 4 warps per 32-key "
+       "tile, dK and dV in fragments, 16-row Q/dO tiles double-buffered by cp.async, dQ by "
+       "atomics; D in {64, 128}",
+       /*tensor_core=*/true},
+      {"fused_v1_tc", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1_tc>,
+       "tensor cores: flash_tc's forward, D_i, then over 16-row query tiles bwd_tc's pair steps "
+       "with 32-key K/V tiles double-buffered by cp.async, dQ in fragments, dK and dV by "
+       "atomics; D in {64, 128}",
+       /*tensor_core=*/true},
+      {"fused_v3_tc", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v3_tc>,
+       "tensor cores: fused_v1_tc with dV by its own kernel over 32-key tiles: only dK by atomics",
+       /*tensor_core=*/true},
+      {"fused_det_tc", Op::attention_fwdbwd, true, &fwdbwd<&launch_fused_det_tc>,
+       "tensor cores, no float atomics: dQ over 16-row query tiles, dK and dV in fragments over "
+       "32-key tiles",
+       /*tensor_core=*/true},
       {"decode", Op::attention_decode, true, &decode,
        "split-K over the KV cache (64 keys a block), LSE merge; positions >= lens[b] unread"},
       {"rmsnorm", Op::rmsnorm, true, &rmsnorm,
@@ -356,8 +373,11 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
               return t;
             }(),
         .envelope = compiled_envelope(e.op),
-        // o and lse are <backend>.flash's bit for bit (one forward_pass)
-        .family_name = e.op == Op::attention_fwdbwd ? backend + ".flash" : std::string(),
+        // o and lse are <backend>.flash's bit for bit (one forward_pass), a
+        // tensor-core ONF's <backend>.flash_tc's (its launcher)
+        .family_name = e.op != Op::attention_fwdbwd ? std::string()
+                       : e.tensor_core              ? backend + ".flash_tc"
+                                                    : backend + ".flash",
         .same_bits_any_layout = true,
         .where = where,
         .instrumentation = hooks.instrumentation,
@@ -373,12 +393,15 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     };
     // certify draws inside the envelope (docs/design.md#envelope) and bounds
     // the arithmetic declared here (docs/bounds.md#tensor-cores): mma
-    // accumulation, and P rounded to bf16 as the second mma's A operand.
-    // Assigned, not designated: nvcc's front end crashes on it inside
+    // accumulation, P rounded to bf16 as the A operand of P V (P^T dO in a
+    // backward), and a backward's dS rounded to bf16 as that of dS^T Q and
+    // dS K. Assigned, not designated: nvcc's front end crashes on it inside
     // Variant's initialiser.
     if (e.tensor_core) {
       v.envelope = tensor_core_envelope();
-      v.arithmetic = {.accumulation = Accumulation::tensor_core, .weights_in_storage_format = true};
+      v.arithmetic = {.accumulation = Accumulation::tensor_core,
+                      .weights_in_storage_format = true,
+                      .score_gradients_in_storage_format = e.op != Op::attention_fwd};
     }
     r.add(std::move(v));
   }

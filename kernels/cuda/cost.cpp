@@ -164,6 +164,82 @@ LaunchCost tensor_core_forward(const Problem& p) {
   return n.c;
 }
 
+// tc_key_tile_kernel (kernels/cuda/attention_tc_passes.cuh): one block
+// per (32-key tile, kv head); K and V of the key tile and, per visible
+// (query head, 16-row query tile), Q and dO arrive by 16-byte cp.async
+// (one load each), the rows' LSE (storage) and D_i (f32) by element loads;
+// dV (and dK) leave by element stores, dQ's partials (atomic_dq) by one
+// atomic per (pair, query row, d).
+struct TcKeyKernel {
+  bool dk = false, atomic_dq = false;
+};
+
+LaunchCost tensor_core_key_tiles(const TcKeyKernel& k, const Problem& p) {
+  using cuda_tiles::kTcBwdBlockM;
+  using cuda_tiles::kTcBwdBlockN;
+  const Dims& d = p.dims;
+  Counter n{{"tc_key_tile_kernel"}, double(info(p.format).bytes)};
+  const double kv_heads = double(d.B) * d.Hkv, group = double(d.H / d.Hkv), D = double(d.D);
+  const double chunk = 16, chunks_per_row = D * n.storage / chunk;
+  for (int j = 0; j < ceil_div(d.M, kTcBwdBlockN); ++j) {
+    double qv = 0;  // the rows of this key tile's visible query tiles, per head
+    for (int i = 0; i < ceil_div(d.N, kTcBwdBlockM); ++i)
+      if (tile_visible(p.causal(), i, j, d.N, d.M, kTcBwdBlockM, kTcBwdBlockN))
+        qv += rows_in(i, d.N, kTcBwdBlockM);
+    const double keys = rows_in(j, d.M, kTcBwdBlockN), rows = kv_heads * group * qv;
+    n.load("k", kv_heads * keys * chunks_per_row, chunk);
+    n.load("v", kv_heads * keys * chunks_per_row, chunk);
+    n.load("q", rows * chunks_per_row, chunk);
+    n.load("do", rows * chunks_per_row, chunk);
+    n.load("lse", rows, n.storage);
+    n.load(scratch::kDRows, rows, n.f32);
+    if (k.dk) n.store("dk", kv_heads * keys * D, n.storage);
+    n.store("dv", kv_heads * keys * D, n.storage);
+    if (k.atomic_dq) n.atomic(scratch::kDqAcc, rows * D);
+  }
+  n.c.flops =
+      double(d.B) * d.H * walk(p).pairs * ((k.dk ? 8 : 6) * D + (k.atomic_dq ? 2 * D : 0) + 2);
+  return n.c;
+}
+
+// tc_query_tile_kernel (attention_tc_passes.cuh): one block per (16-row
+// query tile, head); Q, dO and, per visible 32-key tile, K and V arrive by
+// 16-byte cp.async, the rows' LSE (storage, as the forward stored it) and
+// D_i (f32) by element loads; dQ leaves by element stores, dK and dV
+// (where atomic) by one atomic each per (pair, key, d).
+struct TcQueryKernel {
+  bool atomic_dk = false, atomic_dv = false;
+};
+
+LaunchCost tensor_core_query_tiles(const TcQueryKernel& k, const Problem& p) {
+  using cuda_tiles::kTcBwdBlockM;
+  using cuda_tiles::kTcBwdBlockN;
+  const Dims& d = p.dims;
+  Counter n{{"tc_query_tile_kernel"}, double(info(p.format).bytes)};
+  const double heads = double(d.B) * d.H, D = double(d.D);
+  const double chunk = 16, chunks_per_row = D * n.storage / chunk;
+  for (int i = 0; i < ceil_div(d.N, kTcBwdBlockM); ++i) {
+    double kv = 0;  // the keys of this query tile's visible key tiles
+    for (int j = 0; j < ceil_div(d.M, kTcBwdBlockN) &&
+                    tile_visible(p.causal(), i, j, d.N, d.M, kTcBwdBlockM, kTcBwdBlockN);
+         ++j)
+      kv += rows_in(j, d.M, kTcBwdBlockN);
+    const double rows = heads * rows_in(i, d.N, kTcBwdBlockM);
+    n.load("q", rows * chunks_per_row, chunk);
+    n.load("do", rows * chunks_per_row, chunk);
+    n.load("lse", rows, n.storage);
+    n.load(scratch::kDRows, rows, n.f32);
+    n.load("k", heads * kv * chunks_per_row, chunk);
+    n.load("v", heads * kv * chunks_per_row, chunk);
+    n.store("dq", rows * D, n.storage);
+    if (k.atomic_dk) n.atomic(scratch::kDkAcc, heads * kv * D);
+    if (k.atomic_dv) n.atomic(scratch::kDvAcc, heads * kv * D);
+  }
+  n.c.flops =
+      heads * walk(p).pairs * (8 * D + (k.atomic_dk ? 2 * D : 0) + (k.atomic_dv ? 2 * D : 0) + 2);
+  return n.c;
+}
+
 LaunchCost row_dot(const Problem& p) {
   const Dims& d = p.dims;
   Counter n{{"row_dot_kernel"}, double(info(p.format).bytes)};
@@ -332,6 +408,24 @@ std::vector<LaunchCost> launches(std::string_view onf, const Problem& p) {
                          p, w),
             convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
   }
+  if (onf == "bwd_tc") {
+    return {row_dot(p), tensor_core_key_tiles({.dk = true, .atomic_dq = true}, p),
+            convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
+  }
+  if (onf == "fused_v1_tc") {
+    return {tensor_core_forward(p), row_dot(p),
+            tensor_core_query_tiles({.atomic_dk = true, .atomic_dv = true}, p),
+            convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M)),
+            convert(p, scratch::kDvAcc, "dv", kv_heads, double(d.M))};
+  }
+  if (onf == "fused_v3_tc") {
+    return {tensor_core_forward(p), row_dot(p), tensor_core_query_tiles({.atomic_dk = true}, p),
+            tensor_core_key_tiles({}, p), convert(p, scratch::kDkAcc, "dk", kv_heads, double(d.M))};
+  }
+  if (onf == "fused_det_tc") {
+    return {tensor_core_forward(p), row_dot(p), tensor_core_query_tiles({}, p),
+            tensor_core_key_tiles({.dk = true}, p)};
+  }
   if (onf == "bwd_fa2") {
     return {row_dot(p), key_kernel("dkdv_kernel", {.dk = true, .atomic_dq = true}, p, w),
             convert(p, scratch::kDqAcc, "dq", heads, double(d.N))};
@@ -357,10 +451,15 @@ double scratch_bytes(std::string_view onf, const Problem& p) {
   const Dims& d = p.dims;
   const double rows = double(d.B) * d.H * d.N, kv = double(d.B) * d.Hkv * d.M * d.D;
   if (onf == "fused_v1") return 4 * 2 * kv;
+  if (onf == "fused_v1_tc") return 4 * (rows + 2 * kv);
+  if (onf == "fused_v3_tc") return 4 * (rows + kv);
+  if (onf == "fused_det_tc") return 4 * rows;
+  if (onf == "fused_v3_tc") return 4 * (rows + kv);
+  if (onf == "fused_det_tc") return 4 * rows;
   if (onf == "fused_v3") return 4 * (kv + rows);
   if (onf == "fused_det") return 4 * 2 * rows;
   if (onf == "bwd_atomic") return 4 * (rows + kv);
-  if (onf == "bwd_fa2") return 4 * (rows + rows * d.D);
+  if (onf == "bwd_fa2" || onf == "bwd_tc") return 4 * (rows + rows * d.D);
   if (onf == "decode") return 4 * double(d.B) * d.H * ceil_div(d.M, kSplitKeys) * (2 + d.D);
   if (onf == "swiglu") return 4 * double(d.T) * d.F;
   return 0;

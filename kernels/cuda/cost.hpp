@@ -52,11 +52,12 @@ struct LaunchCost {
 };
 
 // The ONFs: "fused_v1", "fused_v3", "fused_det", "bwd_atomic", "bwd_fa2",
-// "flash", "decode", "rmsnorm", "swiglu". Launches in the order the
-// launcher issues them. Every ONF's traffic is a function of the problem
-// alone (no schedule changes it) except decode's, which depends on lens:
-// `launches` gives its upper bound, every position read (lens[b] = L);
-// decode_launches(p, lens) the exact count for those lens.
+// "flash", "decode", "rmsnorm", "swiglu"; on tensor cores "flash_tc",
+// "bwd_tc", "fused_v1_tc", "fused_v3_tc", "fused_det_tc". Launches in the
+// order the launcher issues them. Every ONF's traffic is a function of the
+// problem alone (no schedule changes it) except decode's, which depends on
+// lens: `launches` gives its upper bound, every position read (lens[b] =
+// L); decode_launches(p, lens) the exact count for those lens.
 std::vector<LaunchCost> launches(std::string_view onf, const Problem& p);
 std::vector<LaunchCost> decode_launches(const Problem& p, const std::vector<std::int64_t>& lens);
 

@@ -12,12 +12,9 @@
 // MOACERT_PLANTED_FRAGMENT_LAYOUT (tests/cuda/): V's fragments are loaded
 // without .trans, i.e. in the wrong layout; values come out wrong and
 // certify must say so.
-#include "kernels/cuda/attention_common.cuh"
-// after the CUDA language
-#include "include/moacert/tensor_core.h"
+#include "kernels/cuda/attention_tc_passes.cuh"
 
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -35,7 +32,6 @@ using std::uint32_t;
 
 constexpr int kTcWarps = kTcBlockM / 16;  // each warp owns 16 query rows
 constexpr int kTcThreads = 32 * kTcWarps;
-constexpr int kChunk = 8;  // b16 elements per 16-byte cp.async
 
 // The shared memory (b16 elements): Q (kTcBlockM, D), then K and V, two
 // buffers each of (kTcBlockN, D), all rows 16-byte aligned for ldmatrix.
@@ -50,31 +46,6 @@ __host__ __device__ constexpr int v_at(int D, int buf) {
 }
 __host__ __device__ constexpr size_t tc_shared_bytes(int D) {
   return sizeof(uint16_t) * size_t(kTcBlockM + 4 * kTcBlockN) * D;
-}
-
-// Two b16 elements in one register, the lower index in the lower half.
-__device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  const __nv_bfloat16 b16[2] = {__float2bfloat16(lo), __float2bfloat16(hi)};
-  uint32_t bits;
-  memcpy(&bits, b16, sizeof bits);  // little-endian: lo in the lower half
-  return bits;
-}
-
-// rows [row0, row0 + rows) of (b, h) into the (block_rows, D) tile at
-// `tile` by 16-byte cp.async; rows past `rows` are zeroed and never read.
-// Every thread commits nothing here: the caller closes the group.
-template <int D>
-__device__ inline void stage_tile(uint16_t* tile, const __nv_bfloat16* g, const Strides4& s, int b,
-                                  int h, int row0, int rows, int block_rows) {
-  constexpr int chunks_per_row = D / kChunk;
-  for (int c = threadIdx.x; c < block_rows * chunks_per_row; c += blockDim.x) {
-    const int r = c / chunks_per_row, d = (c % chunks_per_row) * kChunk;
-    if (r < rows) {
-      tc::cp_async_cg(tile + r * D + d, g + at(s, b, h, row0 + r, d));
-    } else {
-      for (int e = 0; e < kChunk; ++e) tile[r * D + d + e] = 0;
-    }
-  }
 }
 
 template <class T, int D, bool kCausal>
@@ -233,12 +204,6 @@ int launch_tc(const FwdArgs& args) {
   const dim3 grid(unsigned(ceil_div(a.N, kTcBlockM)), unsigned(a.H), unsigned(a.B));
   MOACERT_LAUNCH((flash_tc_kernel<T, D, kCausal>), grid, dim3(kTcThreads), bytes, args);
   return static_cast<int>(cudaGetLastError());
-}
-
-// cp.async copies 16 aligned bytes of a row: q, k, v must have unit d
-// strides and rows of whole 16-byte chunks.
-bool chunked_rows(const Strides4& s) {
-  return s.d == 1 && s.n % kChunk == 0 && s.h % kChunk == 0 && s.b % kChunk == 0;
 }
 
 }  // namespace

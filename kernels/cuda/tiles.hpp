@@ -21,6 +21,11 @@ constexpr int kGemmTile = 16;    // swiglu: output tile (kGemmTile, kGemmTile) a
 constexpr int kTcBlockM = 64;    // flash_tc: query rows per tile (4 warps of 16 rows)
 constexpr int kTcBlockN = 32;    // flash_tc: keys per tile (one cp.async stage; 48 KiB at D = 128)
 
+// bwd_tc: one block of 4 warps per key tile, each warp a (16 keys, 8
+// queries) block of S^T; 34 KiB of shared memory at D = 128.
+constexpr int kTcBwdBlockM = 16;  // query rows per tile (two 8-column mma n-tiles)
+constexpr int kTcBwdBlockN = 32;  // keys per tile (two 16-row mma m-tiles)
+
 // A (query tile, key tile) pair is visited unless every entry is masked:
 // the tile's last row sees the most keys. One rule for query-major and
 // key-major loops, so that both visit the same pairs, and for the kernels
@@ -42,6 +47,9 @@ inline std::vector<long long> tiles_of(std::string_view onf) {
   if (onf == "rmsnorm") return {kRmsThreads};
   if (onf == "swiglu") return {kGemmTile};
   if (onf == "flash_tc") return {kTcBlockN, kTcBlockM};  // ascending, as the registry keeps them
+  if (onf == "bwd_tc") return {kTcBwdBlockM, kTcBwdBlockN};
+  if (onf == "fused_v1_tc" || onf == "fused_v3_tc" || onf == "fused_det_tc")
+    return {kTcBwdBlockM, kTcBwdBlockN, kTcBlockM};  // and flash_tc's
   if (kBlockM == kBlockN) return {kBlockM};
   return {kBlockM, kBlockN};
 }

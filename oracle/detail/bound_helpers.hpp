@@ -39,6 +39,9 @@ struct RoundingUnits {
   // The softmax weights' rounding to the storage format before P V, when
   // the kernel declares it (unit and smallest subnormal), else 0.
   double u_weights = 0, eta_weights = 0;
+  // The backward's score gradients' rounding to the storage format before
+  // dS^T Q and dS K, when the kernel declares it, else 0.
+  double u_score_grads = 0, eta_score_grads = 0;
   double gamma(double n) const { return n * u_sum / (1 - n * u_sum); }
 };
 

@@ -335,10 +335,20 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
             // P̂ may also underflow (x beyond the exponent range): an absolute
             // η_a next to its relative Π, carried through dS and its products.
             const double two = compose(Pi, power(u.ua, 2));
-            const double sigma =
+            const double sigma_f32 =
                 P * (two * std::fabs(dp - Drow) +
                      (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
                 u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
+            // A kernel that rounds dS to storage before its products
+            // (declared: u_score_grads > 0) errs by u_s of the computed
+            // |dS| <= |ds| + σ more, or underflows (η_s / 2)
+            // (docs/bounds.md#tensor-cores).
+            const double sigma = u.u_score_grads > 0
+                                     ? sigma_f32 + u.u_score_grads * (std::fabs(ds) + sigma_f32) +
+                                           u.eta_score_grads / 2
+                                     : sigma_f32;
+            // Likewise P before P^T dO (declared: u_weights > 0).
+            const double Pi_v = u.u_weights > 0 ? compose(Pi, u.u_weights) : Pi;
             const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
             const double* kj = kg + j * D;
             // σ·dS may underflow before its product with K or Q: that
@@ -363,7 +373,8 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
                 dv_val_j[d] += P * dov;
                 dk_j[d] +=
                     (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
-                dv_j[d] += P * std::fabs(dov) * compose(Pi, gv) + u.eta_a * (1 + std::fabs(dov));
+                dv_j[d] += P * std::fabs(dov) * compose(Pi_v, gv) + u.eta_a * (1 + std::fabs(dov)) +
+                           u.eta_weights / 2 * std::fabs(dov) * (1 + gv);
               }
             }
           }

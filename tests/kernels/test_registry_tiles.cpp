@@ -83,7 +83,8 @@ std::vector<extent_t> cuda_tiles_of(Format) {
 constexpr char kFlash[] = "flash", kFusedV1[] = "fused_v1", kFusedV3[] = "fused_v3",
                kFusedDet[] = "fused_det", kBwdAtomic[] = "bwd_atomic", kBwdFa2[] = "bwd_fa2",
                kDecode[] = "decode", kRmsnorm[] = "rmsnorm", kSwiglu[] = "swiglu",
-               kFlashTc[] = "flash_tc";
+               kFlashTc[] = "flash_tc", kBwdTc[] = "bwd_tc", kFusedV1Tc[] = "fused_v1_tc",
+               kFusedV3Tc[] = "fused_v3_tc", kFusedDetTc[] = "fused_det_tc";
 
 // simt.<onf> names cuda.<onf> too: one source, two backends.
 const Report kReports[] = {
@@ -98,6 +99,10 @@ const Report kReports[] = {
     {Op::attention_fwdbwd, "simt.fused_det", cuda_tiles_of<kFusedDet>},
     {Op::attention_bwd, "simt.bwd_atomic", cuda_tiles_of<kBwdAtomic>},
     {Op::attention_bwd, "simt.bwd_fa2", cuda_tiles_of<kBwdFa2>},
+    {Op::attention_bwd, "simt.bwd_tc", cuda_tiles_of<kBwdTc>},
+    {Op::attention_fwdbwd, "simt.fused_v1_tc", cuda_tiles_of<kFusedV1Tc>},
+    {Op::attention_fwdbwd, "simt.fused_v3_tc", cuda_tiles_of<kFusedV3Tc>},
+    {Op::attention_fwdbwd, "simt.fused_det_tc", cuda_tiles_of<kFusedDetTc>},
     {Op::attention_decode, "simt.decode", cuda_tiles_of<kDecode>},
     {Op::rmsnorm, "simt.rmsnorm", cuda_tiles_of<kRmsnorm>},
     {Op::mlp_swiglu, "simt.swiglu", cuda_tiles_of<kSwiglu>},
