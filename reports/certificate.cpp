@@ -38,6 +38,7 @@ nlohmann::json histogram_json(const properties::ErrorHistogram& h) {
 std::vector<std::string> rounded_to_storage(const Arithmetic& a) {
   std::vector<std::string> out;
   if (a.weights_in_storage_format) out.push_back("P");
+  if (a.score_gradients_in_storage_format) out.push_back("dS");
   return out;
 }
 
