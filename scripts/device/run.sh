@@ -15,7 +15,8 @@
 #    with the emulator and the cost function (counts.py);
 # 4. bench, alone on the GPU: fused_v1, fused_v3 and fused_det at B=2, H=8,
 #    N=M=8192, D=64 and the backward pair at N=M=4096 (f32, bf16), flash_tc
-#    at B=2, H=16, N=M=4096, D=128 (bf16), then PyTorch's own CUDA
+#    at B=2, H=16, N=M=4096, D=128, the fused *_tc at 8192 and bwd_tc at
+#    4096 (bf16), then PyTorch's own CUDA
 #    scaled_dot_product_attention at the same shapes, each backend pinned in
 #    turn for the forward (sdpa.py);
 # 5. OUTDIR/summary.log (what each step found) and OUTDIR/raw.tar.gz (every
@@ -185,8 +186,13 @@ for dtype in f32 bf16; do
     "$backend.fused_v1,$backend.fused_v3,$backend.fused_det" "$big" "$dtype"
   bench "bwd-4096-$dtype" attention.bwd "$backend.bwd_atomic,$backend.bwd_fa2" "$mid" "$dtype"
 done
-# the tensor-core forward against PyTorch's flash backend (issue #30's speed)
+# the tensor-core ONFs (bf16 only): the forward against PyTorch's flash
+# backend, the fused three at 8192 (fused_v3_tc twice fused_v1_tc's speed
+# or not) and the backward at 4096 (issue #30's speed)
 bench "fwd-tc-4096-bf16" attention.fwd "$backend.flash_tc" B=2,H=16,Hkv=16,N=4096,M=4096,D=128 bf16
+bench "fwdbwd-tc-8192-bf16" attention.fwdbwd \
+  "$backend.fused_v1_tc,$backend.fused_v3_tc,$backend.fused_det_tc" "$big" bf16
+bench "bwd-tc-4096-bf16" attention.bwd "$backend.bwd_tc" "$mid" bf16
 within 120 python3 "$here/sdpa.py" "$raw/bench/sdpa.json" >"$raw/bench/sdpa.log" 2>&1 ||
   echo "sdpa: exit $? (see raw/bench/sdpa.log)"
 python3 "$here/bench_table.py" "$raw/bench" | tee "$raw/bench.txt"
