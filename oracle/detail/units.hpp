@@ -211,10 +211,19 @@ Inputs<T> make_inputs(const Case& c, std::span<const Unit> units) {
     typename Inputs<T>::Converted t{src.shape(), std::move(kept[k]), {}};
     const extent_t width = t.shape[t.shape.rank() - 1];
     t.rows.reserve(static_cast<std::size_t>(t.kept.back() * width));
-    extent_t n = 0;  // row-major position
-    for (const Index& idx : moa::iota(t.shape)) {
-      const auto row = static_cast<std::size_t>(n++ / width);
-      if (t.kept[row + 1] > t.kept[row])
+    // Visits the kept rows only: a sampled decode keeps a few kv heads of
+    // K and V, and walking all their elements cost seconds per pass.
+    const int last = t.shape.rank() - 1;
+    const auto row_count = static_cast<extent_t>(t.kept.size()) - 1;
+    for (extent_t row = 0; row < row_count; ++row) {
+      if (t.kept[static_cast<std::size_t>(row) + 1] == t.kept[static_cast<std::size_t>(row)])
+        continue;
+      Index idx = Index::filled(t.shape.rank(), 0);  // the row's first element
+      for (extent_t rest = row, a = last - 1; a >= 0; --a) {
+        idx[int(a)] = rest % t.shape[int(a)];
+        rest /= t.shape[int(a)];
+      }
+      for (idx[last] = 0; idx[last] < width; ++idx[last])
         t.rows.push_back(dnf::ScalarTraits<T>::from_double(src.get(idx)));
     }
     in.t.push_back(std::move(t));
