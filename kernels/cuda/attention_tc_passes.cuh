@@ -25,9 +25,12 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 
 constexpr int kChunk = 8;  // b16 elements per 16-byte cp.async
 
-// Two b16 elements in one register, the lower index in the lower half.
+// Two b16 elements (T: __nv_bfloat16 or __half, each rounded to nearest
+// even) in one register, the lower index in the lower half.
+template <class T>
 __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
-  const __nv_bfloat16 b16[2] = {__float2bfloat16(lo), __float2bfloat16(hi)};
+  static_assert(sizeof(T) == 2, "a b16 element");
+  const T b16[2] = {from_f32<T>(lo), from_f32<T>(hi)};
   std::uint32_t bits;
   memcpy(&bits, b16, sizeof bits);  // little-endian: lo in the lower half
   return bits;
@@ -36,9 +39,9 @@ __device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
 // rows [row0, row0 + rows) of (b, h) into the (block_rows, D) tile at
 // `tile` by 16-byte cp.async; rows past `rows` are zeroed and never read.
 // Every thread commits nothing here: the caller closes the group.
-template <int D>
-__device__ inline void stage_tile(std::uint16_t* tile, const __nv_bfloat16* g, const Strides4& s,
-                                  int b, int h, int row0, int rows, int block_rows) {
+template <int D, class T>
+__device__ inline void stage_tile(std::uint16_t* tile, const T* g, const Strides4& s, int b, int h,
+                                  int row0, int rows, int block_rows) {
   constexpr int chunks_per_row = D / kChunk;
   for (int c = threadIdx.x; c < block_rows * chunks_per_row; c += blockDim.x) {
     const int r = c / chunks_per_row, d = (c % chunks_per_row) * kChunk;
