@@ -310,12 +310,10 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     LaunchFn launch;
     const char* summary;
     // Both products on tensor cores (mma.m16n8k16, b16 in, f32 accumulate;
-    // docs/cuda.md#tensor-core-onfs): bf16 storage, contiguous q, k, v
-    // (cp.async copies whole 16-byte rows), head widths D in {64, 128}.
+    // docs/cuda.md#tensor-core-onfs): bf16 or f16 storage (the mma's inputs,
+    // dispatch_b16), contiguous q, k, v (cp.async copies whole 16-byte
+    // rows), head widths D in {64, 128}.
     bool tensor_core = false;
-    // Also f16 storage (the mma's other input type): a tensor-core ONF whose
-    // launcher dispatches on both b16 types (dispatch_b16).
-    bool f16_storage = false;
   };
   const Entry entries[] = {
       {"flash", Op::attention_fwd, true, &fwd,
@@ -323,7 +321,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
       {"flash_tc", Op::attention_fwd, true, &fwd_tc,
        "tensor cores (mma m16n8k16 bf16/f16, f32 acc): 4 warps x 16 query rows, 32-key K/V tiles "
        "double-buffered by cp.async, read by ldmatrix; D in {64, 128}",
-       /*tensor_core=*/true, /*f16_storage=*/true},
+       /*tensor_core=*/true},
       {"fused_v1", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1>,
        "one kernel over query tiles: forward, D_i, dQ in shared memory, dK and dV by atomics"},
       {"fused_v3", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v3>,
@@ -335,7 +333,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
       {"bwd_fa2", Op::attention_bwd, false, &bwd<&launch_bwd_fa2>,
        "FlashAttention-2's form: dK and dV in registers per key tile, dQ by atomics"},
       {"bwd_tc", Op::attention_bwd, false, &bwd<&launch_bwd_tc>,
-       "tensor cores (mma m16n8k16 bf16, f32 acc), FlashAttention-2's form: 4 warps per 32-key "
+       "tensor cores (mma m16n8k16 bf16/f16, f32 acc), FlashAttention-2's form: 4 warps per 32-key "
        "tile, dK and dV in fragments, 16-row Q/dO tiles double-buffered by cp.async, dQ by "
        "atomics; D in {64, 128}",
        /*tensor_core=*/true},
@@ -361,9 +359,8 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
   for (const Entry& e : entries) {
     const std::string onf = e.onf, name = backend + "." + onf;
     const LaunchFn launch = e.launch;
-    const std::vector<Format> formats = !e.tensor_core  ? std::vector{Format::f32, Format::bf16}
-                                        : e.f16_storage ? std::vector{Format::bf16, Format::f16}
-                                                        : std::vector{Format::bf16};
+    const std::vector<Format> formats = e.tensor_core ? std::vector{Format::bf16, Format::f16}
+                                                      : std::vector{Format::f32, Format::bf16};
     Variant v{
         .name = name,
         .op = e.op,
@@ -410,8 +407,9 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     };
     // certify draws inside the envelope (docs/design.md#envelope) and bounds
     // the arithmetic declared here (docs/bounds.md#tensor-cores): mma
-    // accumulation, P rounded to bf16 as the A operand of P V (P^T dO in a
-    // backward), and a backward's dS rounded to bf16 as that of dS^T Q and
+    // accumulation, P rounded to storage (bf16 or f16) as the A operand of
+    // P V (P^T dO in a backward), and a backward's dS rounded to storage as
+    // that of dS^T Q and
     // dS K. Assigned, not designated: nvcc's front end crashes on it inside
     // Variant's initialiser.
     if (e.tensor_core) {
