@@ -19,6 +19,7 @@
 #if defined(__CUDACC__)
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #define moacert_launch(kernel, grid, block, shared_bytes, ...) \
@@ -540,6 +541,54 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 }
 inline float __bfloat162float(__nv_bfloat16 b) {
   return float(b);
+}
+
+// ---- f16 (IEEE binary16): conversions round to nearest, ties to even, as
+// cuda_fp16.h's __float2half does, subnormals included; a magnitude from
+// 65520 (halfway past the largest finite, 65504) up becomes infinity; a NaN
+// stays a quiet NaN.
+struct __half {
+  unsigned short __x;
+  __half() = default;
+  __half(float f) : __x(from_float(f)) {}
+  operator float() const {
+    const std::uint32_t sign = std::uint32_t(__x & 0x8000u) << 16;
+    const std::uint32_t biased = (__x >> 10) & 0x1fu, fraction = __x & 0x3ffu;
+    if (biased == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (fraction << 13));
+    if (biased == 0) {  // zero or subnormal: fraction 2^-24, exact in f32
+      const float magnitude = std::ldexp(float(fraction), -24);
+      return sign ? -magnitude : magnitude;
+    }
+    return std::bit_cast<float>(sign | ((biased + 127 - 15) << 23) | (fraction << 13));
+  }
+  static unsigned short from_float(float f) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+    const std::uint32_t sign = (u >> 16) & 0x8000u, magnitude = u & 0x7fffffffu;
+    if (magnitude > 0x7f800000u)  // NaN: quiet, the payload's top bits kept
+      return static_cast<unsigned short>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+    if (magnitude >= 0x477ff000u) return static_cast<unsigned short>(sign | 0x7c00u);  // >= 65520
+    if (magnitude < 0x38800000u) {  // below 2^-14: a multiple of 2^-24, or 0
+      if (magnitude <= 0x33000000u) return static_cast<unsigned short>(sign);  // <= 2^-25: tie to 0
+      const int shift = 126 - int(magnitude >> 23);  // f32 significand ulp 2^(e-150) -> 2^-24
+      const std::uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+      std::uint32_t q = significand >> shift;
+      const std::uint32_t rest = significand & ((1u << shift) - 1u), tie = 1u << (shift - 1);
+      if (rest > tie || (rest == tie && (q & 1u))) ++q;  // may carry into 2^-14: still right
+      return static_cast<unsigned short>(sign | q);
+    }
+    // normal: rebias the exponent (127 -> 15), drop 13 fraction bits rounding to even
+    const std::uint32_t lsb = (magnitude >> 13) & 1u;
+    return static_cast<unsigned short>(sign | ((magnitude - 0x38000000u + 0xfffu + lsb) >> 13));
+  }
+};
+inline __half __float2half(float f) {
+  return __half(f);
+}
+inline __half __float2half_rn(float f) {
+  return __half(f);
+}
+inline float __half2float(__half h) {
+  return float(h);
 }
 
 // ---- out of scope on the host, refused at compile time.

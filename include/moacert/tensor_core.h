@@ -8,6 +8,9 @@
 //
 //   mma_m16n8k16_bf16(d, a, b, c)  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 //   mma_m16n8k16_f16(d, a, b, c)   mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+//   mma_m16n8k16<T>(d, a, b, c)    the one of the two whose inputs are T
+//                                  (__nv_bfloat16 or __half): a kernel
+//                                  templated on its storage
 //   ldmatrix<N>(r, row)            ldmatrix.sync.aligned.m8n8.xN.shared.b16, N in 1, 2, 4
 //   ldmatrix<N, true>(r, row)      the same, .trans
 //   cp_async_ca<B>(dst, src)       cp.async.ca.shared.global [dst], [src], B;  B in 4, 8, 16
@@ -26,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "moacert/simt.h"
 
@@ -52,6 +56,18 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const std::uint3
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
         "f"(c[2]), "f"(c[3]));
+}
+
+// The mma whose inputs are T (__nv_bfloat16 or __half).
+template <class T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4],
+                                             const std::uint32_t (&b)[2], const float (&c)[4]) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
+                "mma.m16n8k16 takes bf16 or f16 inputs");
+  if constexpr (std::is_same_v<T, __half>)
+    mma_m16n8k16_f16(d, a, b, c);
+  else
+    mma_m16n8k16_bf16(d, a, b, c);
 }
 
 template <int N, bool Trans = false>
@@ -123,6 +139,18 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4],
 inline void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4],
                              const std::uint32_t (&b)[2], const float (&c)[4], MOACERT_SIMT_HERE) {
   detail::mma(::moacert::simt::detail::MmaInput::f16, d, a, b, c, MOACERT_SIMT_SITE);
+}
+
+// The mma whose inputs are T (__nv_bfloat16 or __half); the caller's
+// source line is the instruction's, as with the two above.
+template <class T>
+inline void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                         const float (&c)[4], MOACERT_SIMT_HERE) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
+                "mma.m16n8k16 takes bf16 or f16 inputs");
+  detail::mma(std::is_same_v<T, __half> ? ::moacert::simt::detail::MmaInput::f16
+                                        : ::moacert::simt::detail::MmaInput::bf16,
+              d, a, b, c, MOACERT_SIMT_SITE);
 }
 
 template <int N, bool Trans = false>

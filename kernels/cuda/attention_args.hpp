@@ -30,9 +30,11 @@ struct AttnDims {
   bool causal;
 };
 
-enum class Storage { f32, bf16 };
+// f16 only for the tensor-core ONFs, whose mma takes bf16 or f16 inputs
+// (dispatch_b16, attention_common.cuh).
+enum class Storage { f32, bf16, f16 };
 
-// A device tensor: its data (f32 or bf16, as the call's storage) and its
+// A device tensor: its data (f32, bf16 or f16, as the call's storage) and its
 // strides.
 struct Tensor4 {
   void* data;

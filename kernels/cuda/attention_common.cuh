@@ -18,6 +18,8 @@
 #include "kernels/cuda/tiles.hpp"
 #include "reference/causal.hpp"
 
+#include <stdexcept>
+
 // The dynamic shared memory of every kernel here, declared once at file
 // scope: on the host emulator one arena (simt_arena.cpp) for all of them.
 extern __shared__ float smem[];
@@ -26,11 +28,11 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 
 // ---- settings --------------------------------------------------------------
 
-using cuda_tiles::kBlockM;    // query rows per tile (kernels/cuda/tiles.hpp)
-using cuda_tiles::kBlockN;    // keys per tile
-using cuda_tiles::kMaxD;      // head width the shared tiles are sized for
+using cuda_tiles::kBlockM;       // query rows per tile (kernels/cuda/tiles.hpp)
+using cuda_tiles::kBlockN;       // keys per tile
+using cuda_tiles::kMaxD;         // head width the shared tiles are sized for
 using cuda_tiles::tile_visible;  // the tile pairs a causal loop visits
-constexpr int kThreads = 64;  // two warps per block
+constexpr int kThreads = 64;     // two warps per block
 // Per-thread register tile of a (kBlockN, D) accumulator (dK, dV owned by a
 // key-block kernel): entry e of the tile belongs to thread e % kThreads.
 constexpr int kRegTile = kBlockN * kMaxD / kThreads;
@@ -53,6 +55,9 @@ __device__ __forceinline__ float to_f32(float x) {
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x) {
   return __bfloat162float(x);
 }
+__device__ __forceinline__ float to_f32(__half x) {
+  return __half2float(x);
+}
 template <class T>
 __device__ __forceinline__ T from_f32(float x);
 template <>
@@ -62,6 +67,10 @@ __device__ __forceinline__ float from_f32<float>(float x) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
   return __float2bfloat16(x);  // round to nearest even
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) {
+  return __float2half(x);  // round to nearest even
 }
 
 __device__ __forceinline__ long long at(const Strides4& s, int b, int h, int n, int d) {
@@ -329,11 +338,36 @@ struct Flag {
 };
 
 // Storage type and causal mask become template arguments here and only
-// here (CONTRIBUTING.md, style 7): f(T{}, Flag<causal>{}).
+// here (CONTRIBUTING.md, style 7): f(T{}, Flag<causal>{}). The SIMT-core
+// ONFs are compiled for f32 and bf16 storage (dispatch), the tensor-core
+// ONFs for the mma's two b16 inputs, bf16 and f16 (dispatch_b16).
+template <class T, class F>
+int with_causal(bool causal, F&& f) {
+  return causal ? f(T{}, Flag<true>{}) : f(T{}, Flag<false>{});
+}
 template <class F>
 int dispatch(Storage storage, bool causal, F&& f) {
-  if (storage == Storage::f32) return causal ? f(float{}, Flag<true>{}) : f(float{}, Flag<false>{});
-  return causal ? f(__nv_bfloat16{}, Flag<true>{}) : f(__nv_bfloat16{}, Flag<false>{});
+  switch (storage) {
+    case Storage::f32:
+      return with_causal<float>(causal, f);
+    case Storage::bf16:
+      return with_causal<__nv_bfloat16>(causal, f);
+    case Storage::f16:
+      break;
+  }
+  throw std::invalid_argument("f16 storage is compiled for the tensor-core ONFs only");
+}
+template <class F>
+int dispatch_b16(Storage storage, bool causal, F&& f) {
+  switch (storage) {
+    case Storage::bf16:
+      return with_causal<__nv_bfloat16>(causal, f);
+    case Storage::f16:
+      return with_causal<__half>(causal, f);
+    case Storage::f32:
+      break;
+  }
+  throw std::invalid_argument("tensor-core ONFs: bf16 or f16 storage (the mma's inputs)");
 }
 
 constexpr int kConvertThreads = 256;

@@ -1,8 +1,8 @@
 // The tensor-core steps the *_tc attention ONFs of kernels/cuda/ compose
 // (docs/cuda.md#tensor-core-onfs): tiles staged by 16-byte cp.async, f32
-// pairs packed into bf16 mma operands, and the backward's per-tile steps
+// pairs packed into b16 (bf16 or f16) mma operands, and the backward's per-tile steps
 // over one (key tile, query tile) pair: P^T and dS^T recomputed on tensor
-// cores and rounded to bf16 in shared memory, dK += dS^T Q and dV += P^T dO
+// cores and rounded to the storage's b16 in shared memory, dK += dS^T Q and dV += P^T dO
 // into each warp's accumulator fragments, and dQ's partial dS K; and the
 // two backward kernels built from them, over key tiles and over query
 // tiles, which bwd_tc, fused_v1_tc, fused_v3_tc and fused_det_tc launch
@@ -25,20 +25,29 @@ namespace moacert::kernels::MOACERT_CUDA_NS {
 
 constexpr int kChunk = 8;  // b16 elements per 16-byte cp.async
 
-// Two b16 elements in one register, the lower index in the lower half.
-__device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
-  const __nv_bfloat16 b16[2] = {__float2bfloat16(lo), __float2bfloat16(hi)};
-  std::uint32_t bits;
-  memcpy(&bits, b16, sizeof bits);  // little-endian: lo in the lower half
+// x rounded to nearest even in the b16 storage T (__nv_bfloat16 or
+// __half), as its 16 bits: what the shared tiles and mma operands hold.
+template <class T>
+__device__ __forceinline__ std::uint16_t b16_bits(float x) {
+  static_assert(sizeof(T) == 2, "a b16 element");
+  const T rounded = from_f32<T>(x);
+  std::uint16_t bits;
+  memcpy(&bits, &rounded, sizeof bits);
   return bits;
+}
+
+// Two b16 elements in one register, the lower index in the lower half.
+template <class T>
+__device__ __forceinline__ std::uint32_t pack(float lo, float hi) {
+  return std::uint32_t(b16_bits<T>(lo)) | std::uint32_t(b16_bits<T>(hi)) << 16;
 }
 
 // rows [row0, row0 + rows) of (b, h) into the (block_rows, D) tile at
 // `tile` by 16-byte cp.async; rows past `rows` are zeroed and never read.
 // Every thread commits nothing here: the caller closes the group.
-template <int D>
-__device__ inline void stage_tile(std::uint16_t* tile, const __nv_bfloat16* g, const Strides4& s,
-                                  int b, int h, int row0, int rows, int block_rows) {
+template <int D, class T>
+__device__ inline void stage_tile(std::uint16_t* tile, const T* g, const Strides4& s, int b, int h,
+                                  int row0, int rows, int block_rows) {
   constexpr int chunks_per_row = D / kChunk;
   for (int c = threadIdx.x; c < block_rows * chunks_per_row; c += blockDim.x) {
     const int r = c / chunks_per_row, d = (c % chunks_per_row) * kChunk;
@@ -67,11 +76,11 @@ static_assert(kTcBwdBlockN == 2 * 16 && kTcBwdBlockM == 2 * 8 && kTcBwdWarps == 
 
 // The shared memory of a key-tile block (b16 elements): K and V of the key
 // tile, Q and dO of a query tile double buffered, P^T and dS^T of the pair
-// in bf16; then f32 LSE and D_i rows of the query tile, double buffered.
+// in the storage's b16; then f32 LSE and D_i rows of the query tile, double buffered.
 // Every b16 row is 16-byte aligned for ldmatrix.
 struct TcKeyTile {
   std::uint16_t *k, *v, *q[2], *dout[2];
-  __nv_bfloat16 *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
+  std::uint16_t *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
   float *lse[2], *drow[2];
 };
 
@@ -92,7 +101,7 @@ __device__ inline TcKeyTile carve_tc_key_tile(void* base) {
   t.q[1] = t.q[0] + kTcBwdBlockM * D;
   t.dout[0] = t.q[1] + kTcBwdBlockM * D;
   t.dout[1] = t.dout[0] + kTcBwdBlockM * D;
-  t.pt = reinterpret_cast<__nv_bfloat16*>(t.dout[1] + kTcBwdBlockM * D);
+  t.pt = t.dout[1] + kTcBwdBlockM * D;
   t.dst = t.pt + kTcBwdBlockN * kTcBwdBlockM;
   float* rows = reinterpret_cast<float*>(t.dst + kTcBwdBlockN * kTcBwdBlockM);
   t.lse[0] = rows;
@@ -104,10 +113,10 @@ __device__ inline TcKeyTile carve_tc_key_tile(void* base) {
 
 // The shared memory of a query-tile block (b16 elements): Q and dO of the
 // query tile, K and V of a key tile double buffered, P^T and dS^T of the
-// pair in bf16; then the f32 LSE and D_i rows of the query tile.
+// pair in the storage's b16; then the f32 LSE and D_i rows of the query tile.
 struct TcQueryTile {
   std::uint16_t *q, *dout, *k[2], *v[2];
-  __nv_bfloat16 *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
+  std::uint16_t *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
   float *lse, *drow;
 };
 
@@ -128,7 +137,7 @@ __device__ inline TcQueryTile carve_tc_query_tile(void* base) {
   t.k[1] = t.k[0] + kTcBwdBlockN * D;
   t.v[0] = t.k[1] + kTcBwdBlockN * D;
   t.v[1] = t.v[0] + kTcBwdBlockN * D;
-  t.pt = reinterpret_cast<__nv_bfloat16*>(t.v[1] + kTcBwdBlockN * D);
+  t.pt = t.v[1] + kTcBwdBlockN * D;
   t.dst = t.pt + kTcBwdBlockN * kTcBwdBlockM;
   float* rows = reinterpret_cast<float*>(t.dst + kTcBwdBlockN * kTcBwdBlockM);
   t.lse = rows;
@@ -149,7 +158,7 @@ __device__ inline void load_key_fragments(std::uint32_t (&f)[D / 16][4], const s
 // x (16 rows, 8 columns) = A B^T over d: A's fragments `a` (16 key rows),
 // B's rows the 8 query rows [col0, col0 + 8) of the (kTcBwdBlockM, D)
 // tile `rows` (Q or dO), whose fragment is ldmatrix without .trans.
-template <int D>
+template <class T, int D>
 __device__ inline void key_rows_times(float (&x)[4], const std::uint32_t (&a)[D / 16][4],
                                       const std::uint16_t* rows, int col0) {
   const int l16 = threadIdx.x % 16;
@@ -158,7 +167,7 @@ __device__ inline void key_rows_times(float (&x)[4], const std::uint32_t (&a)[D 
     std::uint32_t bf[2];
     tc::ldmatrix<2>(bf, rows + (col0 + l16 % 8) * D + ks * 16 + 8 * (l16 / 8));
     const float c[4] = {x[0], x[1], x[2], x[3]};
-    tc::mma_m16n8k16_bf16(x, a[ks], bf, c);
+    tc::mma_m16n8k16<T>(x, a[ks], bf, c);
   }
 }
 
@@ -170,16 +179,16 @@ __device__ inline void key_rows_times(float (&x)[4], const std::uint32_t (&a)[D 
 struct TcPair {
   const std::uint16_t *q, *dout, *k;
   const float *lse, *drow;
-  __nv_bfloat16 *pt, *dst;
+  std::uint16_t *pt, *dst;
 };
 
 // Step 1 of a pair: this warp's 16 keys by 8 queries of S^T = K Q^T and
 // dP^T = V dO^T on tensor cores, then P^T = exp(scale S^T - lse) (0 where
-// masked) and dS^T = P^T (dP^T - D_i) in f32, each rounded to bf16 into
-// t.pt and t.dst (the mma operands of step 2). A row with no visible key
+// masked) and dS^T = P^T (dP^T - D_i) in f32, each rounded to the b16
+// storage T into t.pt and t.dst (the mma operands of step 2). A row with no visible key
 // is masked everywhere, so it contributes nothing. Ends before the barrier
 // that publishes t.pt and t.dst.
-template <int D, bool kCausal>
+template <class T, int D, bool kCausal>
 __device__ inline void probabilities_and_ds_tc(const TcPair& t,
                                                const std::uint32_t (&kf)[D / 16][4],
                                                const std::uint32_t (&vf)[D / 16][4], int i0, int j0,
@@ -187,28 +196,28 @@ __device__ inline void probabilities_and_ds_tc(const TcPair& t,
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
   const int key0 = 16 * (warp % 2), query0 = 8 * (warp / 2);
   float s[4], dp[4];
-  key_rows_times<D>(s, kf, t.q, query0);
-  key_rows_times<D>(dp, vf, t.dout, query0);
+  key_rows_times<T, D>(s, kf, t.q, query0);
+  key_rows_times<T, D>(dp, vf, t.dout, query0);
   for (int e = 0; e < 4; ++e) {
     const int key = key0 + grp + 8 * (e / 2), query = query0 + 2 * tig + e % 2;
     const int i = i0 + query, j = j0 + key;
     const bool visible = i < a.N && j < a.M && sees(kCausal, i, j, a.N, a.M);
     const float p = visible ? expf(a.scale * s[e] - t.lse[query]) : 0.f;
     const float ds = p * (dp[e] - t.drow[query]);
-    t.pt[key * kTcBwdBlockM + query] = __float2bfloat16(p);
-    t.dst[key * kTcBwdBlockM + query] = __float2bfloat16(ds);
+    t.pt[key * kTcBwdBlockM + query] = b16_bits<T>(p);
+    t.dst[key * kTcBwdBlockM + query] = b16_bits<T>(ds);
   }
 }
 
 // Step 2 of a pair (after the barrier that publishes P^T and dS^T):
 // dK / scale += dS^T Q (wt = t.dst, x = t.q) and dV += P^T dO (t.pt,
 // t.dout). acc (16 keys of this warp, D / 2 columns) += W^T X over the
-// pair's queries: W^T (kTcBwdBlockN, kTcBwdBlockM) in bf16 (t.pt or
+// pair's queries: W^T (kTcBwdBlockN, kTcBwdBlockM) in b16 (t.pt or
 // t.dst), the A fragment by ldmatrix without .trans; X (kTcBwdBlockM, D)
 // the query tile (dO or Q), B[k = query][n = d] row-major, so ldmatrix
 // .trans.
-template <int D>
-__device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const __nv_bfloat16* wt,
+template <class T, int D>
+__device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const std::uint16_t* wt,
                                            const std::uint16_t* x) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, mat = lane / 8;
   const int key0 = 16 * (warp % 2), dt0 = (warp / 2) * (D / 16);
@@ -218,14 +227,14 @@ __device__ inline void accumulate_key_rows(float (&acc)[D / 16][4], const __nv_b
     std::uint32_t bf[2];
     tc::ldmatrix<2, true>(bf, x + (lane % 16) * D + (dt0 + dt) * 8);
     const float c[4] = {acc[dt][0], acc[dt][1], acc[dt][2], acc[dt][3]};
-    tc::mma_m16n8k16_bf16(acc[dt], af, bf, c);
+    tc::mma_m16n8k16<T>(acc[dt], af, bf, c);
   }
 }
 
 // dq (the pair's 16 queries, this warp's quarter of d) += dS K over the
 // key tile: dS's A fragment from t.dst ([key][query], so ldmatrix .trans),
 // B[k = key][n = d] = K row-major, ldmatrix .trans.
-template <int D>
+template <class T, int D>
 __device__ inline void accumulate_dq_tc(float (&dq)[D / 32][4], const TcPair& t) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, mat = lane / 8;
   const int dt0 = warp * (D / 32);
@@ -237,7 +246,7 @@ __device__ inline void accumulate_dq_tc(float (&dq)[D / 32][4], const TcPair& t)
       std::uint32_t bf[2];
       tc::ldmatrix<2, true>(bf, t.k + (ks * 16 + lane % 16) * D + (dt0 + dt) * 8);
       const float c[4] = {dq[dt][0], dq[dt][1], dq[dt][2], dq[dt][3]};
-      tc::mma_m16n8k16_bf16(dq[dt], af, bf, c);
+      tc::mma_m16n8k16<T>(dq[dt], af, bf, c);
     }
   }
 }
@@ -378,13 +387,13 @@ __global__ void tc_key_tile_kernel(TcBackwardArgs args, const float* d_rows, flo
       load_key_fragments<D>(vf, t.v, 16 * (warp % 2));
     }
     const TcPair view{t.q[buf], t.dout[buf], t.k, t.lse[buf], t.drow[buf], t.pt, t.dst};
-    probabilities_and_ds_tc<D, kCausal>(view, kf, vf, i0, j0, a);
+    probabilities_and_ds_tc<T, D, kCausal>(view, kf, vf, i0, j0, a);
     __syncthreads();  // P^T and dS^T of the pair are in shared memory
-    if constexpr (kDK) accumulate_key_rows<D>(dk, view.dst, view.q);  // dK / scale += dS^T Q
-    accumulate_key_rows<D>(dv, view.pt, view.dout);                   // dV += P^T dO
+    if constexpr (kDK) accumulate_key_rows<T, D>(dk, view.dst, view.q);  // dK / scale += dS^T Q
+    accumulate_key_rows<T, D>(dv, view.pt, view.dout);                   // dV += P^T dO
     if constexpr (kAtomicDQ) {
       float dq[D / 32][4] = {};
-      accumulate_dq_tc<D>(dq, view);
+      accumulate_dq_tc<T, D>(dq, view);
       atomic_add_dq_tc<D>(dq_acc, dq, b, h, i0, rows, a);
     }
     __syncthreads();  // every warp is done with buffer `buf`, P^T and dS^T before they are refilled
@@ -453,19 +462,19 @@ __global__ void tc_query_tile_kernel(TcBackwardArgs args, const float* d_rows, f
     load_key_fragments<D>(kf, t.k[buf], 16 * (warp % 2));
     load_key_fragments<D>(vf, t.v[buf], 16 * (warp % 2));
     const TcPair view{t.q, t.dout, t.k[buf], t.lse, t.drow, t.pt, t.dst};
-    probabilities_and_ds_tc<D, kCausal>(view, kf, vf, i0, j0, a);
+    probabilities_and_ds_tc<T, D, kCausal>(view, kf, vf, i0, j0, a);
     __syncthreads();            // P^T and dS^T of the pair are in shared memory
     if constexpr (kAtomicDK) {  // dK / scale += dS^T Q
       float dk[D / 16][4] = {};
-      accumulate_key_rows<D>(dk, view.dst, view.q);
+      accumulate_key_rows<T, D>(dk, view.dst, view.q);
       atomic_add_key_rows_tc<D>(dk_acc, dk, b, g, j0, keys, a);
     }
     if constexpr (kAtomicDV) {  // dV += P^T dO
       float dv[D / 16][4] = {};
-      accumulate_key_rows<D>(dv, view.pt, view.dout);
+      accumulate_key_rows<T, D>(dv, view.pt, view.dout);
       atomic_add_key_rows_tc<D>(dv_acc, dv, b, g, j0, keys, a);
     }
-    accumulate_dq_tc<D>(dq, view);
+    accumulate_dq_tc<T, D>(dq, view);
     __syncthreads();  // every warp is done with buffer `buf`, P^T and dS^T before they are refilled
   }
   tc::cp_async_wait_group<0>();  // no copy outlives the block (none when key_tiles > 0)
@@ -503,8 +512,9 @@ void launch_tc_query_tiles(const TcBackwardArgs& args, const float* d_rows, floa
 // The head widths, storage and strides the tensor-core ONFs are compiled
 // for; a refusal in words (std::invalid_argument) outside them.
 inline void check_tc_backward(const char* onf, Storage storage, const TcBackwardArgs& args) {
-  if (storage != Storage::bf16)
-    throw std::invalid_argument(std::string(onf) + ": bf16 storage only (tensor-core mma inputs)");
+  if (storage == Storage::f32)
+    throw std::invalid_argument(std::string(onf) +
+                                ": bf16 or f16 storage only (tensor-core mma inputs)");
   if (args.a.D != 64 && args.a.D != 128)
     throw std::invalid_argument(std::string(onf) + ": D = " + std::to_string(args.a.D) +
                                 " is not in {64, 128}, the head widths it is compiled for");

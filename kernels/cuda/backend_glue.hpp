@@ -7,6 +7,7 @@
 // backend.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -93,10 +94,14 @@ inline Envelope compiled_envelope(Op op) {
 }
 
 // What a problem must be for these kernels; refused before any launch.
-inline void check_supported(const std::string& variant, const Problem& p) {
-  if (p.format != Format::f32 && p.format != Format::bf16) {
+// `formats`: the variant's, the storage its launcher is compiled for.
+inline void check_supported(const std::string& variant, const std::vector<Format>& formats,
+                            const Problem& p) {
+  if (std::find(formats.begin(), formats.end(), p.format) == formats.end()) {
+    std::string compiled;
+    for (Format f : formats) compiled += (compiled.empty() ? "" : ", ") + std::string(name(f));
     throw std::invalid_argument(variant + ": format " + std::string(name(p.format)) +
-                                " is not compiled (f32 and bf16 storage)");
+                                " is not compiled (storage: " + compiled + ")");
   }
   // A problem past the compiled tiles, which certify never draws
   // (compiled_envelope) but bench or a direct call may ask.
@@ -119,7 +124,14 @@ inline AttnDims attn_dims(const Problem& p) {
 }
 
 inline Storage storage_of(const Problem& p) {
-  return p.format == Format::bf16 ? Storage::bf16 : Storage::f32;
+  switch (p.format) {
+    case Format::bf16:
+      return Storage::bf16;
+    case Format::f16:
+      return Storage::f16;
+    default:
+      return Storage::f32;  // f64 never passes check_supported
+  }
 }
 
 using Tensors = std::vector<std::unique_ptr<DeviceTensor>>;
@@ -297,16 +309,17 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     bool deterministic;
     LaunchFn launch;
     const char* summary;
-    // Both products on tensor cores (mma.m16n8k16, bf16 in, f32 accumulate;
-    // docs/cuda.md#tensor-core-onfs): bf16 storage only, contiguous q, k, v
-    // (cp.async copies whole 16-byte rows), head widths D in {64, 128}.
+    // Both products on tensor cores (mma.m16n8k16, b16 in, f32 accumulate;
+    // docs/cuda.md#tensor-core-onfs): bf16 or f16 storage (the mma's inputs,
+    // dispatch_b16), contiguous q, k, v (cp.async copies whole 16-byte
+    // rows), head widths D in {64, 128}.
     bool tensor_core = false;
   };
   const Entry entries[] = {
       {"flash", Op::attention_fwd, true, &fwd,
        "16x16 tiles, K/V tiles in shared memory, online softmax, fully masked tiles skipped"},
       {"flash_tc", Op::attention_fwd, true, &fwd_tc,
-       "tensor cores (mma m16n8k16 bf16, f32 acc): 4 warps x 16 query rows, 32-key K/V tiles "
+       "tensor cores (mma m16n8k16 bf16/f16, f32 acc): 4 warps x 16 query rows, 32-key K/V tiles "
        "double-buffered by cp.async, read by ldmatrix; D in {64, 128}",
        /*tensor_core=*/true},
       {"fused_v1", Op::attention_fwdbwd, false, &fwdbwd<&launch_fused_v1>,
@@ -320,7 +333,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
       {"bwd_fa2", Op::attention_bwd, false, &bwd<&launch_bwd_fa2>,
        "FlashAttention-2's form: dK and dV in registers per key tile, dQ by atomics"},
       {"bwd_tc", Op::attention_bwd, false, &bwd<&launch_bwd_tc>,
-       "tensor cores (mma m16n8k16 bf16, f32 acc), FlashAttention-2's form: 4 warps per 32-key "
+       "tensor cores (mma m16n8k16 bf16/f16, f32 acc), FlashAttention-2's form: 4 warps per 32-key "
        "tile, dK and dV in fragments, 16-row Q/dO tiles double-buffered by cp.async, dQ by "
        "atomics; D in {64, 128}",
        /*tensor_core=*/true},
@@ -346,22 +359,23 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
   for (const Entry& e : entries) {
     const std::string onf = e.onf, name = backend + "." + onf;
     const LaunchFn launch = e.launch;
+    const std::vector<Format> formats = e.tensor_core ? std::vector{Format::bf16, Format::f16}
+                                                      : std::vector{Format::f32, Format::bf16};
     Variant v{
         .name = name,
         .op = e.op,
         .backend = backend,
-        .formats = e.tensor_core ? std::vector<Format>{Format::bf16}
-                                 : std::vector<Format>{Format::f32, Format::bf16},
+        .formats = formats,
         .accepts_strided = !e.tensor_core,
         .deterministic = e.deterministic,
         .summary = e.summary,
         .cost = [onf](const Problem& p) { return cuda_cost::total(onf, p); },
         .run =
-            [onf, name, launch, before = hooks.before_run, after = hooks.after_run](
+            [onf, name, formats, launch, before = hooks.before_run, after = hooks.after_run](
                 const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
                 const RunOptions& opt) {
               check_tensors(p, in, out);
-              check_supported(name, p);
+              check_supported(name, formats, p);
               if (before) before(opt);
               run_on_device(name, p, in, out, launch);
               if (after) after(onf, p, in);
@@ -382,19 +396,20 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
         .where = where,
         .instrumentation = hooks.instrumentation,
         .time_on_device =
-            [name, launch, before = hooks.before_run, timer = hooks.timer](
+            [name, formats, launch, before = hooks.before_run, timer = hooks.timer](
                 const Problem& p, std::span<const TensorRef> in, std::span<const TensorRef> out,
                 const DeviceTimingOptions& opt) {
               check_tensors(p, in, out);
-              check_supported(name, p);
+              check_supported(name, formats, p);
               if (before) before(RunOptions{});
               return time_on_device(name, p, in, out, launch, timer, opt);
             },
     };
     // certify draws inside the envelope (docs/design.md#envelope) and bounds
     // the arithmetic declared here (docs/bounds.md#tensor-cores): mma
-    // accumulation, P rounded to bf16 as the A operand of P V (P^T dO in a
-    // backward), and a backward's dS rounded to bf16 as that of dS^T Q and
+    // accumulation, P rounded to storage (bf16 or f16) as the A operand of
+    // P V (P^T dO in a backward), and a backward's dS rounded to storage as
+    // that of dS^T Q and
     // dS K. Assigned, not designated: nvcc's front end crashes on it inside
     // Variant's initialiser.
     if (e.tensor_core) {

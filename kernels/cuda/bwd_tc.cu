@@ -1,11 +1,11 @@
 // attention.bwd on tensor cores (issue #30 item 1): FlashAttention-2's
-// backward form, bf16 storage, f32 accumulation. After D_i = dO_i . O_i
+// backward form, bf16 or f16 storage, f32 accumulation. After D_i = dO_i . O_i
 // (row_dot_kernel, as bwd_fa2), one block of 4 warps per (32-key tile, kv
 // head) stages K and V once and walks the group's query heads and the
 // visible 16-row query tiles, Q and dO (and the rows' LSE and D_i) of the
 // next tile in flight by cp.async while the current one is used. Per pair
 // (attention_tc_passes.cuh): S^T = K Q^T and dP^T = V dO^T on mma, P^T and
-// dS^T in f32 then rounded to bf16 in shared memory; dV += P^T dO and
+// dS^T in f32 then rounded to the b16 storage in shared memory; dV += P^T dO and
 // dK += dS^T Q into each warp's accumulator fragments, written once at the
 // end; dQ's partial dS K on mma, added to an f32 accumulator by atomics
 // (one per visible tile pair, query row and d), which a last kernel rounds
@@ -24,8 +24,8 @@ int launch_bwd_tc(const BwdArgs& args) {
   DeviceBuffer d_rows(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kDRows);
   DeviceBuffer dq_acc(static_cast<long long>(a.B) * a.H * a.N * a.D, cuda_scratch::kDqAcc);
   if (int e = first_error(d_rows.error(), dq_acc.error())) return e;
-  return dispatch(args.storage, a.causal, [&](auto, auto causal) {
-    using T = __nv_bfloat16;
+  return dispatch_b16(args.storage, a.causal, [&](auto t, auto causal) {
+    using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
     launch_tc_key_tiles<T, kCausal, /*dK=*/true, /*atomic dQ=*/true>(tc, d_rows.get(),

@@ -3,7 +3,7 @@
 // tiles of 32 keys are staged in shared memory by cp.async, double
 // buffered (tile kt + 1 in flight while tile kt is used), and read into
 // mma fragments with ldmatrix; Q's fragments are loaded once. S = Q K^T and
-// O += P V are mma.m16n8k16 (bf16 in, f32 accumulate); the online softmax
+// O += P V are mma.m16n8k16 (T in: bf16 or f16 storage, f32 accumulate); the online softmax
 // runs in f32 on the accumulator fragments, its row max and sum reduced
 // over the 4 lanes that share a row. Causal (bottom-right) and GQA as
 // flash_fwd.cu: fully masked key tiles are never loaded, head h reads kv
@@ -113,7 +113,7 @@ __global__ void flash_tc_kernel(FwdArgs args) {
         const int l16 = lane % 16;
         tc::ldmatrix<2>(kf, k_s + (nt * 8 + l16 % 8) * D + ks * 16 + 8 * (l16 / 8));
         const float c[4] = {s[nt][0], s[nt][1], s[nt][2], s[nt][3]};
-        tc::mma_m16n8k16_bf16(s[nt], qf[ks], kf, c);
+        tc::mma_m16n8k16<T>(s[nt], qf[ks], kf, c);
       }
     }
 
@@ -160,9 +160,9 @@ __global__ void flash_tc_kernel(FwdArgs args) {
     // fragment of one k-step; B[k = key][n = d] is V row-major, so
     // ldmatrix .trans gives its fragment.
     for (int ks = 0; ks < kTcBlockN / 16; ++ks) {
-      const uint32_t pf[4] = {pack(s[2 * ks][0], s[2 * ks][1]), pack(s[2 * ks][2], s[2 * ks][3]),
-                              pack(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                              pack(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+      const uint32_t pf[4] = {
+          pack<T>(s[2 * ks][0], s[2 * ks][1]), pack<T>(s[2 * ks][2], s[2 * ks][3]),
+          pack<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]), pack<T>(s[2 * ks + 1][2], s[2 * ks + 1][3])};
       for (int dt = 0; dt < D / 8; ++dt) {
         uint32_t vf[2];
         const uint16_t* v_row = v_s + (ks * 16 + lane % 16) * D + dt * 8;
@@ -172,7 +172,7 @@ __global__ void flash_tc_kernel(FwdArgs args) {
         tc::ldmatrix<2, true>(vf, v_row);
 #endif
         const float c[4] = {o[dt][0], o[dt][1], o[dt][2], o[dt][3]};
-        tc::mma_m16n8k16_bf16(o[dt], pf, vf, c);
+        tc::mma_m16n8k16<T>(o[dt], pf, vf, c);
       }
     }
     __syncthreads();  // every warp is done with buffer `buf` before it is refilled
@@ -210,15 +210,13 @@ int launch_tc(const FwdArgs& args) {
 
 int launch_flash_tc(const FwdArgs& args) {
   const AttnDims& a = args.a;
-  if (args.storage != Storage::bf16)
-    throw std::invalid_argument("flash_tc: bf16 storage only (tensor-core mma inputs)");
   if (a.D != 64 && a.D != 128)
     throw std::invalid_argument("flash_tc: D = " + std::to_string(a.D) +
                                 " is not in {64, 128}, the head widths it is compiled for");
   if (!chunked_rows(args.q.s) || !chunked_rows(args.k.s) || !chunked_rows(args.v.s))
     throw std::invalid_argument("flash_tc: q, k, v need unit d strides and 16-byte rows");
-  return dispatch(args.storage, a.causal, [&](auto, auto causal) {
-    using T = __nv_bfloat16;
+  return dispatch_b16(args.storage, a.causal, [&](auto t, auto causal) {
+    using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     return a.D == 64 ? launch_tc<T, 64, kCausal>(args) : launch_tc<T, 128, kCausal>(args);
   });

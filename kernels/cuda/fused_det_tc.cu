@@ -1,11 +1,11 @@
-// attention.fwdbwd, fused_det_tc: the MoA papers' deterministic fused ONF on tensor cores, bf16
-// storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
+// attention.fwdbwd, fused_det_tc: the MoA papers' deterministic fused ONF on tensor cores, bf16 or
+// f16 storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
 // storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair steps (attention_tc_passes.cuh:
-// P^T and dS^T on mma from the stored LSE, rounded to bf16). No floating-point atomics, so bitwise
-// deterministic whatever the block order: dQ over 16-row query tiles (tc_query_tile_kernel), dK and
-// dV over 32-key tiles (tc_key_tile_kernel), each in fragments over a fixed order of pairs, written
-// once. Unlike the SIMT fused ONFs, the forward is its own launch (its 64-row tiles are not the
-// backward's 16-row ones).
+// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). No floating-point atomics,
+// so bitwise deterministic whatever the block order: dQ over 16-row query tiles
+// (tc_query_tile_kernel), dK and dV over 32-key tiles (tc_key_tile_kernel), each in fragments over
+// a fixed order of pairs, written once. Unlike the SIMT fused ONFs, the forward is its own launch
+// (its 64-row tiles are not the backward's 16-row ones).
 #include "kernels/cuda/attention_passes.cuh"
 #include "kernels/cuda/attention_tc_passes.cuh"
 
@@ -20,8 +20,8 @@ int launch_fused_det_tc(const FwdBwdArgs& args) {
   if (int e = d_rows.error()) return e;
   if (int e = launch_flash_tc({a, args.storage, args.q, args.k, args.v, args.o, args.lse}))
     return e;
-  return dispatch(args.storage, a.causal, [&](auto, auto causal) {
-    using T = __nv_bfloat16;
+  return dispatch_b16(args.storage, a.causal, [&](auto t, auto causal) {
+    using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
     launch_tc_query_tiles<T, kCausal, /*atomic dK=*/false, /*atomic dV=*/false>(tc, d_rows.get(),

@@ -1,9 +1,8 @@
-// attention.fwdbwd, fused_v1_tc: the MoA papers' first fused ONF on tensor cores, bf16 storage,
-// f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and
-// LSE to storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair
-// steps (attention_tc_passes.cuh: P^T and dS^T on mma from the stored LSE,
-// rounded to bf16). Over 16-row query tiles (tc_query_tile_kernel), dQ is
-// kept in fragments and written once, and each pair's dK = dS^T Q and
+// attention.fwdbwd, fused_v1_tc: the MoA papers' first fused ONF on tensor cores, bf16 or f16
+// storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
+// storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair steps (attention_tc_passes.cuh:
+// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). Over 16-row query tiles
+// (tc_query_tile_kernel), dQ is kept in fragments and written once, and each pair's dK = dS^T Q and
 // dV = P^T dO are added to f32 accumulators by atomics, 2 per (visible
 // pair, key, d); a last kernel rounds each accumulator to storage.
 // Unlike the SIMT fused ONFs, the forward is its own launch (its 64-row
@@ -24,8 +23,8 @@ int launch_fused_v1_tc(const FwdBwdArgs& args) {
   if (int e = first_error(d_rows.error(), first_error(dk_acc.error(), dv_acc.error()))) return e;
   if (int e = launch_flash_tc({a, args.storage, args.q, args.k, args.v, args.o, args.lse}))
     return e;
-  return dispatch(args.storage, a.causal, [&](auto, auto causal) {
-    using T = __nv_bfloat16;
+  return dispatch_b16(args.storage, a.causal, [&](auto t, auto causal) {
+    using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
     launch_tc_query_tiles<T, kCausal, /*atomic dK=*/true, /*atomic dV=*/true>(

@@ -1,7 +1,7 @@
-// attention.fwdbwd, fused_v3_tc: the MoA papers' restructured fused ONF on tensor cores, bf16
-// storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
+// attention.fwdbwd, fused_v3_tc: the MoA papers' restructured fused ONF on tensor cores, bf16 or
+// f16 storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
 // storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair steps (attention_tc_passes.cuh:
-// P^T and dS^T on mma from the stored LSE, rounded to bf16). Over 16-row query tiles
+// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). Over 16-row query tiles
 // (tc_query_tile_kernel), dQ is kept in fragments and written once and only dK added by atomics; dV
 // by its own kernel over 32-key tiles (tc_key_tile_kernel), in fragments, written once, no atomics:
 // 1 atomic per (visible pair, key, d), half of fused_v1_tc's. A last kernel rounds dK's accumulator
@@ -22,8 +22,8 @@ int launch_fused_v3_tc(const FwdBwdArgs& args) {
   if (int e = first_error(d_rows.error(), dk_acc.error())) return e;
   if (int e = launch_flash_tc({a, args.storage, args.q, args.k, args.v, args.o, args.lse}))
     return e;
-  return dispatch(args.storage, a.causal, [&](auto, auto causal) {
-    using T = __nv_bfloat16;
+  return dispatch_b16(args.storage, a.causal, [&](auto t, auto causal) {
+    using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
     launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
     launch_tc_query_tiles<T, kCausal, /*atomic dK=*/true, /*atomic dV=*/false>(

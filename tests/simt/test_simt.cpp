@@ -12,6 +12,7 @@
 #include <string>
 
 #include "moacert/simt.h"
+#include "reference/format.hpp"
 #include "tests/simt/kernels.hpp"
 
 namespace {
@@ -205,6 +206,49 @@ TEST(SimtMath, Bfloat16RoundsToNearestEven) {
   EXPECT_EQ(bf16_bits(-1.0f - ulp / 4), 0xbf80);
   EXPECT_TRUE(std::isnan(__bfloat162float(__float2bfloat16(NAN))));
   EXPECT_EQ(__bfloat162float(__float2bfloat16(INFINITY)), INFINITY);
+}
+
+// f16 conversions round to nearest, ties to even, as cuda_fp16.h does:
+// checked against the oracle's binary16 (reference/format.hpp, the
+// compiler's _Float16), independently written, on every half, on every
+// tie between neighbouring halves and the floats either side of it, and
+// on a stride through all 2^32 floats (NaNs compared as NaN).
+TEST(SimtMath, HalfRoundsToNearestEvenAsTheOracle) {
+  auto oracle_bits = [](float f) { return moacert::f16(f).bits; };
+  auto same = [&](float f) {
+    const std::uint16_t ours = __float2half(f).__x, theirs = oracle_bits(f);
+    const bool nan = std::isnan(f);
+    return nan ? std::isnan(__half2float(__half(f))) && (ours & 0x7c00u) == 0x7c00u &&
+                     (ours & 0x200u) != 0
+               : ours == theirs;
+  };
+  for (std::uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    const auto h = moacert::f16::from_bits(std::uint16_t(bits));
+    __half ours;
+    ours.__x = std::uint16_t(bits);
+    const float value = float(h);
+    if (std::isnan(value)) {
+      EXPECT_TRUE(std::isnan(__half2float(ours))) << std::hex << bits;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(__half2float(ours)), std::bit_cast<std::uint32_t>(value))
+        << "decode of 0x" << std::hex << bits;
+    ASSERT_TRUE(same(value)) << "round trip of 0x" << std::hex << bits;
+    if ((bits & 0x7fffu) >= 0x7c00u) continue;
+    // the tie to the next half up in magnitude (to 65536 past the largest)
+    const float next = (bits & 0x7fffu) == 0x7bffu
+                           ? std::copysign(65536.0f, value)
+                           : float(moacert::f16::from_bits(std::uint16_t(bits + 1)));
+    const float tie = value + (next - value) / 2;  // exact: halves have 11 bits
+    for (float f : {tie, std::nextafter(tie, 0.0f), std::nextafter(tie, 2 * tie)})
+      ASSERT_TRUE(same(f)) << "near the tie after 0x" << std::hex << bits << ": " << f;
+  }
+  for (std::uint64_t bits = 0; bits < (1ull << 32); bits += 997)
+    ASSERT_TRUE(same(std::bit_cast<float>(std::uint32_t(bits)))) << std::hex << bits;
+  EXPECT_EQ(__float2half(65519.0f).__x, 0x7bff);  // below the tie: the largest finite
+  EXPECT_EQ(__float2half(65520.0f).__x, 0x7c00);  // the tie: to the even, infinity
+  EXPECT_EQ(__float2half(0x1p-25f).__x, 0x0000);  // half the smallest subnormal: to 0
+  EXPECT_EQ(__float2half(0x1.8p-25f).__x, 0x0001);
 }
 
 // ---- planted hazards: each caught, with kind, threads and source lines.

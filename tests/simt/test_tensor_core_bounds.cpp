@@ -222,4 +222,29 @@ TEST(TensorCoreBound, RoundToNearestBoundFailsOnTheModel) {
     }
 }
 
+// A tensor-core ONF in f16 storage rounds P and dS to f16 (flash_tc,
+// bwd_tc, the fused *_tc): the bound takes f16's unit roundoff and
+// underflow for them, not bf16's, and without the declaration none.
+TEST(TensorCoreBound, WeightsAndScoreGradientsTakeTheStoragesUnits) {
+  const Arithmetic declared{.accumulation = Accumulation::tensor_core,
+                            .weights_in_storage_format = true,
+                            .score_gradients_in_storage_format = true};
+  const struct {
+    Format format;
+    double u, eta;
+  } storages[] = {{Format::f16, 0x1p-11, 0x1p-24}, {Format::bf16, 0x1p-8, 0x1p-133}};
+  for (const auto& s : storages) {
+    const RoundingUnits u =
+        moacert::oracle::detail::rounding_units(s.format, {.arithmetic = declared});
+    EXPECT_EQ(u.u_weights, s.u) << name(s.format);
+    EXPECT_EQ(u.u_score_grads, s.u) << name(s.format);
+    EXPECT_EQ(u.eta_weights, s.eta) << name(s.format);
+    EXPECT_EQ(u.eta_score_grads, s.eta) << name(s.format);
+    const RoundingUnits undeclared = moacert::oracle::detail::rounding_units(
+        s.format, {.arithmetic = {.accumulation = Accumulation::tensor_core}});
+    EXPECT_EQ(undeclared.u_weights, 0.0) << name(s.format);
+    EXPECT_EQ(undeclared.u_score_grads, 0.0) << name(s.format);
+  }
+}
+
 }  // namespace
