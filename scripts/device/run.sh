@@ -130,12 +130,13 @@ done
      --warmup 1 --repeats 1 --threads 1 --json >"$raw/counts/$twin.json" 2>"$raw/counts/$twin.err"
  done <"$raw/variants.txt") &
 pids+=($!)
-# certify every cuda.* variant in f32 and bf16, those of the two it declares
-# (the tensor-core ONFs store bf16 only): the curated cases and 10 random
-# ones at the default draws, seeded; eight runs at a time.
+# certify every cuda.* variant in each of f32, bf16 and f16 it declares
+# (the SIMT ONFs store f32 or bf16, the tensor-core ones bf16 or f16): the
+# curated cases and 10 random ones at the default draws, seeded; eight
+# runs at a time.
 helpers=${#pids[@]}
 while read -r op v formats; do
-  for dtype in f32 bf16; do
+  for dtype in f32 bf16 f16; do
     [[ ,$formats, == *,$dtype,* ]] || continue
     while [ "$(jobs -rp | wc -l)" -ge $((helpers + 8)) ]; do sleep 1; done
     (within 120 "$moacert" certify "$op" --variant "$v" --dtype "$dtype" --cases 10 --seed 20261204 \
@@ -186,7 +187,7 @@ for dtype in f32 bf16; do
     "$backend.fused_v1,$backend.fused_v3,$backend.fused_det" "$big" "$dtype"
   bench "bwd-4096-$dtype" attention.bwd "$backend.bwd_atomic,$backend.bwd_fa2" "$mid" "$dtype"
 done
-# the tensor-core ONFs (bf16 only): the forward against PyTorch's flash
+# the tensor-core ONFs (in bf16): the forward against PyTorch's flash
 # backend, the fused three at 8192 (fused_v3_tc twice fused_v1_tc's speed
 # or not) and the backward at 4096 (issue #30's speed)
 bench "fwd-tc-4096-bf16" attention.fwd "$backend.flash_tc" B=2,H=16,Hkv=16,N=4096,M=4096,D=128 bf16
