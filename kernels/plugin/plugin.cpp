@@ -140,6 +140,11 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
                                      const DeviceTimingOptions& opt) {
       const wire::Timing t =
           w->call(index_of.at(p.format), p, in, out, 0, {opt.warmup, opt.repeats});
+      // A timer's failure without a device error (which the call throws)
+      // leaves nothing timed: say so rather than take a median of nothing.
+      if (t.calls < 1)
+        throw std::runtime_error("plugin worker: its " + std::string(t.clock) +
+                                 " timed none of the calls");
       DeviceTimes d;
       d.clock = t.clock;
       d.launches.assign(t.seconds, t.seconds + t.calls);
