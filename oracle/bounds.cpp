@@ -44,19 +44,32 @@ double* row_of(Mat& m, const Index& start) {
 
 // One query row's scratch, M keys by D: kept per thread across rows.
 struct ForwardRowScratch {
-  std::vector<double> s, a, p, delta, e_row, f_row;  // (M)
-  std::vector<double> c, f, o, vmax, ev;             // (D)
+  std::vector<double> dot, mag, s, a, p, delta, e_row, f_row;  // (M)
+  std::vector<double> c, f, o, vmax, ev;                       // (D)
   ForwardRowScratch(extent_t M, extent_t D)
-      : s(M), a(M), p(M), delta(M), e_row(M), f_row(M), c(D), f(D), o(D), vmax(D), ev(D) {}
+      : dot(M),
+        mag(M),
+        s(M),
+        a(M),
+        p(M),
+        delta(M),
+        e_row(M),
+        f_row(M),
+        c(D),
+        f(D),
+        o(D),
+        vmax(D),
+        ev(D) {}
 };
 
 // The forward bound of one query row (b, h, i) that sees the keys 0 .. n-1
 // (a prefix: causal and decode's lens cut it), written into r. Every sum
 // runs over j ascending from zero, as the definition's loops: the row's
 // bounds do not depend on which other rows are bounded, nor on threads.
-void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scale, extent_t b,
-                           extent_t h, extent_t g, extent_t i, extent_t n, const RoundingUnits& u,
-                           const AttentionInputErrors& in, ForwardRowScratch& w, ForwardBounds& r) {
+void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, const KeyRows& keys,
+                           double scale, extent_t b, extent_t h, extent_t g, extent_t i, extent_t n,
+                           const RoundingUnits& u, const AttentionInputErrors& in,
+                           ForwardRowScratch& w, ForwardBounds& r) {
   const extent_t D = q.shape()[3];
   const double* qi = row_of(q, {b, h, i, 0});  // (D)
   const double* kg = row_of(k, {b, g, 0, 0});  // (M, D)
@@ -70,14 +83,11 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
   }
   // scores, their magnitudes a_ij, and the score error bound δ_ij
   double smax = -kInf, dmax = 0;
+  keys.dots(qi, n, D, w.dot.data(), w.mag.data());
   for (extent_t j = 0; j < n; ++j) {
     const double* kj = kg + j * D;
-    double dot = 0, mag = 0, extra = 0;
-    for (extent_t d = 0; d < D; ++d) {
-      const double qv = qi[d], kv = kj[d];
-      dot += qv * kv;
-      mag += std::fabs(qv * kv);
-    }
+    const double dot = w.dot[j], mag = w.mag[j];
+    double extra = 0;
     if (eqi) {
       const double* ekj = ekg + j * D;
       for (extent_t d = 0; d < D; ++d) {
@@ -104,9 +114,9 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, double scal
   // u_weights > 0) adds that rounding to E_ij, in the numerator's weights
   // and, should it sum the rounded ones, the denominator's
   // (docs/bounds.md#tensor-cores).
+  const double exps = (nn + 1) * std::log1p(u.eps_exp), rescales = (nn + 1) * std::log1p(u.ua);
   for (extent_t j = 0; j < n; ++j) {
-    w.e_row[j] = std::expm1(u.ua * (smax - w.s[j] + 2 * dmax) + (nn + 1) * std::log1p(u.eps_exp) +
-                            (nn + 1) * std::log1p(u.ua));
+    w.e_row[j] = std::expm1(u.ua * (smax - w.s[j] + 2 * dmax) + exps + rescales);
     if (u.u_weights > 0) w.e_row[j] = compose(w.e_row[j], u.u_weights);
     w.f_row[j] = compose(w.e_row[j], u.gamma(nn + 2));
   }
@@ -178,6 +188,14 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
   for (extent_t x = 0; x < B * H * N; ++x)
     if (!wanted || (*wanted)[std::size_t(x)]) rows.push_back(x);
   const auto count = static_cast<std::int64_t>(rows.size());
+  // The keys transposed once when each kv head has rows enough to pay for
+  // it (the backward's every row; not a sampled decode's few).
+  const bool transpose = extent_t(rows.size()) >= kRowsPerTranspose * B * Hkv;
+  const Mat kt = transpose ? transposed_rows(k) : Mat();
+  auto keys_of = [&](extent_t b, extent_t g) {
+    return transpose ? KeyRows{kt.storage().data() + (b * Hkv + g) * M, 1, B * Hkv * M}
+                     : KeyRows{row_of(k, {b, g, 0, 0}), D, 1};
+  };
 #pragma omp parallel
   {
     ForwardRowScratch w(M, D);
@@ -186,7 +204,7 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
       const extent_t x = rows[std::size_t(t)];
       const extent_t b = x / (H * N), h = x / N % H, i = x % N;
       const extent_t len = lens ? (*lens)[std::size_t(b)] : M;
-      attention_forward_row(q, k, v, scale, b, h, h / group, i,
+      attention_forward_row(q, k, v, keys_of(b, h / group), scale, b, h, h / group, i,
                             dnf::visible_keys(causal, i, N, M, len), u, in, w, r);
     }
   }
@@ -231,30 +249,44 @@ Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const RoundingUnit
   Mat r(Shape{m, n});
   if (c_val) *c_val = Mat(Shape{m, n});
   const double gk = u.gamma(double(k));
-  std::vector<double> abs(n), val(n), prop(n);  // (n)
-  for (extent_t i = 0; i < m; ++i) {
-    if (rows && !(*rows)[std::size_t(i)]) continue;
-    std::fill(abs.begin(), abs.end(), 0.0);
-    std::fill(val.begin(), val.end(), 0.0);
-    std::fill(prop.begin(), prop.end(), 0.0);
-    for (extent_t p = 0; p < k; ++p) {
-      const double av = a.view()(i, p), eav = ea ? ea->view()(i, p) : 0;
-      const double* bp = row_of(bmat, {p, 0});  // (n)
-      for (extent_t j = 0; j < n; ++j) {
-        const double bv = bp[j];
-        val[j] += av * bv;
-        abs[j] += std::fabs(av * bv);
+  // Blocks of columns of the rows asked, spread over threads: an MLP at its
+  // deployment width has few rows (T = 16) and very long ones. Each
+  // element's sums still run over p ascending.
+  constexpr extent_t kColumns = 1024;
+  const extent_t blocks = (n + kColumns - 1) / kColumns;
+  std::vector<extent_t> asked;
+  for (extent_t i = 0; i < m; ++i)
+    if (!rows || (*rows)[std::size_t(i)]) asked.push_back(i);
+  const auto work = static_cast<std::int64_t>(asked.size()) * blocks;
+#pragma omp parallel
+  {
+    std::vector<double> abs(kColumns), val(kColumns), prop(kColumns);  // one block
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t x = 0; x < work; ++x) {
+      const extent_t i = asked[std::size_t(x / blocks)], j0 = x % blocks * kColumns;
+      const extent_t w = std::min(kColumns, n - j0);
+      std::fill(abs.begin(), abs.end(), 0.0);
+      std::fill(val.begin(), val.end(), 0.0);
+      std::fill(prop.begin(), prop.end(), 0.0);
+      for (extent_t p = 0; p < k; ++p) {
+        const double av = a.view()(i, p), eav = ea ? ea->view()(i, p) : 0;
+        const double* bp = row_of(bmat, {p, j0});  // (w)
+        for (extent_t j = 0; j < w; ++j) {
+          const double bv = bp[j];
+          val[j] += av * bv;
+          abs[j] += std::fabs(av * bv);
+        }
+        if (ea)
+          for (extent_t j = 0; j < w; ++j) prop[j] += bound_times(eav, std::fabs(bp[j]));
       }
-      if (ea)
-        for (extent_t j = 0; j < n; ++j) prop[j] += bound_times(eav, std::fabs(bp[j]));
+      double* ri = row_of(r, {i, j0});
+      for (extent_t j = 0; j < w; ++j) {
+        double e = gk * (abs[j] + prop[j]) + prop[j] + double(k) * u.eta_a;
+        if (store) e = e * (1 + u.us) + u.us * std::fabs(val[j]) + u.eta_s / 2;
+        ri[j] = kEvalSlack * e;
+      }
+      if (c_val) std::copy(val.begin(), val.begin() + w, row_of(*c_val, {i, j0}));
     }
-    double* ri = row_of(r, {i, 0});
-    for (extent_t j = 0; j < n; ++j) {
-      double e = gk * (abs[j] + prop[j]) + prop[j] + double(k) * u.eta_a;
-      if (store) e = e * (1 + u.us) + u.us * std::fabs(val[j]) + u.eta_s / 2;
-      ri[j] = kEvalSlack * e;
-    }
-    if (c_val) std::copy(val.begin(), val.end(), row_of(*c_val, {i, 0}));
   }
   return r;
 }
@@ -325,10 +357,28 @@ using detail::Mat;
 using detail::RoundingUnits;
 using moa::Index;
 
-// A tensor's logical values as a row-major double tensor (exact).
+// A tensor's logical values as a row-major double tensor (exact), its rows
+// spread over threads: a long decode's K and V are 268M elements.
 Mat widen(const AnyTensor& t) {
   Mat m(t.shape());
-  for (const Index& i : moa::iota(t.shape())) m.view()(i) = t.get(i);
+  const moa::Shape shape = t.shape();
+  const int last = shape.rank() - 1;
+  if (last < 0 || shape[last] == 0) {
+    for (const Index& i : moa::iota(shape)) m.view()(i) = t.get(i);
+    return m;
+  }
+  const moa::extent_t width = shape[last];
+  const auto rows = static_cast<std::int64_t>(t.size() / width);
+  double* out = m.storage().data();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    Index idx = Index::filled(shape.rank(), 0);  // the row's first element
+    for (moa::extent_t rest = row, a = last - 1; a >= 0; --a) {
+      idx[int(a)] = rest % shape[int(a)];
+      rest /= shape[int(a)];
+    }
+    for (idx[last] = 0; idx[last] < width; ++idx[last]) out[row * width + idx[last]] = t.get(idx);
+  }
   return m;
 }
 

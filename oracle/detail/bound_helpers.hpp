@@ -65,6 +65,33 @@ inline std::vector<double> rav(const Mat& m) {
   return m.storage();
 }
 
+// The scores' dots of a bound, lanes along the keys (oracle/
+// bound_reductions.cpp): for j < n, dot[j] = Σ_d a[d]·x_jd and mag[j] =
+// Σ_d |a[d]·x_jd|, d ascending from zero, each product rounded to nearest
+// and then added: the plain loop's operations in its order, so bit for bit
+// its sums. x_jd = x[j·key_stride + d·d_stride]: keys transposed (key_stride
+// 1, transposed_rows) run in vectors of consecutive keys.
+void bound_dots(const double* a, const double* x, moa::extent_t key_stride, moa::extent_t d_stride,
+                moa::extent_t n, moa::extent_t D, double* dot, double* mag);
+
+// The rows of x (its last axis, D, contiguous) as columns: a (D, rows)
+// tensor, for bound_dots.
+Mat transposed_rows(const Mat& x);
+
+// One kv head's keys (or values) as bound_dots reads them: transposed
+// (key_stride 1) where many rows read them, else row by row (d_stride 1).
+struct KeyRows {
+  const double* x;
+  moa::extent_t key_stride, d_stride;
+  void dots(const double* a, moa::extent_t n, moa::extent_t D, double* dot, double* mag) const {
+    bound_dots(a, x, key_stride, d_stride, n, D, dot, mag);
+  }
+};
+
+// Whether rows of a bound sharing one kv head are many enough to pay for
+// that head's keys transposed (every row reads all of them once).
+constexpr moa::extent_t kRowsPerTranspose = 64;
+
 // One case's a priori bounds, as an op's row of the table sees them.
 struct BoundCall {
   const Case& c;

@@ -197,9 +197,28 @@ double* row_of(Mat& m, const Index& start) {
 
 // One query row's scratch, M keys: kept per thread across rows.
 struct BackwardRowScratch {
-  std::vector<double> s, delta, dp, b, pi;  // (M)
-  explicit BackwardRowScratch(extent_t M) : s(M), delta(M), dp(M), b(M), pi(M) {}
+  std::vector<double> dot, mag, s, delta, dp, b, pi, rho, e;  // (M)
+  Mat kt, vt;  // the kv head's keys and values transposed, (D, M), for bound_dots
+  BackwardRowScratch(extent_t M, extent_t D)
+      : dot(M),
+        mag(M),
+        s(M),
+        delta(M),
+        dp(M),
+        b(M),
+        pi(M),
+        rho(M),
+        e(M),
+        kt(Shape{D, M}),
+        vt(Shape{D, M}) {}
 };
+
+// Rows (M, D) from `from` into t's columns: t = rowsᵀ, (D, M).
+void transpose_into(const double* from, extent_t M, extent_t D, Mat& t) {
+  double* to = t.storage().data();
+  for (extent_t j = 0; j < M; ++j)
+    for (extent_t d = 0; d < D; ++d) to[d * M + j] = from[j * D + d];
+}
 
 // docs/bounds.md#attention-backward. eO and eL bound the errors of the o and
 // lse the kernel uses (the given, rounded ones for attention.bwd; its own
@@ -225,7 +244,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
   const auto kv_heads = static_cast<std::int64_t>(B * Hkv);
 #pragma omp parallel
   {
-    BackwardRowScratch w(M);
+    BackwardRowScratch w(M, D);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t bg = 0; bg < kv_heads; ++bg) {
       const extent_t b = bg / Hkv, g = bg % Hkv;
@@ -239,6 +258,17 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
       double* dv_val_g = row_of(dv_val, {b, g, 0, 0});  // (M, D)
       double* dk_g = row_of(r.dk, {b, g, 0, 0});        // (M, D)
       double* dv_g = row_of(r.dv, {b, g, 0, 0});        // (M, D)
+      // Every row of the group reads all M keys and values in its dots: read
+      // them transposed (vectors of keys) once the rows are many.
+      const bool transpose = group * N >= detail::kRowsPerTranspose;
+      if (transpose) {
+        transpose_into(kg, M, D, w.kt);
+        transpose_into(vg, M, D, w.vt);
+      }
+      const detail::KeyRows keys =
+          transpose ? detail::KeyRows{w.kt.storage().data(), 1, M} : detail::KeyRows{kg, D, 1};
+      const detail::KeyRows values =
+          transpose ? detail::KeyRows{w.vt.storage().data(), 1, M} : detail::KeyRows{vg, D, 1};
       for (extent_t h = g * group; h < (g + 1) * group; ++h) {
         for (extent_t i = 0; i < N; ++i) {
           const bool dq_wanted = !dq_rows || (*dq_rows)[std::size_t((b * H + h) * N + i)];
@@ -251,8 +281,7 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           const double* eOi = row_of(eO, {b, h, i, 0});        // (D)
           double* dq_val_i = row_of(dq_val, {b, h, i, 0});     // (D)
           double* dq_i = row_of(r.dq, {b, h, i, 0});           // (D)
-          extent_t n = 0;
-          for (extent_t j = 0; j < M; ++j) n += dnf::visible(causal, i, j, N, M);
+          const extent_t n = dnf::visible_keys(causal, i, N, M, M);
           double Drow = 0, absDO = 0, eD = 0;
           for (extent_t d = 0; d < D; ++d) {
             const double o = oi[d], dov = doi[d];
@@ -262,51 +291,42 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           }
           eD += double(D) * u.eta_a;
           const double el = eL.view()(b, h, i);
-          // The row's scores s_ij and their error bounds δ_ij (as in the forward).
-          for (extent_t j = 0; j < M; ++j) {
-            if (!dnf::visible(causal, i, j, N, M)) continue;
-            const double* kj = kg + j * D;
-            const double* vj = vg + j * D;
-            double dot = 0, mag = 0, dp = 0, bij = 0;
-            for (extent_t d = 0; d < D; ++d) {
-              const double qv = qi[d], kv = kj[d];
-              dot += qv * kv;
-              mag += std::fabs(qv * kv);
-              dp += doi[d] * vj[d];
-              bij += std::fabs(doi[d] * vj[d]);
-            }
-            w.s[j] = scale * dot;
-            w.dp[j] = dp;
-            w.b[j] = bij;
-            w.delta[j] = u.gamma(double(D + 3)) * scale * mag +
+          // The row's scores s_ij and their error bounds δ_ij (as in the
+          // forward), dP_ij and b_ij = Σ_d |dO_id V_jd|, over the visible
+          // keys (a prefix).
+          keys.dots(qi, n, D, w.dot.data(), w.mag.data());
+          values.dots(doi, n, D, w.dp.data(), w.b.data());
+          for (extent_t j = 0; j < n; ++j) {
+            w.s[j] = scale * w.dot[j];
+            w.delta[j] = u.gamma(double(D + 3)) * scale * w.mag[j] +
                          double(D + 1) * u.eta_a * std::max(1.0, scale);
           }
           // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
           // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
           double dmax = 0;
-          for (extent_t j = 0; j < M; ++j)
-            if (dnf::visible(causal, i, j, N, M)) dmax = std::max(dmax, w.delta[j]);
+          for (extent_t j = 0; j < n; ++j) dmax = std::max(dmax, w.delta[j]);
           const double Delta = std::expm1(2 * dmax);
-          auto rho = [&](extent_t j) {
-            return std::expm1(u.ua * (std::fabs(w.s[j] - lse) + w.delta[j] + el) +
-                              std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
-          };
+          // e_ij = exp(ŝ_ij - lse_i), kept for the sums below.
+          const double exp_error = std::log1p(u.eps_exp), three = 3 * std::log1p(u.ua);
           double Lambda = 0;
-          for (extent_t j = 0; j < M; ++j)
-            if (dnf::visible(causal, i, j, N, M))
-              Lambda += std::exp(w.s[j] - lse) * compose(rho(j), u.gamma(double(n)));
+          for (extent_t j = 0; j < n; ++j) {
+            w.rho[j] =
+                std::expm1(u.ua * (std::fabs(w.s[j] - lse) + w.delta[j] + el) + exp_error + three);
+            w.e[j] = std::exp(w.s[j] - lse);
+            Lambda += w.e[j] * compose(w.rho[j], u.gamma(double(n)));
+          }
           Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
           // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
           // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
           // more roundings), whichever is larger.
-          for (extent_t j = 0; j < M; ++j) {
-            if (!dnf::visible(causal, i, j, N, M)) continue;
+          const double two_products = power(u.ua, 2);
+          for (extent_t j = 0; j < n; ++j) {
             const double x = std::fabs(w.s[j] - lse), delta = w.delta[j];
-            const double Pi_given = std::expm1(delta + el + u.ua * (x + delta + el) +
-                                               std::log1p(u.eps_exp) + 3 * std::log1p(u.ua));
+            const double Pi_given =
+                std::expm1(delta + el + u.ua * (x + delta + el) + exp_error + three);
             const double Pi_norm =
                 Lambda < 1
-                    ? (compose(compose(Delta, rho(j)), power(u.ua, 2)) + Lambda) / (1 - Lambda)
+                    ? (compose(compose(Delta, w.rho[j]), two_products) + Lambda) / (1 - Lambda)
                     : kInf;
             w.pi[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
           }
@@ -315,26 +335,22 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
           // γ_{n+2}; terms and weights may underflow.
           double eD_sum = 0, dp_max = 0;
-          for (extent_t j = 0; j < M; ++j) {
-            if (!dnf::visible(causal, i, j, N, M)) continue;
+          for (extent_t j = 0; j < n; ++j) {
             const double wj = compose(w.pi[j], u.gamma(double(n + 2)));
-            eD_sum += std::exp(w.s[j] - lse) *
-                      (wj * std::fabs(w.dp[j]) + (1 + wj) * u.gamma(double(D)) * w.b[j]);
+            eD_sum += w.e[j] * (wj * std::fabs(w.dp[j]) + (1 + wj) * u.gamma(double(D)) * w.b[j]);
             dp_max = std::max(dp_max, std::fabs(w.dp[j]) + u.gamma(double(D)) * w.b[j]);
           }
           eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
-          for (extent_t j = 0; j < M; ++j) {
-            if (!dnf::visible(causal, i, j, N, M)) continue;
+          for (extent_t j = 0; j < n; ++j) {
             const bool key_wanted = !keys_wanted || keys_wanted[j];
             if (!dq_wanted && !key_wanted) continue;
             const double dp = w.dp[j], bij = w.b[j];
-            const double s = w.s[j];
-            const double P = std::exp(s - lse);
+            const double P = w.e[j];
             const double Pi = w.pi[j];
             const double ds = P * (dp - Drow);
             // P̂ may also underflow (x beyond the exponent range): an absolute
             // η_a next to its relative Π, carried through dS and its products.
-            const double two = compose(Pi, power(u.ua, 2));
+            const double two = compose(Pi, two_products);
             const double sigma_f32 =
                 P * (two * std::fabs(dp - Drow) +
                      (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
