@@ -2,7 +2,7 @@
 // f16 storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
 // storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair steps (attention_tc_passes.cuh:
 // P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). No floating-point atomics,
-// so bitwise deterministic whatever the block order: dQ over 16-row query tiles
+// so bitwise deterministic whatever the block order: dQ over 32-row query blocks
 // (tc_query_tile_kernel), dK and dV over 32-key tiles (tc_key_tile_kernel), each in fragments over
 // a fixed order of pairs, written once. Unlike the SIMT fused ONFs, the forward is its own launch
 // (its 64-row tiles are not the backward's 16-row ones).

@@ -1,10 +1,12 @@
 // attention.fwdbwd, fused_v1_tc: the MoA papers' first fused ONF on tensor cores, bf16 or f16
 // storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
 // storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair steps (attention_tc_passes.cuh:
-// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). Over 16-row query tiles
-// (tc_query_tile_kernel), dQ is kept in fragments and written once, and each pair's dK = dS^T Q and
-// dV = P^T dO are added to f32 accumulators by atomics, 2 per (visible
-// pair, key, d); a last kernel rounds each accumulator to storage.
+// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). Over 32-row query blocks
+// (tc_query_tile_kernel, two 16-row sub-steps per key tile), dQ is kept in fragments and written
+// once, and dK = dS^T Q and dV = P^T dO of both sub-steps are summed in fragments and added to f32
+// accumulators by atomics, 2 per (visible block pair, key, d): exactly twice bwd_tc's 1 per
+// (visible pair, query row, d) where N and M are multiples of 32, its key tiles being 32 keys. A
+// last kernel rounds each accumulator to storage.
 // Unlike the SIMT fused ONFs, the forward is its own launch (its 64-row
 // tiles are not the backward's 16-row ones).
 #include "kernels/cuda/attention_passes.cuh"

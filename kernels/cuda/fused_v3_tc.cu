@@ -1,12 +1,12 @@
 // attention.fwdbwd, fused_v3_tc: the MoA papers' restructured fused ONF on tensor cores, bf16 or
 // f16 storage, f32 accumulation, composed of flash_tc's forward (launch_flash_tc: O and LSE to
 // storage), D_i = dO_i . O_i (row_dot_kernel), and bwd_tc's pair steps (attention_tc_passes.cuh:
-// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). Over 16-row query tiles
+// P^T and dS^T on mma from the stored LSE, rounded to the b16 storage). Over 32-row query blocks
 // (tc_query_tile_kernel), dQ is kept in fragments and written once and only dK added by atomics; dV
 // by its own kernel over 32-key tiles (tc_key_tile_kernel), in fragments, written once, no atomics:
-// 1 atomic per (visible pair, key, d), half of fused_v1_tc's. A last kernel rounds dK's accumulator
-// to storage. Unlike the SIMT fused ONFs, the forward is its own launch (its 64-row tiles are not
-// the backward's 16-row ones).
+// 1 atomic per (visible block pair, key, d), half of fused_v1_tc's. A last kernel rounds dK's
+// accumulator to storage. Unlike the SIMT fused ONFs, the forward is its own launch (its 64-row
+// tiles are not the backward's 16-row ones).
 #include "kernels/cuda/attention_passes.cuh"
 #include "kernels/cuda/attention_tc_passes.cuh"
 
