@@ -14,11 +14,13 @@
 #pragma once
 
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_passes.cuh"  // row_dot_kernel, for the fused ONFs' prologue
 // after the CUDA language
 #include "include/moacert/tensor_core.h"
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -556,5 +558,50 @@ inline void check_tc_backward(const char* onf, Storage storage, const TcBackward
     throw std::invalid_argument(std::string(onf) +
                                 ": q, k, v, do need unit d strides and 16-byte rows");
 }
+
+// The prologue the three fused tensor-core ONFs (fused_v1_tc, fused_v3_tc,
+// fused_det_tc) share, written once so that they refuse, allocate and run
+// their forward alike. Constructed, it has refused a problem outside the
+// envelope (std::invalid_argument, before anything is allocated) and
+// allocated D_i's rows and the f32 accumulators of the ONF's atomics (dK's
+// where dk_acc, dV's where dv_acc; null otherwise). forward() returns the
+// first allocation error, or launches flash_tc's forward (O and LSE to
+// storage) and D_i = dO_i . O_i from the stored O (whose launch error the
+// ONF's last cudaGetLastError reports, as for its own kernels); the
+// backward kernels then read `tc`, d_rows(), dk_acc(), dv_acc().
+class TcFusedPrologue {
+ public:
+  TcFusedPrologue(const char* onf, const FwdBwdArgs& args, bool dk_acc, bool dv_acc)
+      : tc{args.a, args.q, args.k, args.v, args.dout, args.lse, args.dq, args.dk, args.dv},
+        args_(args) {
+    check_tc_backward(onf, args.storage, tc);
+    const AttnDims& a = args.a;
+    const long long kv = static_cast<long long>(a.B) * a.Hkv * a.M * a.D;
+    d_rows_.emplace(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kDRows);
+    if (dk_acc) dk_acc_.emplace(kv, cuda_scratch::kDkAcc);
+    if (dv_acc) dv_acc_.emplace(kv, cuda_scratch::kDvAcc);
+  }
+
+  int forward() const {
+    for (const std::optional<DeviceBuffer>* buffer : {&d_rows_, &dk_acc_, &dv_acc_})
+      if (*buffer && (*buffer)->error()) return (*buffer)->error();
+    const AttnDims& a = args_.a;
+    if (int e = launch_flash_tc({a, args_.storage, args_.q, args_.k, args_.v, args_.o, args_.lse}))
+      return e;
+    return dispatch_b16(args_.storage, a.causal, [&](auto t, auto) {
+      launch_row_dot<decltype(t)>(a, args_.dout, args_.o, d_rows_->get());
+      return 0;
+    });
+  }
+  const float* d_rows() const { return d_rows_->get(); }
+  float* dk_acc() const { return dk_acc_ ? dk_acc_->get() : nullptr; }
+  float* dv_acc() const { return dv_acc_ ? dv_acc_->get() : nullptr; }
+
+  const TcBackwardArgs tc;
+
+ private:
+  const FwdBwdArgs& args_;
+  std::optional<DeviceBuffer> d_rows_, dk_acc_, dv_acc_;
+};
 
 }  // namespace moacert::kernels::MOACERT_CUDA_NS

@@ -13,23 +13,16 @@
 namespace moacert::kernels::MOACERT_CUDA_NS {
 
 int launch_fused_v3_tc(const FwdBwdArgs& args) {
+  const TcFusedPrologue p("fused_v3_tc", args, /*dk_acc=*/true, /*dv_acc=*/false);
+  if (int e = p.forward()) return e;  // O, LSE and D_i
   const AttnDims& a = args.a;
-  const TcBackwardArgs tc{a,        args.q,  args.k,  args.v, args.dout,
-                          args.lse, args.dq, args.dk, args.dv};
-  check_tc_backward("fused_v3_tc", args.storage, tc);
-  DeviceBuffer d_rows(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kDRows);
-  DeviceBuffer dk_acc(static_cast<long long>(a.B) * a.Hkv * a.M * a.D, cuda_scratch::kDkAcc);
-  if (int e = first_error(d_rows.error(), dk_acc.error())) return e;
-  if (int e = launch_flash_tc({a, args.storage, args.q, args.k, args.v, args.o, args.lse}))
-    return e;
   return dispatch_b16(args.storage, a.causal, [&](auto t, auto causal) {
     using T = decltype(t);
     constexpr bool kCausal = decltype(causal)::value;
-    launch_row_dot<T>(a, args.dout, args.o, d_rows.get());
-    launch_tc_query_tiles<T, kCausal, /*atomic dK=*/true, /*atomic dV=*/false>(
-        tc, d_rows.get(), dk_acc.get(), nullptr);
-    launch_tc_key_tiles<T, kCausal, /*dK=*/false, /*atomic dQ=*/false>(tc, d_rows.get(), nullptr);
-    launch_scale_to_storage<T>(args.dk, dk_acc.get(), a.B, a.Hkv, a.M, a.D, a.scale);
+    launch_tc_query_tiles<T, kCausal, /*atomic dK=*/true, /*atomic dV=*/false>(p.tc, p.d_rows(),
+                                                                               p.dk_acc(), nullptr);
+    launch_tc_key_tiles<T, kCausal, /*dK=*/false, /*atomic dQ=*/false>(p.tc, p.d_rows(), nullptr);
+    launch_scale_to_storage<T>(args.dk, p.dk_acc(), a.B, a.Hkv, a.M, a.D, a.scale);
     return static_cast<int>(cudaGetLastError());
   });
 }

@@ -110,6 +110,26 @@ TEST(BwdTc, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
   }
 }
 
+// The three fused ONFs open with one prologue (TcFusedPrologue,
+// attention_tc_passes.cuh): a head width outside their envelope is refused
+// in words naming the ONF, before any launch.
+TEST(BwdTc, TheFusedOnfsRefuseAHeadWidthOutsideTheirEnvelopeBeforeAnyLaunch) {
+  Dims d;
+  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 16, d.M = 32, d.D = 96;
+  const Case c = attention_case(Op::attention_fwdbwd, d, /*causal=*/false);
+  for (const std::string onf : {"fused_v1_tc", "fused_v3_tc", "fused_det_tc"}) {
+    kernels::simt::take_launch_log();
+    try {
+      properties::run_variant(simt_variant(Op::attention_fwdbwd, onf), c);
+      ADD_FAILURE() << onf << " ran at D = 96";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                onf + ": D = 96 is not in {64, 128}, the head widths it is compiled for");
+    }
+    EXPECT_TRUE(kernels::simt::take_launch_log().empty()) << onf << " launched before refusing";
+  }
+}
+
 // fused_det_tc has no float atomics: the same bits in every block order
 // (schedule seed); fused_v1_tc, whose dK and dV are sums of atomics from
 // several query blocks, does not (so the check can fail): four 32-row
