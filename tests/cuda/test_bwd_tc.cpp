@@ -4,9 +4,9 @@
 //   cost function (kernels/cuda/cost.cpp, the law of traffic_law.hpp) on
 //   problems with tails in N and M, causal rows that see no key, GQA and
 //   MQA, at both head widths of its envelope;
-// - its declared arithmetic (tensor-core accumulation, P rounded to bf16)
-//   is what its bound rests on: the same kernel declaring less fails
-//   certify on a row built for it (docs/bounds.md#tensor-cores).
+// - its declared arithmetic (tensor-core accumulation, P and dS rounded to
+//   bf16) is what its bound rests on: the same kernel declaring less fails
+//   certify on a row built for each (docs/bounds.md#tensor-cores).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +20,7 @@
 #include "kernels/cuda/traffic_law.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
+#include "reference/named.hpp"
 
 namespace moacert {
 namespace {
@@ -191,6 +192,49 @@ Case weight_at_a_bf16_midpoint() {
   throw std::logic_error("no score puts key 0's weight just above the midpoint");
 }
 
+// One query row, two keys: key 0 at score 0, key 1 at -90 (k_1 = -720 on
+// d = 0, scale 1/8), so P_1 = e^-90 ~ 8.9 x 2^-133, below f32's normal
+// range and in bf16's subnormals (multiples of 2^-133), and lse ~ e^-90
+// rounds to a bf16 subnormal that costs the weights nothing. v_0 = 0 and
+// v_1 = c on d = 0, do = 1 on d = 0: dP_1 = c, D = o_0 = P_1 c (tiny), and
+// dS_1 = P_1 (c - D) ~ P_1 c = -dS_0. c (a bf16) is stepped until dS_1
+// lies just above 1.5 x 2^-133, the midpoint of the bf16 subnormals 2^-133
+// and 2^-132: the rounding of dS to bf16 before dS^T Q and dS K then errs
+// by nearly 2^-134 = eta_s / 2, a third of dS_1, where the bound that
+// leaves the rounding out allows about u_s |dS_1| (the f32 dS itself is
+// exact to 2^-150). q_1 = 2^20 (k_1 = 0 there, so the scores do not move)
+// makes dK_1 on d = 1, 2^20 / 8 dS_1, a normal bf16, so that its storage
+// rounding (eta_s / 2) cannot cover that error; dQ_0 = -90 dS_1 carries it
+// too. With dS's rounding declared, sigma' gains eta_s / 2, and holds.
+Case score_gradient_at_a_bf16_subnormal_midpoint() {
+  Dims d;
+  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = 2, d.D = 64;
+  Case c = attention_case(Op::attention_bwd, d, false);
+  for (AnyTensor& t : c.inputs)
+    for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
+  auto in = inputs_by_name(Op::attention_bwd, c.inputs);
+  AnyTensor &q = in["q"], &k = in["k"], &v = in["v"], &o = in["o"], &lse = in["lse"],
+            &dout = in["do"];
+  q.set({0, 0, 0, 0}, 1);
+  q.set({0, 0, 0, 1}, 0x1p20);
+  k.set({0, 0, 1, 0}, -720);  // bf16
+  dout.set({0, 0, 0, 0}, 1);
+  const double scale = c.problem.scale(), s1 = scale * -720, sum = 1 + std::exp(s1);
+  lse.set({0, 0, 0}, std::log(sum));
+  const double p_true = std::exp(s1) / sum, p_given = std::exp(s1 - lse.get({0, 0, 0}));
+  const double midpoint = 1.5 * 0x1p-133;
+  for (int step = 128; step < 256; ++step) {  // c in [1/8, 1/4), in bf16 steps of 2^-10
+    const double value = step * 0x1p-10;
+    v.set({0, 0, 1, 0}, value);
+    o.set({0, 0, 0, 0}, p_true * value);
+    const double d_row = o.get({0, 0, 0, 0});  // do . o, as the kernel forms it
+    auto just_above = [&](double ds) { return ds > midpoint && ds < midpoint * (1 + 0x1p-6); };
+    if (just_above(p_true * (value - p_true * value)) && just_above(p_given * (value - d_row)))
+      return c;
+  }
+  throw std::logic_error("no v_1 puts dS_1 just above a bf16 subnormal midpoint");
+}
+
 properties::CertifyOptions options_for(const kernels::Variant& v, const Case& c) {
   properties::CertifyOptions o;
   o.variant = &v;
@@ -278,6 +322,26 @@ TEST(BwdTc, FusedV1TcHasTwiceBwdTcsAtomicsFusedV3TcHalfAndFusedDetTcNone) {
           << "N=" << s.d.N << " M=" << s.d.M;
     }
   }
+}
+
+// dS's declaration is needed too: on the row above, the same kernel
+// declaring tensor-core accumulation and P's rounding but not dS's fails
+// its bound on dK or dQ, and holds with the full declaration.
+TEST(BwdTcArithmetic, UndeclaredRoundingOfDSFailsItsBound) {
+  const kernels::Variant& fixed = simt_variant(Op::attention_bwd, "bwd_tc");
+  const Case c = score_gradient_at_a_bf16_subnormal_midpoint();
+  const auto holds = properties::certify(options_for(fixed, c));
+  EXPECT_TRUE(holds.holds) << holds.failure;
+  RecordProperty("holds_worst", std::to_string(holds.worst_ratio));
+  kernels::Variant undeclared = fixed;
+  undeclared.arithmetic =
+      Arithmetic{.accumulation = Accumulation::tensor_core, .weights_in_storage_format = true};
+  const auto cert = properties::certify(options_for(undeclared, c));
+  EXPECT_FALSE(cert.holds);
+  EXPECT_NE(cert.failure.find("error"), std::string::npos) << cert.failure;
+  std::printf("full declaration: worst error/allowed %.3f; without dS's rounding: %.3f, %s\n",
+              holds.worst_ratio, cert.worst_ratio, cert.failure.c_str());
+  RecordProperty("failure", cert.failure);
 }
 
 }  // namespace
