@@ -4,20 +4,23 @@
 // over one (key tile, query tile) pair: P^T and dS^T recomputed on tensor
 // cores and rounded to the storage's b16 in shared memory, dK += dS^T Q and dV += P^T dO
 // into each warp's accumulator fragments, and dQ's partial dS K; and the
-// two backward kernels built from them, over key tiles and over query
-// tiles, which bwd_tc, fused_v1_tc, fused_v3_tc and fused_det_tc launch
-// with their own atomics. Written once, so that the four visit the same
-// pairs with the same arithmetic. Fragments are the PTX ISA's for
+// two backward kernels built from them, over 32-key tiles and over 32-row
+// query blocks (two 16-row sub-steps each), which bwd_tc, fused_v1_tc,
+// fused_v3_tc and fused_det_tc launch with their own atomics. Written
+// once, so that the four visit the same (16-row tile, 32-key tile) pairs
+// with the same arithmetic. Fragments are the PTX ISA's for
 // mma.m16n8k16: lane = 4 groupID + threadID_in_group, accumulator entry e
 // at row groupID + 8 (e / 2), column 2 threadID_in_group + e % 2.
 #pragma once
 
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_passes.cuh"  // row_dot_kernel, for the fused ONFs' prologue
 // after the CUDA language
 #include "include/moacert/tensor_core.h"
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -73,6 +76,9 @@ constexpr int kTcBwdWarps = 4;
 constexpr int kTcBwdThreads = 32 * kTcBwdWarps;
 static_assert(kTcBwdBlockN == 2 * 16 && kTcBwdBlockM == 2 * 8 && kTcBwdWarps == 4,
               "each warp owns one 16-key by 8-query block of S^T");
+using cuda_tiles::kTcFusedBlockM;  // query rows per block of the query-block kernel
+constexpr int kTcSubSteps = kTcFusedBlockM / kTcBwdBlockM;  // its 16-row sub-steps per key tile
+static_assert(kTcSubSteps * kTcBwdBlockM == kTcFusedBlockM, "whole 16-row sub-steps");
 
 // The shared memory of a key-tile block (b16 elements): K and V of the key
 // tile, Q and dO of a query tile double buffered, P^T and dS^T of the pair
@@ -111,20 +117,24 @@ __device__ inline TcKeyTile carve_tc_key_tile(void* base) {
   return t;
 }
 
-// The shared memory of a query-tile block (b16 elements): Q and dO of the
-// query tile, K and V of a key tile double buffered, P^T and dS^T of the
-// pair in the storage's b16; then the f32 LSE and D_i rows of the query tile.
+// The shared memory of a query-block kernel (b16 elements): Q and dO of the
+// kTcFusedBlockM-row query block, K of a key tile double buffered, V of a
+// key tile once (its A fragments are taken into registers at the start of
+// each step, after which the buffer is refilled with the next tile's while
+// the step runs), P^T and dS^T of each 16-row sub-step in the storage's
+// b16; then the f32 LSE and D_i rows of the block. 44 KiB at D = 128 (a
+// second V buffer would make it 52 KiB, past the default dynamic limit).
 struct TcQueryTile {
-  std::uint16_t *q, *dout, *k[2], *v[2];
-  std::uint16_t *pt, *dst;  // (kTcBwdBlockN, kTcBwdBlockM): P^T, dS^T
+  std::uint16_t *q, *dout, *k[2], *v;
+  std::uint16_t *pt[kTcSubSteps], *dst[kTcSubSteps];  // (kTcBwdBlockN, kTcBwdBlockM) each
   float *lse, *drow;
 };
 
 template <int D>
 __host__ __device__ constexpr size_t tc_query_tile_bytes() {
-  return sizeof(std::uint16_t) *
-             size_t(2 * kTcBwdBlockM * D + 4 * kTcBwdBlockN * D + 2 * kTcBwdBlockN * kTcBwdBlockM) +
-         sizeof(float) * 2 * kTcBwdBlockM;
+  return sizeof(std::uint16_t) * size_t(2 * kTcFusedBlockM * D + 3 * kTcBwdBlockN * D +
+                                        2 * kTcSubSteps * kTcBwdBlockN * kTcBwdBlockM) +
+         sizeof(float) * 2 * kTcFusedBlockM;
 }
 
 template <int D>
@@ -132,16 +142,18 @@ __device__ inline TcQueryTile carve_tc_query_tile(void* base) {
   std::uint16_t* sh = static_cast<std::uint16_t*>(base);
   TcQueryTile t;
   t.q = sh;
-  t.dout = t.q + kTcBwdBlockM * D;
-  t.k[0] = t.dout + kTcBwdBlockM * D;
+  t.dout = t.q + kTcFusedBlockM * D;
+  t.k[0] = t.dout + kTcFusedBlockM * D;
   t.k[1] = t.k[0] + kTcBwdBlockN * D;
-  t.v[0] = t.k[1] + kTcBwdBlockN * D;
-  t.v[1] = t.v[0] + kTcBwdBlockN * D;
-  t.pt = t.v[1] + kTcBwdBlockN * D;
-  t.dst = t.pt + kTcBwdBlockN * kTcBwdBlockM;
-  float* rows = reinterpret_cast<float*>(t.dst + kTcBwdBlockN * kTcBwdBlockM);
+  t.v = t.k[1] + kTcBwdBlockN * D;
+  std::uint16_t* pair = t.v + kTcBwdBlockN * D;
+  for (int s = 0; s < kTcSubSteps; ++s) {
+    t.pt[s] = pair + (2 * s) * kTcBwdBlockN * kTcBwdBlockM;
+    t.dst[s] = pair + (2 * s + 1) * kTcBwdBlockN * kTcBwdBlockM;
+  }
+  float* rows = reinterpret_cast<float*>(pair + 2 * kTcSubSteps * kTcBwdBlockN * kTcBwdBlockM);
   t.lse = rows;
-  t.drow = rows + kTcBwdBlockM;
+  t.drow = rows + kTcFusedBlockM;
   return t;
 }
 
@@ -403,82 +415,105 @@ __global__ void tc_key_tile_kernel(TcBackwardArgs args, const float* d_rows, flo
   store_key_rows_tc<T, D>(args.dv, dv, b, g, j0, keys, 1.f);
 }
 
-// One block of 4 warps per (16-row query tile, head), over the visible
-// 32-key tiles, K and V of the next tile in flight by cp.async while the
-// current one is used: dQ in each warp's fragments, written once; each
-// pair's dK (kAtomicDK) and dV (kAtomicDV) added to f32 accumulators
-// (B, Hkv, M, D) by atomics. grid (query tiles, H, B).
+// One block of 4 warps per (32-row query block, head), over the visible
+// 32-key tiles: dQ in each warp's fragments, written once; dK
+// (kAtomicDK) and dV (kAtomicDV) of each key tile summed in fragments over
+// the block's two 16-row sub-steps (each one (key tile, 16-row tile) pair
+// of bwd_tc's steps) and added to f32 accumulators (B, Hkv, M, D) by
+// atomics once per (block, key, d): a 32-row block is what makes the fused
+// ONF's dK and dV atomics twice bwd_tc's dQ ones, whose key tiles are 32
+// keys (docs/cuda.md#tensor-core-onfs). K of the next key tile flies by
+// cp.async into the other buffer, V into its one buffer once every warp
+// holds the current V's fragments. grid (query blocks, H, B).
 template <class T, int D, bool kCausal, bool kAtomicDK, bool kAtomicDV>
 __global__ void tc_query_tile_kernel(TcBackwardArgs args, const float* d_rows, float* dk_acc,
                                      float* dv_acc) {
   const AttnDims a = args.a;
   const TcQueryTile t = carve_tc_query_tile<D>(smem);
-  const int q_tile = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int g = h / (a.H / a.Hkv);
-  const int i0 = q_tile * kTcBwdBlockM, rows = rows_in(q_tile, a.N, kTcBwdBlockM);
+  const int i0 = block * kTcFusedBlockM, rows = rows_in(block, a.N, kTcFusedBlockM);
   const T* k_g = static_cast<const T*>(args.k.data);
   const T* v_g = static_cast<const T*>(args.v.data);
 
-  // The visible key tiles are a prefix (a later key is seen by fewer rows).
+  // The visible key tiles are a prefix (a later key is seen by fewer rows);
+  // the block sees a key tile when its last row does.
   int key_tiles = 0;
   while (key_tiles < ceil_div(a.M, kTcBwdBlockN) &&
-         tile_visible(kCausal, q_tile, key_tiles, a.N, a.M, kTcBwdBlockM, kTcBwdBlockN))
+         tile_visible(kCausal, block, key_tiles, a.N, a.M, kTcFusedBlockM, kTcBwdBlockN))
     ++key_tiles;
+  // Sub-step s (rows [i0 + 16 s, i0 + 16 s + 16)) runs on key tile kt
+  // where it has rows and sees the tile: the (16-row tile, key tile) pairs
+  // bwd_tc visits. The same for every thread of the block.
+  auto sub_step_runs = [&](int s, int kt) {
+    return s * kTcBwdBlockM < rows &&
+           tile_visible(kCausal, kTcSubSteps * block + s, kt, a.N, a.M, kTcBwdBlockM, kTcBwdBlockN);
+  };
+  auto stage_key_tile = [&](int kt) {  // K into buffer kt % 2, V into its one buffer
+    const int keys = rows_in(kt, a.M, kTcBwdBlockN);
+    stage_tile<D>(t.k[kt % 2], k_g, args.k.s, b, g, kt * kTcBwdBlockN, keys, kTcBwdBlockN);
+    stage_tile<D>(t.v, v_g, args.v.s, b, g, kt * kTcBwdBlockN, keys, kTcBwdBlockN);
+  };
 
   // Stage 0: Q, dO and the rows' LSE (as the forward stored it) and D_i,
   // with K, V of key tile 0.
-  stage_tile<D>(t.q, static_cast<const T*>(args.q.data), args.q.s, b, h, i0, rows, kTcBwdBlockM);
+  stage_tile<D>(t.q, static_cast<const T*>(args.q.data), args.q.s, b, h, i0, rows, kTcFusedBlockM);
   stage_tile<D>(t.dout, static_cast<const T*>(args.dout.data), args.dout.s, b, h, i0, rows,
-                kTcBwdBlockM);
-  const int r = threadIdx.x % kTcBwdBlockM;
-  if (threadIdx.x < kTcBwdBlockM)
+                kTcFusedBlockM);
+  const int r = threadIdx.x % kTcFusedBlockM;
+  if (threadIdx.x < kTcFusedBlockM)
     t.lse[r] =
         r < rows ? to_f32(static_cast<const T*>(args.lse.data)[at(args.lse.s, b, h, i0 + r)]) : 0.f;
-  else if (threadIdx.x < 2 * kTcBwdBlockM)
+  else if (threadIdx.x < 2 * kTcFusedBlockM)
     t.drow[r] = r < rows ? d_rows[(static_cast<long long>(b) * a.H + h) * a.N + i0 + r] : 0.f;
-  if (key_tiles > 0) {
-    const int keys = rows_in(0, a.M, kTcBwdBlockN);
-    stage_tile<D>(t.k[0], k_g, args.k.s, b, g, 0, keys, kTcBwdBlockN);
-    stage_tile<D>(t.v[0], v_g, args.v.s, b, g, 0, keys, kTcBwdBlockN);
-  }
+  if (key_tiles > 0) stage_key_tile(0);
   tc::cp_async_commit_group();
 
   const int warp = threadIdx.x / 32;
-  float dq[D / 32][4] = {};  // dQ / scale: the tile's rows, this warp's quarter of d
+  float dq[kTcSubSteps][D / 32][4] =
+      {};  // dQ / scale: each sub-step's rows, this warp's quarter of d
   for (int kt = 0; kt < key_tiles; ++kt) {
     const int buf = kt % 2, j0 = kt * kTcBwdBlockN;
     [[maybe_unused]] const int keys = rows_in(kt, a.M, kTcBwdBlockN);
-    if (kt + 1 < key_tiles) {  // the next key tile flies while this one is used
-      const int next = kt + 1, next_keys = rows_in(next, a.M, kTcBwdBlockN);
-      stage_tile<D>(t.k[next % 2], k_g, args.k.s, b, g, next * kTcBwdBlockN, next_keys,
-                    kTcBwdBlockN);
-      stage_tile<D>(t.v[next % 2], v_g, args.v.s, b, g, next * kTcBwdBlockN, next_keys,
-                    kTcBwdBlockN);
-    }
-    tc::cp_async_commit_group();   // possibly empty: wait_group<1> stays right
-    tc::cp_async_wait_group<1>();  // key tile kt (and Q, dO) has landed
+    tc::cp_async_wait_group<0>();  // key tile kt (and Q, dO) has landed
     __syncthreads();
     std::uint32_t kf[D / 16][4], vf[D / 16][4];
     load_key_fragments<D>(kf, t.k[buf], 16 * (warp % 2));
-    load_key_fragments<D>(vf, t.v[buf], 16 * (warp % 2));
-    const TcPair view{t.q, t.dout, t.k[buf], t.lse, t.drow, t.pt, t.dst};
-    probabilities_and_ds_tc<T, D, kCausal>(view, kf, vf, i0, j0, a);
-    __syncthreads();            // P^T and dS^T of the pair are in shared memory
-    if constexpr (kAtomicDK) {  // dK / scale += dS^T Q
-      float dk[D / 16][4] = {};
-      accumulate_key_rows<T, D>(dk, view.dst, view.q);
-      atomic_add_key_rows_tc<D>(dk_acc, dk, b, g, j0, keys, a);
+    load_key_fragments<D>(vf, t.v, 16 * (warp % 2));
+    __syncthreads();  // every warp holds V's fragments: its buffer may be refilled
+    if (kt + 1 < key_tiles) stage_key_tile(kt + 1);  // flies while this tile is used
+    tc::cp_async_commit_group();
+
+    TcPair view[kTcSubSteps];
+    for (int s = 0; s < kTcSubSteps; ++s) {
+      view[s] = {t.q + s * kTcBwdBlockM * D,
+                 t.dout + s * kTcBwdBlockM * D,
+                 t.k[buf],
+                 t.lse + s * kTcBwdBlockM,
+                 t.drow + s * kTcBwdBlockM,
+                 t.pt[s],
+                 t.dst[s]};
+      if (sub_step_runs(s, kt))
+        probabilities_and_ds_tc<T, D, kCausal>(view[s], kf, vf, i0 + s * kTcBwdBlockM, j0, a);
     }
-    if constexpr (kAtomicDV) {  // dV += P^T dO
-      float dv[D / 16][4] = {};
-      accumulate_key_rows<T, D>(dv, view.pt, view.dout);
-      atomic_add_key_rows_tc<D>(dv_acc, dv, b, g, j0, keys, a);
+    __syncthreads();  // P^T and dS^T of both sub-steps are in shared memory
+    float dk[D / 16][4] = {}, dv[D / 16][4] = {};  // the block's sums: this warp's keys, half of d
+    for (int s = 0; s < kTcSubSteps; ++s) {
+      if (!sub_step_runs(s, kt)) continue;
+      if constexpr (kAtomicDK) accumulate_key_rows<T, D>(dk, view[s].dst, view[s].q);    // dS^T Q
+      if constexpr (kAtomicDV) accumulate_key_rows<T, D>(dv, view[s].pt, view[s].dout);  // P^T dO
+      accumulate_dq_tc<T, D>(dq[s], view[s]);
     }
-    accumulate_dq_tc<T, D>(dq, view);
-    __syncthreads();  // every warp is done with buffer `buf`, P^T and dS^T before they are refilled
+    if constexpr (kAtomicDK) atomic_add_key_rows_tc<D>(dk_acc, dk, b, g, j0, keys, a);
+    if constexpr (kAtomicDV) atomic_add_key_rows_tc<D>(dv_acc, dv, b, g, j0, keys, a);
+    // No barrier here: the next step's two barriers come before its P^T,
+    // dS^T writes and before K buffer `buf` is refilled.
   }
   tc::cp_async_wait_group<0>();  // no copy outlives the block (none when key_tiles > 0)
-  store_query_rows_tc<T, D>(args.dq, dq, b, h, i0, rows, a.scale);
+  for (int s = 0; s < kTcSubSteps; ++s)
+    if (s * kTcBwdBlockM < rows)
+      store_query_rows_tc<T, D>(args.dq, dq[s], b, h, i0 + s * kTcBwdBlockM,
+                                rows - s * kTcBwdBlockM, a.scale);
 }
 
 // The launches of the two kernels, D a template argument here.
@@ -499,7 +534,7 @@ template <class T, bool kCausal, bool kAtomicDK, bool kAtomicDV>
 void launch_tc_query_tiles(const TcBackwardArgs& args, const float* d_rows, float* dk_acc,
                            float* dv_acc) {
   const AttnDims& a = args.a;
-  const dim3 grid(unsigned(ceil_div(a.N, kTcBwdBlockM)), unsigned(a.H), unsigned(a.B));
+  const dim3 grid(unsigned(ceil_div(a.N, kTcFusedBlockM)), unsigned(a.H), unsigned(a.B));
   static_assert(tc_query_tile_bytes<128>() <= 48 * 1024, "within the default dynamic shared limit");
   if (a.D == 64)
     MOACERT_LAUNCH((tc_query_tile_kernel<T, 64, kCausal, kAtomicDK, kAtomicDV>), grid,
@@ -523,5 +558,50 @@ inline void check_tc_backward(const char* onf, Storage storage, const TcBackward
     throw std::invalid_argument(std::string(onf) +
                                 ": q, k, v, do need unit d strides and 16-byte rows");
 }
+
+// The prologue the three fused tensor-core ONFs (fused_v1_tc, fused_v3_tc,
+// fused_det_tc) share, written once so that they refuse, allocate and run
+// their forward alike. Constructed, it has refused a problem outside the
+// envelope (std::invalid_argument, before anything is allocated) and
+// allocated D_i's rows and the f32 accumulators of the ONF's atomics (dK's
+// where dk_acc, dV's where dv_acc; null otherwise). forward() returns the
+// first allocation error, or launches flash_tc's forward (O and LSE to
+// storage) and D_i = dO_i . O_i from the stored O (whose launch error the
+// ONF's last cudaGetLastError reports, as for its own kernels); the
+// backward kernels then read `tc`, d_rows(), dk_acc(), dv_acc().
+class TcFusedPrologue {
+ public:
+  TcFusedPrologue(const char* onf, const FwdBwdArgs& args, bool dk_acc, bool dv_acc)
+      : tc{args.a, args.q, args.k, args.v, args.dout, args.lse, args.dq, args.dk, args.dv},
+        args_(args) {
+    check_tc_backward(onf, args.storage, tc);
+    const AttnDims& a = args.a;
+    const long long kv = static_cast<long long>(a.B) * a.Hkv * a.M * a.D;
+    d_rows_.emplace(static_cast<long long>(a.B) * a.H * a.N, cuda_scratch::kDRows);
+    if (dk_acc) dk_acc_.emplace(kv, cuda_scratch::kDkAcc);
+    if (dv_acc) dv_acc_.emplace(kv, cuda_scratch::kDvAcc);
+  }
+
+  int forward() const {
+    for (const std::optional<DeviceBuffer>* buffer : {&d_rows_, &dk_acc_, &dv_acc_})
+      if (*buffer && (*buffer)->error()) return (*buffer)->error();
+    const AttnDims& a = args_.a;
+    if (int e = launch_flash_tc({a, args_.storage, args_.q, args_.k, args_.v, args_.o, args_.lse}))
+      return e;
+    return dispatch_b16(args_.storage, a.causal, [&](auto t, auto) {
+      launch_row_dot<decltype(t)>(a, args_.dout, args_.o, d_rows_->get());
+      return 0;
+    });
+  }
+  const float* d_rows() const { return d_rows_->get(); }
+  float* dk_acc() const { return dk_acc_ ? dk_acc_->get() : nullptr; }
+  float* dv_acc() const { return dv_acc_ ? dv_acc_->get() : nullptr; }
+
+  const TcBackwardArgs tc;
+
+ private:
+  const FwdBwdArgs& args_;
+  std::optional<DeviceBuffer> d_rows_, dk_acc_, dv_acc_;
+};
 
 }  // namespace moacert::kernels::MOACERT_CUDA_NS

@@ -202,29 +202,30 @@ LaunchCost tensor_core_key_tiles(const TcKeyKernel& k, const Problem& p) {
   return n.c;
 }
 
-// tc_query_tile_kernel (attention_tc_passes.cuh): one block per (16-row
-// query tile, head); Q, dO and, per visible 32-key tile, K and V arrive by
-// 16-byte cp.async, the rows' LSE (storage, as the forward stored it) and
-// D_i (f32) by element loads; dQ leaves by element stores, dK and dV
-// (where atomic) by one atomic each per (pair, key, d).
+// tc_query_tile_kernel (attention_tc_passes.cuh): one block per (32-row
+// query block, head); Q, dO and, per 32-key tile the block sees (its last
+// row does), K and V arrive by 16-byte cp.async, the rows' LSE (storage,
+// as the forward stored it) and D_i (f32) by element loads; dQ leaves by
+// element stores, dK and dV (where atomic) by one atomic each per (block,
+// visible key tile, key, d), their two 16-row sub-steps summed first.
 struct TcQueryKernel {
   bool atomic_dk = false, atomic_dv = false;
 };
 
 LaunchCost tensor_core_query_tiles(const TcQueryKernel& k, const Problem& p) {
-  using cuda_tiles::kTcBwdBlockM;
   using cuda_tiles::kTcBwdBlockN;
+  using cuda_tiles::kTcFusedBlockM;
   const Dims& d = p.dims;
   Counter n{{"tc_query_tile_kernel"}, double(info(p.format).bytes)};
   const double heads = double(d.B) * d.H, D = double(d.D);
   const double chunk = 16, chunks_per_row = D * n.storage / chunk;
-  for (int i = 0; i < ceil_div(d.N, kTcBwdBlockM); ++i) {
-    double kv = 0;  // the keys of this query tile's visible key tiles
+  for (int i = 0; i < ceil_div(d.N, kTcFusedBlockM); ++i) {
+    double kv = 0;  // the keys of this query block's visible key tiles
     for (int j = 0; j < ceil_div(d.M, kTcBwdBlockN) &&
-                    tile_visible(p.causal(), i, j, d.N, d.M, kTcBwdBlockM, kTcBwdBlockN);
+                    tile_visible(p.causal(), i, j, d.N, d.M, kTcFusedBlockM, kTcBwdBlockN);
          ++j)
       kv += rows_in(j, d.M, kTcBwdBlockN);
-    const double rows = heads * rows_in(i, d.N, kTcBwdBlockM);
+    const double rows = heads * rows_in(i, d.N, kTcFusedBlockM);
     n.load("q", rows * chunks_per_row, chunk);
     n.load("do", rows * chunks_per_row, chunk);
     n.load("lse", rows, n.storage);

@@ -25,6 +25,13 @@ constexpr int kTcBlockN = 32;    // flash_tc: keys per tile (one cp.async stage;
 // queries) block of S^T; 34 KiB of shared memory at D = 128.
 constexpr int kTcBwdBlockM = 16;  // query rows per tile (two 8-column mma n-tiles)
 constexpr int kTcBwdBlockN = 32;  // keys per tile (two 16-row mma m-tiles)
+// The fused tensor-core ONFs' query-block kernel: one block per 32 query
+// rows, two 16-row sub-steps of bwd_tc's pair per key tile, dK and dV
+// added by atomics once per (block, key, d). Equal to kTcBwdBlockN, so
+// that their atomics are exactly twice bwd_tc's (docs/cuda.md).
+constexpr int kTcFusedBlockM = 32;
+static_assert(kTcFusedBlockM == kTcBwdBlockN && kTcFusedBlockM % kTcBwdBlockM == 0,
+              "fused_v1_tc's atomics twice bwd_tc's: 2 kTcBwdBlockN / kTcFusedBlockM = 2");
 
 // A (query tile, key tile) pair is visited unless every entry is masked:
 // the tile's last row sees the most keys. One rule for query-major and
@@ -49,7 +56,7 @@ inline std::vector<long long> tiles_of(std::string_view onf) {
   if (onf == "flash_tc") return {kTcBlockN, kTcBlockM};  // ascending, as the registry keeps them
   if (onf == "bwd_tc") return {kTcBwdBlockM, kTcBwdBlockN};
   if (onf == "fused_v1_tc" || onf == "fused_v3_tc" || onf == "fused_det_tc")
-    return {kTcBwdBlockM, kTcBwdBlockN, kTcBlockM};  // and flash_tc's
+    return {kTcBwdBlockM, kTcBwdBlockN, kTcBlockM};  // kTcFusedBlockM = kTcBwdBlockN; flash_tc's
   if (kBlockM == kBlockN) return {kBlockM};
   return {kBlockM, kBlockN};
 }

@@ -4,9 +4,9 @@
 //   cost function (kernels/cuda/cost.cpp, the law of traffic_law.hpp) on
 //   problems with tails in N and M, causal rows that see no key, GQA and
 //   MQA, at both head widths of its envelope;
-// - its declared arithmetic (tensor-core accumulation, P rounded to bf16)
-//   is what its bound rests on: the same kernel declaring less fails
-//   certify on a row built for it (docs/bounds.md#tensor-cores).
+// - its declared arithmetic (tensor-core accumulation, P and dS rounded to
+//   bf16) is what its bound rests on: the same kernel declaring less fails
+//   certify on a row built for each (docs/bounds.md#tensor-cores).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +20,7 @@
 #include "kernels/cuda/traffic_law.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
+#include "reference/named.hpp"
 
 namespace moacert {
 namespace {
@@ -110,12 +111,35 @@ TEST(BwdTc, EveryLaunchAndTensorMovesWhatTheCostFunctionSays) {
   }
 }
 
+// The three fused ONFs open with one prologue (TcFusedPrologue,
+// attention_tc_passes.cuh): a head width outside their envelope is refused
+// in words naming the ONF, before any launch.
+TEST(BwdTc, TheFusedOnfsRefuseAHeadWidthOutsideTheirEnvelopeBeforeAnyLaunch) {
+  Dims d;
+  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 16, d.M = 32, d.D = 96;
+  const Case c = attention_case(Op::attention_fwdbwd, d, /*causal=*/false);
+  for (const std::string onf : {"fused_v1_tc", "fused_v3_tc", "fused_det_tc"}) {
+    kernels::simt::take_launch_log();
+    try {
+      properties::run_variant(simt_variant(Op::attention_fwdbwd, onf), c);
+      ADD_FAILURE() << onf << " ran at D = 96";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                onf + ": D = 96 is not in {64, 128}, the head widths it is compiled for");
+    }
+    EXPECT_TRUE(kernels::simt::take_launch_log().empty()) << onf << " launched before refusing";
+  }
+}
+
 // fused_det_tc has no float atomics: the same bits in every block order
 // (schedule seed); fused_v1_tc, whose dK and dV are sums of atomics from
-// several query tiles, does not (so the check can fail).
+// several query blocks, does not (so the check can fail): four 32-row
+// blocks of eight heads, 32 atomics per (key, d) whose order moves the f32
+// sums enough to change some bf16 roundings; with 8 or 12 (N = 48 or 96,
+// four heads) every block order tried rounded to the same bits.
 TEST(BwdTc, FusedDetTcGivesTheSameBitsInEveryBlockOrder) {
   Dims d;
-  d.B = 1, d.H = 4, d.Hkv = 1, d.N = 48, d.M = 40, d.D = 64;
+  d.B = 1, d.H = 8, d.Hkv = 1, d.N = 128, d.M = 40, d.D = 64;
   const Case c = attention_case(Op::attention_fwdbwd, d, /*causal=*/false);
   for (const char* onf : {"fused_det_tc", "fused_v1_tc"}) {
     const kernels::Variant& v = simt_variant(Op::attention_fwdbwd, onf);
@@ -126,6 +150,7 @@ TEST(BwdTc, FusedDetTcGivesTheSameBitsInEveryBlockOrder) {
       if (!properties::bitwise_equal(first, properties::run_variant(v, c))) ++distinct;
     }
     v.instrumentation->set_schedule_seed(0);
+    std::printf("%s: %d of 4 other block orders gave other bits\n", onf, distinct);
     if (v.deterministic)
       EXPECT_EQ(distinct, 0) << onf;
     else
@@ -167,6 +192,49 @@ Case weight_at_a_bf16_midpoint() {
   throw std::logic_error("no score puts key 0's weight just above the midpoint");
 }
 
+// One query row, two keys: key 0 at score 0, key 1 at -90 (k_1 = -720 on
+// d = 0, scale 1/8), so P_1 = e^-90 ~ 8.9 x 2^-133, below f32's normal
+// range and in bf16's subnormals (multiples of 2^-133), and lse ~ e^-90
+// rounds to a bf16 subnormal that costs the weights nothing. v_0 = 0 and
+// v_1 = c on d = 0, do = 1 on d = 0: dP_1 = c, D = o_0 = P_1 c (tiny), and
+// dS_1 = P_1 (c - D) ~ P_1 c = -dS_0. c (a bf16) is stepped until dS_1
+// lies just above 1.5 x 2^-133, the midpoint of the bf16 subnormals 2^-133
+// and 2^-132: the rounding of dS to bf16 before dS^T Q and dS K then errs
+// by nearly 2^-134 = eta_s / 2, a third of dS_1, where the bound that
+// leaves the rounding out allows about u_s |dS_1| (the f32 dS itself is
+// exact to 2^-150). q_1 = 2^20 (k_1 = 0 there, so the scores do not move)
+// makes dK_1 on d = 1, 2^20 / 8 dS_1, a normal bf16, so that its storage
+// rounding (eta_s / 2) cannot cover that error; dQ_0 = -90 dS_1 carries it
+// too. With dS's rounding declared, sigma' gains eta_s / 2, and holds.
+Case score_gradient_at_a_bf16_subnormal_midpoint() {
+  Dims d;
+  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = 2, d.D = 64;
+  Case c = attention_case(Op::attention_bwd, d, false);
+  for (AnyTensor& t : c.inputs)
+    for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
+  auto in = inputs_by_name(Op::attention_bwd, c.inputs);
+  AnyTensor &q = in["q"], &k = in["k"], &v = in["v"], &o = in["o"], &lse = in["lse"],
+            &dout = in["do"];
+  q.set({0, 0, 0, 0}, 1);
+  q.set({0, 0, 0, 1}, 0x1p20);
+  k.set({0, 0, 1, 0}, -720);  // bf16
+  dout.set({0, 0, 0, 0}, 1);
+  const double scale = c.problem.scale(), s1 = scale * -720, sum = 1 + std::exp(s1);
+  lse.set({0, 0, 0}, std::log(sum));
+  const double p_true = std::exp(s1) / sum, p_given = std::exp(s1 - lse.get({0, 0, 0}));
+  const double midpoint = 1.5 * 0x1p-133;
+  for (int step = 128; step < 256; ++step) {  // c in [1/8, 1/4), in bf16 steps of 2^-10
+    const double value = step * 0x1p-10;
+    v.set({0, 0, 1, 0}, value);
+    o.set({0, 0, 0, 0}, p_true * value);
+    const double d_row = o.get({0, 0, 0, 0});  // do . o, as the kernel forms it
+    auto just_above = [&](double ds) { return ds > midpoint && ds < midpoint * (1 + 0x1p-6); };
+    if (just_above(p_true * (value - p_true * value)) && just_above(p_given * (value - d_row)))
+      return c;
+  }
+  throw std::logic_error("no v_1 puts dS_1 just above a bf16 subnormal midpoint");
+}
+
 properties::CertifyOptions options_for(const kernels::Variant& v, const Case& c) {
   properties::CertifyOptions o;
   o.variant = &v;
@@ -201,27 +269,79 @@ TEST(BwdTcArithmetic, UndeclaredRoundingOfPFailsItsBound) {
   }
 }
 
-// The fused tensor-core ONFs' atomics, counted by the emulator on the same
-// problems: fused_v3_tc exactly half of fused_v1_tc's (dK's alone),
-// fused_det_tc none. Against bwd_tc the ratio is not 2: bwd_tc adds dQ by
-// atomics per (16x32 pair, query row, d), fused_v1_tc dK and dV per (pair,
-// key, d), so theirs is 2 sum(keys) / sum(rows) over the visible pairs
-// (about 4 on full tiles), as each cost function says.
-TEST(BwdTc, FusedV3TcHasHalfTheAtomicsOfFusedV1TcAndFusedDetTcNone) {
-  for (const Shape& s : law_shapes()) {
+// The fused tensor-core ONFs' float atomics against bwd_tc's, counted by
+// the emulator (issue #30's figure: the fused forward+backward adds dV and
+// dK by atomics, the backward dQ alone). bwd_tc adds one atomic per
+// (16-row query tile, 32-key tile, query row, d) of its visible pairs, so
+// per 32-key tile D times the rows of its visible 16-row tiles;
+// fused_v1_tc two per (32-row query block, 32-key tile, key, d), so per
+// 32-row block 2 D times the keys of its visible key tiles. Where N and M
+// are multiples of 32, causal or not, every tile is whole and both 16-row
+// tiles of a 32-row block see exactly the key tiles the block sees (the
+// causal offset M - N is a multiple of 32 too: 32 j <= 32 b + off + 15 iff
+// 32 j <= 32 b + off + 31), so each visible (block, key tile) pair costs
+// bwd_tc 32 D atomics and fused_v1_tc 64 D: exactly twice, whatever the
+// group. With tails it is not: non-causal, fused_v1_tc adds
+// 2 D ceil(N / 32) M per head and bwd_tc D ceil(M / 32) N (so twice again
+// where N = M), and causal tails follow the cost functions (kernels/cuda/
+// cost.cpp), which the emulator's counts equal on every launch (above).
+// fused_v3_tc adds dK's alone, exactly half of fused_v1_tc's, and
+// fused_det_tc none, on every shape.
+TEST(BwdTc, FusedV1TcHasTwiceBwdTcsAtomicsFusedV3TcHalfAndFusedDetTcNone) {
+  auto dims = [](moa::extent_t H, moa::extent_t Hkv, moa::extent_t N, moa::extent_t M,
+                 moa::extent_t D) {
+    Dims d;
+    d.B = 2, d.H = H, d.Hkv = Hkv, d.N = N, d.M = M, d.D = D;
+    return d;
+  };
+  const std::vector<Shape> whole_tiles = {{dims(2, 2, 64, 96, 64), false},
+                                          {dims(4, 2, 96, 32, 128), true},
+                                          {dims(2, 1, 64, 64, 64), true},
+                                          {dims(2, 2, 32, 128, 128), true}};
+  std::vector<Shape> shapes = law_shapes();
+  shapes.insert(shapes.end(), whole_tiles.begin(), whole_tiles.end());
+  for (const Shape& s : shapes) {
     const Case fused = attention_case(Op::attention_fwdbwd, s.d, s.causal);
     const double v1 = float_atomics("fused_v1_tc", fused);
     const double v3 = float_atomics("fused_v3_tc", fused);
     const double det = float_atomics("fused_det_tc", fused);
     const Case bwd_case = attention_case(Op::attention_bwd, s.d, s.causal);
     const double bwd = float_atomics("bwd_tc", bwd_case);
-    std::printf("N=%-3d M=%-3d bwd_tc %8.0f  fused_v1_tc %8.0f (%.4fx)  fused_v3_tc %8.0f\n",
-                int(s.d.N), int(s.d.M), bwd, v1, v1 / bwd, v3);
+    std::printf("N=%-3d M=%-3d %-10s bwd_tc %8.0f  fused_v1_tc %8.0f (%.4fx)  fused_v3_tc %8.0f\n",
+                int(s.d.N), int(s.d.M), s.causal ? "causal" : "non-causal", bwd, v1, v1 / bwd, v3);
     EXPECT_GT(v1, 0);
     EXPECT_EQ(v1, 2 * v3);
     EXPECT_EQ(det, 0);
     EXPECT_EQ(bwd, cost::total("bwd_tc", bwd_case.problem).atomics);
+    EXPECT_EQ(v1, cost::total("fused_v1_tc", fused.problem).atomics);
+    const double n = double(s.d.N), m = double(s.d.M);
+    if (s.d.N % 32 == 0 && s.d.M % 32 == 0) {
+      EXPECT_EQ(v1, 2 * bwd) << "N=" << s.d.N << " M=" << s.d.M;
+    } else if (!s.causal) {
+      EXPECT_EQ(v1 * std::ceil(m / 32) * n, 2 * bwd * std::ceil(n / 32) * m)
+          << "N=" << s.d.N << " M=" << s.d.M;
+    }
   }
+}
+
+// dS's declaration is needed too: on the row above, the same kernel
+// declaring tensor-core accumulation and P's rounding but not dS's fails
+// its bound on dK or dQ, and holds with the full declaration.
+TEST(BwdTcArithmetic, UndeclaredRoundingOfDSFailsItsBound) {
+  const kernels::Variant& fixed = simt_variant(Op::attention_bwd, "bwd_tc");
+  const Case c = score_gradient_at_a_bf16_subnormal_midpoint();
+  const auto holds = properties::certify(options_for(fixed, c));
+  EXPECT_TRUE(holds.holds) << holds.failure;
+  RecordProperty("holds_worst", std::to_string(holds.worst_ratio));
+  kernels::Variant undeclared = fixed;
+  undeclared.arithmetic =
+      Arithmetic{.accumulation = Accumulation::tensor_core, .weights_in_storage_format = true};
+  const auto cert = properties::certify(options_for(undeclared, c));
+  EXPECT_FALSE(cert.holds);
+  EXPECT_NE(cert.failure.find("error"), std::string::npos) << cert.failure;
+  std::printf("full declaration: worst error/allowed %.3f; without dS's rounding: %.3f, %s\n",
+              holds.worst_ratio, cert.worst_ratio, cert.failure.c_str());
+  RecordProperty("failure", cert.failure);
 }
 
 }  // namespace
