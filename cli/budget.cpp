@@ -16,7 +16,8 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
   f.tensors = double(info(p.format).bytes) *
               (3 * element_count(input_shapes(p)) + 3 * element_count(output_shapes(p)));
   if (parts.oracle)
-    f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads, parts.sample);
+    f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads, parts.sample,
+                                     parts.oracle_digits);
   if (parts.variant && parts.variant->cost) f.kernel = parts.variant->cost(p).peak_extra_bytes;
   return f;
 }

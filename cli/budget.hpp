@@ -28,6 +28,7 @@ struct BudgetParts {
   bool oracle = true;           // the oracle runs (certify, reproduce, oracle)
   int oracle_precision = 1024;  // its cap, bits
   int oracle_threads = 0;       // 0: the machine's cores
+  int oracle_digits = 0;        // its exact digits (oracle --digits)
   // The rows the oracle evaluates: every element (null), or a sample's
   // (certify and reproduce: properties::sample_bound of the shape; oracle:
   // --rows).

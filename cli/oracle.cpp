@@ -69,6 +69,7 @@ int run_oracle(const OracleArgs& args) {
                "oracle: " + args.input,
                {.oracle_precision = args.precision,
                 .oracle_threads = args.threads,
+                .oracle_digits = args.digits,
                 .sample = sample ? &*sample : nullptr});
   const oracle::Answer a = oracle::evaluate(c, options);
   try {
@@ -97,8 +98,9 @@ void add_oracle(CLI::App& app, int& status) {
                   "the precision cap in bits (elements still undecided are reported)")
       ->check(CLI::Range(53, 1 << 20));
   cmd->add_option("--threads", args->threads, "threads (0: the OpenMP default)");
-  cmd->add_option("--digits", args->digits,
-                  "significant digits of the \"exact\" strings (default 0: none, no narrowing for them)")
+  cmd->add_option(
+         "--digits", args->digits,
+         "significant digits of the \"exact\" strings (default 0: none, no narrowing for them)")
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--rows", args->rows,
                   "evaluate these rows only, e.g. \"q=0,5..9;k=3\" (flat row indices, "

@@ -88,30 +88,38 @@ void dd_pass(const Case& c, std::span<const Unit> units, int threads, const DDSi
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
     }
   }
-  const Inputs<DDInterval> in = make_inputs<DDInterval>(c, units);
-  const auto n = static_cast<std::int64_t>(units.size());
+  // One run of units at a time (for_each_chunk): their rows converted, then
+  // the run's units spread over the threads.
+  const int team = thread_count(threads);
+  const double limit =
+      chunk_limit(largest_unit(c.problem, units), team, double(sizeof(DDInterval)));
   bool failed = false;
   std::string error;
-#pragma omp parallel num_threads(thread_count(threads))
-  {
-    NearestRounding nearest;
+  for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
+    if (failed) return;
+    const Inputs<DDInterval> in = make_inputs<DDInterval>(c, units.subspan(first, count));
+    const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
+#pragma omp parallel num_threads(team)
+    {
+      NearestRounding nearest;
 #pragma omp for schedule(dynamic, 1)
-    for (std::int64_t u = 0; u < n; ++u) {
-      try {
-        if (u == 0) check_error_free();
-        run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
-                 [&](int output, moa::extent_t flat, const DDInterval& x) {
-                   sink(static_cast<std::size_t>(u), output, flat, x.lo, x.hi);
-                 });
-      } catch (const std::exception& e) {
+      for (std::int64_t u = begin; u < end; ++u) {
+        try {
+          if (u == 0) check_error_free();
+          run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
+                   [&](int output, moa::extent_t flat, const DDInterval& x) {
+                     sink(static_cast<std::size_t>(u), output, flat, x.lo, x.hi);
+                   });
+        } catch (const std::exception& e) {
 #pragma omp critical(moacert_oracle_dd_error)
-        {
-          if (!failed) error = e.what();
-          failed = true;
+          {
+            if (!failed) error = e.what();
+            failed = true;
+          }
         }
       }
     }
-  }
+  });
   if (failed) throw std::logic_error(error);
 }
 

@@ -54,31 +54,39 @@ void run_pass(const Case& c, std::span<const Unit> units, int threads, const Fas
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
     }
   }
-  const Inputs<FastInterval> in = make_inputs<FastInterval>(c, units);
-  const auto n = static_cast<std::int64_t>(units.size());
+  // One run of units at a time (for_each_chunk): their rows converted, then
+  // the run's units spread over the threads.
+  const int team = thread_count(threads);
+  const double limit =
+      chunk_limit(largest_unit(c.problem, units), team, double(sizeof(FastInterval)));
   bool failed = false;
   std::string error;
-#pragma omp parallel num_threads(thread_count(threads))
-  {
-    UpwardRounding upward;
-    PassKind pass_kind(kind);
+  for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
+    if (failed) return;
+    const Inputs<FastInterval> in = make_inputs<FastInterval>(c, units.subspan(first, count));
+    const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
+#pragma omp parallel num_threads(team)
+    {
+      UpwardRounding upward;
+      PassKind pass_kind(kind);
 #pragma omp for schedule(dynamic, 1)
-    for (std::int64_t u = 0; u < n; ++u) {
-      try {
-        if (u == 0) check_directed_rounding();
-        run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
-                 [&](int output, moa::extent_t flat, const FastInterval& x) {
-                   sink(static_cast<std::size_t>(u), output, flat, x.lo, x.hi);
-                 });
-      } catch (const std::exception& e) {
+      for (std::int64_t u = begin; u < end; ++u) {
+        try {
+          if (u == 0) check_directed_rounding();
+          run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
+                   [&](int output, moa::extent_t flat, const FastInterval& x) {
+                     sink(static_cast<std::size_t>(u), output, flat, x.lo, x.hi);
+                   });
+        } catch (const std::exception& e) {
 #pragma omp critical(moacert_oracle_fast_error)
-        {
-          if (!failed) error = e.what();
-          failed = true;
+          {
+            if (!failed) error = e.what();
+            failed = true;
+          }
         }
       }
     }
-  }
+  });
   if (failed) throw std::logic_error(error);
 }
 

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 
+#include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
+#include "oracle/ops/table.hpp"
 
 namespace moacert::oracle {
 
@@ -29,7 +32,7 @@ double converted_elements(const std::vector<moa::Shape>& shapes, const RowsRead&
 // most the sum of what each reads alone, so a bound of k more rows is k
 // times this.
 struct Addition {
-  double elements = 0, scratch = 0;
+  double elements = 0, scratch = 0, largest = 0;  // largest: one unit's reads
 };
 Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
   const std::vector<moa::Shape> shapes = input_shapes(p);
@@ -41,6 +44,7 @@ Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
     double adds = 0;
     for (const Unit& u : detail::units_of(p, &one)) {
       most.scratch = std::max(most.scratch, detail::unit_scratch_elements(p, u));
+      most.largest = std::max(most.largest, detail::read_elements(p, u));
       for (const detail::Read& read : detail::reads_of(p, u)) {
         const auto& prefix = kept[static_cast<std::size_t>(read.input)];
         const moa::Shape& shape = shapes[static_cast<std::size_t>(read.input)];
@@ -58,17 +62,8 @@ Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
 
 }  // namespace
 
-double memory_needed(const Problem& p, int max_precision, int threads,
-                     const SelectionBound* sample) {
-  // An mpfi_t holds two mpfr_t (32 bytes each) and their limbs.
-  const double mpfi = 64 + 2 * 8 * std::ceil(max_precision / 64.0);
-  // The first pass's interval: two doubles, or two double-doubles for f64
-  // targets, whose ends the driver also keeps per output element.
-  const bool dd = p.format == Format::f64;
-  const double interval = dd ? 32 : 16;
-  // The driver's enclosure, unit, DD and flags, the answer's rounded value,
-  // DD and flags, and its `exact` string (oracle.cpp).
-  const double per_output = 96 + (dd ? 32 : 0);
+double memory_needed(const Problem& p, int max_precision, int threads, const SelectionBound* sample,
+                     int exact_digits) {
   const double workers =
       threads > 0 ? threads : double(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 
@@ -78,9 +73,12 @@ double memory_needed(const Problem& p, int max_precision, int threads,
   const RowsRead kept = detail::rows_read(p, units);
   const std::vector<moa::Shape> shapes = input_shapes(p);
   double converted = converted_elements(shapes, kept), scratch = 0, bookkeeping = 0;
-  for (const Unit& u : units) scratch = std::max(scratch, detail::unit_scratch_elements(p, u));
-  for (const auto& prefix : kept) bookkeeping += 8.0 * double(prefix.size());
-  bookkeeping += double(sizeof(Unit)) * double(units.size());
+  double largest = detail::largest_unit(p, units), keys = 0;
+  for (const Unit& u : units) {
+    scratch = std::max(scratch, detail::unit_scratch_elements(p, u));
+    keys += double(u.keys.size());
+  }
+  double unit_count = double(units.size());
 
   if (sample && (sample->more_query_rows > 0 || sample->more_key_rows > 0)) {
     double inputs = 0;  // no read goes past the inputs themselves
@@ -92,14 +90,62 @@ double memory_needed(const Problem& p, int max_precision, int threads,
       const Addition a = most_one_row_adds(p, kept, key);
       converted += double(more) * a.elements;
       scratch = std::max(scratch, a.scratch);
+      largest = std::max(largest, a.largest);
       // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows.
-      if (key) scratch += 2.0 * double(more) * double(p.dims.D);
-      bookkeeping += double(sizeof(Unit)) * double(more);
+      if (key) {
+        scratch += 2.0 * double(more) * double(p.dims.D);
+        keys += double(more);
+      }
+      unit_count += double(more);
     }
     converted = std::min(converted, inputs);
   }
-  return converted * (mpfi + interval) + element_count(output_shapes(p)) * per_output +
-         workers * scratch * mpfi + bookkeeping;
+
+  // Each pass converts its units' rows one run of units at a time
+  // (detail::for_each_chunk): at most the rows kept, and at most
+  // chunk_limit's elements; and each thread holds one unit's scratch.
+  // The passes run one after the other, each freeing what it converted:
+  // the oracle holds the largest of them, never their sum.
+  // Beside its unit's scratch, a thread holds the temporaries of the DNF
+  // statement it is in (Boost's expression templates, ScalarTraits::max)
+  // and MPFR's own: exp's and log's working numbers, its per-thread caches
+  // of constants at that precision. Counted as 32 elements: the small cases
+  // of tests/oracle/test_memory.cpp reach about 11.
+  constexpr double kTemporaries = 32;
+  auto pass = [&](double element_bytes) {
+    const double held =
+        std::min(converted * element_bytes,
+                 std::max(workers * largest * element_bytes, detail::kChunkFloorBytes));
+    return held + workers * (scratch + kTemporaries) * element_bytes;
+  };
+  const bool f64 = p.format == Format::f64;
+  const bool first_pass = oracle_op(p.op).first_pass;
+  // The first pass: intervals of doubles (16 bytes), of double-doubles for
+  // f64 targets (32); then, for the narrower targets, the double-double
+  // narrowing of the pending units (32); then MPFI, at most at the cap.
+  const double first = first_pass ? pass(f64 ? 32 : 16) : 0;
+  const double narrowing = first_pass && !f64 && exact_digits == 0 ? pass(32) : 0;
+  const double mpfi = pass(detail::mpfi_element_bytes(max_precision));
+
+  // Per output element, held from the driver's start to the answer
+  // (oracle.cpp): the first pass's ends, unit, width (8 each) and refine
+  // flag; the answer's rounded value (8), DD (16) and evaluated and
+  // undetermined flags; the narrowing's flag; f64's double-double ends (32);
+  // with exact digits asked, each element's decimal string.
+  double per_output = 8 + 8 + 8 + 8 + 1 + 8 + 16 + 1 + 1 + 1 + (f64 ? 32 : 0);
+  if (exact_digits > 0) {
+    // "-d.ddd...e-NNNNN": a heap copy past std::string's 15 inline characters.
+    const double length = exact_digits + 10;
+    per_output += double(sizeof(std::string)) + (length > 15 ? detail::heap_bytes(length + 1) : 0);
+  }
+  // Rows: rows_read's prefix counts (8 bytes) twice at once (make_inputs'
+  // copy and the run's), for_each_chunk's marks (4); the units, their key
+  // lists, and the Ziv loop's copy of the pending ones.
+  for (const auto& prefix : kept) bookkeeping += 20.0 * double(prefix.size());
+  bookkeeping += 2 * (double(sizeof(Unit)) * unit_count + 8 * keys);
+
+  return element_count(output_shapes(p)) * per_output + std::max({first, narrowing, mpfi}) +
+         bookkeeping;
 }
 
 }  // namespace moacert::oracle

@@ -20,14 +20,18 @@ struct SelectionBound {
 
 // Bytes the oracle holds at once for a case of `p` at the precision cap
 // `max_precision` (bits) with `threads` threads (0: the machine's cores),
-// evaluating every element (`sample` null) or a sample's: its MPFI and
-// double-interval copies of the input rows its units read (detail/units.hpp,
-// reads_of; for a further row of a SelectionBound, the most any one row's
-// units could add), each output element's answer (enclosure,
-// double-double, rounded value, a priori bound, its `exact` string), and
-// the largest unit's scratch per thread, in MPFI at the cap.
+// evaluating every element (`sample` null) or a sample's, asked for
+// `exact_digits` decimal digits (Options::exact_digits). Its passes run
+// one after the other, each converting the input rows its units read
+// (detail/units.hpp, reads_of; for a further row of a SelectionBound, the
+// most any one row's units could add) one run of units at a time
+// (for_each_chunk): the largest pass counts, at the bytes of its element
+// (16 for the first pass's intervals, 32 for double-doubles, MPFI at the
+// cap), with the largest unit's scratch per thread; beside it, each output
+// element's state in the driver and the answer, and the rows' and units'
+// bookkeeping. docs/design.md, "Memory budget".
 // Throws std::invalid_argument for a selected row out of range.
 double memory_needed(const Problem& p, int max_precision = Options{}.max_precision, int threads = 0,
-                     const SelectionBound* sample = nullptr);
+                     const SelectionBound* sample = nullptr, int exact_digits = 0);
 
 }  // namespace moacert::oracle

@@ -7,6 +7,7 @@
 // and every unit of one call runs at the same precision (the Ziv loop in
 // oracle.cpp raises it level by level, between calls); a mutex keeps
 // concurrent calls from different threads apart.
+#include <cmath>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -64,14 +65,32 @@ struct ScalarTraits<Mpfi> {
 
 namespace moacert::oracle::detail {
 
-int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
-              const MpfiSink& sink) {
-  using dnf::Mpfi;
-  // Boost counts precision in decimal digits: the smallest count whose
-  // binary precision reaches `bits`.
+namespace {
+
+// Boost counts precision in decimal digits: the smallest count whose
+// binary precision reaches `bits`.
+unsigned digits10_for(int bits) {
   unsigned digits10 = 1;
   while (boost::multiprecision::detail::digits10_2_2(digits10) < static_cast<unsigned long>(bits))
     ++digits10;
+  return digits10;
+}
+
+}  // namespace
+
+double mpfi_element_bytes(int bits) {
+  // The precision Boost initialises an mpfi_float with at that digit count
+  // (mpfi.hpp: digits10_2_2), then MPFR's limbs per end: mpfr_init2
+  // allocates one size limb before them.
+  const double prec = double(boost::multiprecision::detail::digits10_2_2(digits10_for(bits)));
+  const double limbs = std::ceil(prec / double(GMP_NUMB_BITS));
+  return double(sizeof(dnf::Mpfi)) + 2 * heap_bytes(8 * (limbs + 1));
+}
+
+int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
+              const MpfiSink& sink) {
+  using dnf::Mpfi;
+  const unsigned digits10 = digits10_for(bits);
   // One MPFI pass at a time in the process: concurrent evaluate() calls
   // (say, certify checking cases in parallel) would otherwise change the
   // precision under each other's feet.
@@ -79,27 +98,36 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
   const std::lock_guard<std::mutex> lock(one_at_a_time);
   const unsigned saved = Mpfi::default_precision();
   Mpfi::default_precision(digits10);
-  const Inputs<Mpfi> in = make_inputs<Mpfi>(c, units);
   const int used = static_cast<int>(mpfi_get_prec(Mpfi(0).backend().data()));
 
-  const auto n = static_cast<std::int64_t>(units.size());
+  // One run of units at a time (for_each_chunk): their rows converted at
+  // this precision, then the run's units spread over the threads. At the
+  // cap an element takes some 350 bytes: converting every pending unit's
+  // rows at once would hold a decode sample's kv heads at that size.
+  const int team = thread_count(threads);
+  const double limit = chunk_limit(largest_unit(c.problem, units), team, mpfi_element_bytes(bits));
   bool failed = false;
   std::string error;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(threads))
-  for (std::int64_t u = 0; u < n; ++u) {
-    try {
-      run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
-               [&](int output, moa::extent_t flat, const Mpfi& x) {
-                 sink(static_cast<std::size_t>(u), output, flat, x.backend().data());
-               });
-    } catch (const std::exception& e) {
+  for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
+    if (failed) return;
+    const Inputs<Mpfi> in = make_inputs<Mpfi>(c, units.subspan(first, count));
+    const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+    for (std::int64_t u = begin; u < end; ++u) {
+      try {
+        run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
+                 [&](int output, moa::extent_t flat, const Mpfi& x) {
+                   sink(static_cast<std::size_t>(u), output, flat, x.backend().data());
+                 });
+      } catch (const std::exception& e) {
 #pragma omp critical(moacert_oracle_mpfi_error)
-      {
-        if (!failed) error = e.what();
-        failed = true;
+        {
+          if (!failed) error = e.what();
+          failed = true;
+        }
       }
     }
-  }
+  });
   Mpfi::default_precision(saved);
   if (failed) throw std::logic_error(error);
   return used;

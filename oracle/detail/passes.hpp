@@ -4,6 +4,7 @@
 // several threads at once, each time for a different element.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <span>
 
@@ -51,5 +52,17 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
 
 // The number of threads for Options::threads (0: the OpenMP default).
 int thread_count(int requested);
+
+// What glibc's malloc takes for a request of n bytes: n and its 8-byte
+// header rounded up to 16, at least 32 (oracle/memory.cpp counts MPFR's limbs
+// and the answer's strings with it).
+inline double heap_bytes(double n) {
+  const double chunk = 16 * std::ceil((n + 8) / 16);
+  return chunk < 32 ? 32 : chunk;
+}
+
+// The bytes one mpfi_float takes at the precision mpfi_pass(bits) sets: the
+// object, and the limbs of its two ends on the heap.
+double mpfi_element_bytes(int bits);
 
 }  // namespace moacert::oracle::detail

@@ -148,6 +148,84 @@ inline RowsRead rows_read(const Problem& p, std::span<const Unit> units) {
   return kept;
 }
 
+// The elements of the input rows one unit reads (index inputs aside: kept
+// whole, and tiny).
+inline double read_elements(const Problem& p, const Unit& u) {
+  double n = 0;
+  for (const Read& r : reads_of(p, u))
+    if (!is_index_input(p, r.input)) n += double(moa::tau(r.extent));
+  return n;
+}
+
+// The most input elements a pass holds converted at once: enough for
+// `threads` units side by side (units reading disjoint rows still run in
+// parallel), and at least kChunkFloorBytes' worth, so that small units that
+// share their reads (rows of rmsnorm reading one weight) are not converted a
+// few at a time. A pass holding every kept row instead held a decode
+// sample's eight kv heads as double-double intervals, 8 GiB, and would
+// have held them in MPFI at the precision cap (docs/oracle.md, "Memory").
+inline constexpr double kChunkFloorBytes = 16.0 * 1024 * 1024;
+inline double chunk_limit(double largest_unit, int threads, double element_bytes) {
+  return std::max(double(threads) * largest_unit, kChunkFloorBytes / element_bytes);
+}
+
+// Cuts `units` into consecutive runs whose reads together hold at most
+// `limit` elements (rows two units share count once), calling
+// f(first, count) for each run in order. A run holds at least one unit, so
+// `limit` should be at least the largest unit's read_elements.
+template <class F>
+void for_each_chunk(const Problem& p, std::span<const Unit> units, double limit, F&& f) {
+  const std::vector<Shape> shapes = input_shapes(p);
+  // The run each row was last counted in (0: none yet).
+  std::vector<std::vector<std::uint32_t>> seen(shapes.size());
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    if (!is_index_input(p, static_cast<int>(k)))
+      seen[k].assign(static_cast<std::size_t>(row_count(shapes[k])), 0);
+  std::uint32_t run = 1;
+  std::size_t first = 0;
+  double held = 0;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const std::vector<Read> reads = reads_of(p, units[u]);
+    // The elements unit u adds to the run: its rows the run does not hold.
+    auto adds = [&] {
+      double n = 0;
+      for (const Read& r : reads) {
+        if (is_index_input(p, r.input)) continue;
+        const Shape& shape = shapes[static_cast<std::size_t>(r.input)];
+        const RowRun rows = rows_of(shape, r);
+        const auto& s = seen[static_cast<std::size_t>(r.input)];
+        for (extent_t row = rows.first; row < rows.first + rows.count; ++row)
+          if (s[static_cast<std::size_t>(row)] != run) n += double(shape[shape.rank() - 1]);
+      }
+      return n;
+    };
+    double more = adds();
+    if (u > first && held + more > limit) {
+      f(first, u - first);
+      first = u;
+      held = 0;
+      ++run;
+      more = adds();
+    }
+    for (const Read& r : reads) {
+      if (is_index_input(p, r.input)) continue;
+      const RowRun rows = rows_of(shapes[static_cast<std::size_t>(r.input)], r);
+      auto& s = seen[static_cast<std::size_t>(r.input)];
+      for (extent_t row = rows.first; row < rows.first + rows.count; ++row)
+        s[static_cast<std::size_t>(row)] = run;
+    }
+    held += more;
+  }
+  if (first < units.size()) f(first, units.size() - first);
+}
+
+// The largest read_elements of `units` (0 for none).
+inline double largest_unit(const Problem& p, std::span<const Unit> units) {
+  double most = 0;
+  for (const Unit& u : units) most = std::max(most, read_elements(p, u));
+  return most;
+}
+
 // A unit's DNF call asked for an input its reads (reads_of) do not hold: a
 // bug in the op's row of the table.
 [[noreturn, gnu::cold, gnu::noinline]] inline void not_read(std::string_view input) {

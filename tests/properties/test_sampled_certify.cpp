@@ -171,12 +171,15 @@ TEST(SampledCertify, TheShapesBoundHoldsEverySample) {
   }
 }
 
-// At deployment scale the sample's statement is a fraction of the whole
-// oracle's: long-cache decode over many kv heads reads the caches of a few
-// dozen heads of 256, the forward at N = M = 16384 reads every head's k, v
-// but only its sampled q rows. (certify's refusal and acceptance at such a
-// shape: bad_input.certify_sampled_shape_budget.)
-TEST(SampledCertify, ADeploymentShapesSampleNeedsAFractionOfTheWholeOracle) {
+// At deployment scale the sample's statement is at most the whole
+// oracle's (long-cache decode over 256 kv heads, the forward at
+// N = M = 16384), and the whole oracle's does not hold every head's rows at
+// the cap: each pass converts a run of about two threads' units at a time
+// (detail::for_each_chunk), so decode's states less than a tenth of its
+// inputs in MPFI.
+// (certify's refusal and acceptance at such a shape:
+// bad_input.certify_sampled_shape_budget.)
+TEST(SampledCertify, ADeploymentShapesStatementHoldsAFewUnitsAtOnce) {
   Problem decode, forward;
   decode.op = Op::attention_decode;
   decode.dims = {.B = 16, .H = 16, .Hkv = 16, .N = 1, .M = 16384, .D = 128};
@@ -188,7 +191,11 @@ TEST(SampledCertify, ADeploymentShapesSampleNeedsAFractionOfTheWholeOracle) {
     ASSERT_TRUE(bound);
     const double whole = oracle::memory_needed(p, 1024, 2),
                  sampled = oracle::memory_needed(p, 1024, 2, &*bound);
-    EXPECT_LT(sampled, whole / 2) << sampled << " of " << whole;
+    EXPECT_LE(sampled, whole);
+    const double inputs_at_the_cap = 384.0 * double(element_count(input_shapes(p)));
+    if (p.op == Op::attention_decode) {
+      EXPECT_LT(whole, inputs_at_the_cap / 10) << whole << " of " << inputs_at_the_cap;
+    }
   }
 }
 
