@@ -73,14 +73,16 @@ void bound_dots(const double* a, const double* x, moa::extent_t key_stride, moa:
   HWY_DYNAMIC_DISPATCH(BoundDots)(a, x, key_stride, d_stride, n, D, dot, mag);
 }
 
+void transpose_rows(const double* from, moa::extent_t rows, moa::extent_t D, double* to) {
+  for (moa::extent_t r = 0; r < rows; ++r)
+    for (moa::extent_t d = 0; d < D; ++d) to[d * rows + r] = from[r * D + d];
+}
+
 Mat transposed_rows(const Mat& x) {
   const moa::extent_t D = x.shape()[x.shape().rank() - 1];
   const auto rows = static_cast<moa::extent_t>(x.storage().size()) / std::max<moa::extent_t>(D, 1);
   Mat t(moa::Shape{D, rows});
-  const double* from = x.storage().data();
-  double* to = t.storage().data();
-  for (moa::extent_t r = 0; r < rows; ++r)
-    for (moa::extent_t d = 0; d < D; ++d) to[d * rows + r] = from[r * D + d];
+  transpose_rows(x.storage().data(), rows, D, t.storage().data());
   return t;
 }
 

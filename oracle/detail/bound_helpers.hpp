@@ -74,8 +74,12 @@ inline std::vector<double> rav(const Mat& m) {
 void bound_dots(const double* a, const double* x, moa::extent_t key_stride, moa::extent_t d_stride,
                 moa::extent_t n, moa::extent_t D, double* dot, double* mag);
 
+// `rows` rows of D doubles at `from` as columns at `to`: to[d·rows + r] =
+// from[r·D + d], for bound_dots.
+void transpose_rows(const double* from, moa::extent_t rows, moa::extent_t D, double* to);
+
 // The rows of x (its last axis, D, contiguous) as columns: a (D, rows)
-// tensor, for bound_dots.
+// tensor.
 Mat transposed_rows(const Mat& x);
 
 // One kv head's keys (or values) as bound_dots reads them: transposed

@@ -213,13 +213,6 @@ struct BackwardRowScratch {
         vt(Shape{D, M}) {}
 };
 
-// Rows (M, D) from `from` into t's columns: t = rowsᵀ, (D, M).
-void transpose_into(const double* from, extent_t M, extent_t D, Mat& t) {
-  double* to = t.storage().data();
-  for (extent_t j = 0; j < M; ++j)
-    for (extent_t d = 0; d < D; ++d) to[d * M + j] = from[j * D + d];
-}
-
 // docs/bounds.md#attention-backward. eO and eL bound the errors of the o and
 // lse the kernel uses (the given, rounded ones for attention.bwd; its own
 // for attention.fwdbwd). With `dq_rows` (flat (b·H + h)·N + i) and
@@ -262,8 +255,8 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
       // them transposed (vectors of keys) once the rows are many.
       const bool transpose = group * N >= detail::kRowsPerTranspose;
       if (transpose) {
-        transpose_into(kg, M, D, w.kt);
-        transpose_into(vg, M, D, w.vt);
+        detail::transpose_rows(kg, M, D, w.kt.storage().data());
+        detail::transpose_rows(vg, M, D, w.vt.storage().data());
       }
       const detail::KeyRows keys =
           transpose ? detail::KeyRows{w.kt.storage().data(), 1, M} : detail::KeyRows{kg, D, 1};
