@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "reference/format.hpp"
@@ -105,6 +106,41 @@ class AnyTensor {
         return static_cast<double>(load<std::int64_t>(p));
     }
     return 0;
+  }
+
+  // The `count` elements from `idx` along the last axis, widened to double
+  // into `out`: a row read with the layout and the type resolved once, where
+  // get() per element resolves both every time (the oracle converts rows of
+  // hundreds of millions of elements).
+  void get_row(moa::Index idx, moa::extent_t count, double* out) const {
+    const int last = idx.rank() - 1;
+    if (last < 0 || !layout_.is_flat()) {
+      for (moa::extent_t e = 0; e < count; ++e, ++idx[last]) out[e] = get(idx);
+      return;
+    }
+    const std::byte* p = static_cast<const std::byte*>(data()) + layout_(idx) * dtype_bytes(dtype_);
+    const std::ptrdiff_t step = std::ptrdiff_t(layout_.stride(last)) * dtype_bytes(dtype_);
+    auto widen = [&](auto type) {
+      using T = decltype(type);
+      for (moa::extent_t e = 0; e < count; ++e, p += step) {
+        if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+          out[e] = static_cast<float>(load<T>(p));
+        else
+          out[e] = static_cast<double>(load<T>(p));
+      }
+    };
+    switch (dtype_) {
+      case DType::f64:
+        return widen(double{});
+      case DType::f32:
+        return widen(float{});
+      case DType::bf16:
+        return widen(bf16{});
+      case DType::f16:
+        return widen(f16{});
+      case DType::i64:
+        return widen(std::int64_t{});
+    }
   }
 
   // Stores `value` correctly rounded to the element type (nearest, ties to
