@@ -349,40 +349,30 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   return u;
 }
 
-}  // namespace detail
-
-namespace {
-
-using detail::Mat;
-using detail::RoundingUnits;
-using moa::Index;
-
-// A tensor's logical values as a row-major double tensor (exact), its rows
-// spread over threads: a long decode's K and V are 268M elements.
-Mat widen(const AnyTensor& t) {
-  Mat m(t.shape());
-  const moa::Shape shape = t.shape();
-  const int last = shape.rank() - 1;
-  if (last < 0 || shape[last] == 0) {
-    for (const Index& i : moa::iota(shape)) m.view()(i) = t.get(i);
+Mat widen_rows(const AnyTensor& t, moa::extent_t first, const moa::Shape& shape) {
+  Mat m(shape);
+  const moa::Shape from = t.shape();
+  const int last = from.rank() - 1;
+  if (last < 0 || from[last] == 0) {  // a scalar or empty rows: element by element
+    for (const moa::Index& i : moa::iota(from)) m.view()(i) = t.get(i);
     return m;
   }
-  const moa::extent_t width = shape[last];
-  const auto rows = static_cast<std::int64_t>(t.size() / width);
+  const moa::extent_t width = from[last];
+  const auto rows = static_cast<std::int64_t>(m.size() / width);
   double* out = m.storage().data();
 #pragma omp parallel for schedule(static)
-  for (std::int64_t row = 0; row < rows; ++row) {
-    Index idx = Index::filled(shape.rank(), 0);  // the row's first element
-    for (moa::extent_t rest = row, a = last - 1; a >= 0; --a) {
-      idx[int(a)] = rest % shape[int(a)];
-      rest /= shape[int(a)];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    moa::Index idx = moa::Index::filled(from.rank(), 0);  // the row's first element
+    for (moa::extent_t rest = first + r, a = last - 1; a >= 0; --a) {
+      idx[int(a)] = rest % from[int(a)];
+      rest /= from[int(a)];
     }
-    for (idx[last] = 0; idx[last] < width; ++idx[last]) out[row * width + idx[last]] = t.get(idx);
+    t.get_row(idx, width, out + r * width);
   }
   return m;
 }
 
-}  // namespace
+}  // namespace detail
 
 std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConstants& k,
                                                 const Selection* selection) {
@@ -397,10 +387,12 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
     wanted_keys.assign(std::size_t(key_row_count(p)), 0);
     for (moa::extent_t r : selection->key_rows) wanted_keys[std::size_t(r)] = 1;
   }
-  const RoundingUnits u = detail::rounding_units(p.format, k);
-  std::vector<Mat> widened;
-  for (std::size_t i = 0; i < c.inputs.size(); ++i)
-    widened.push_back(is_index_input(p, int(i)) ? Mat() : widen(c.inputs[i]));
+  const detail::RoundingUnits u = detail::rounding_units(p.format, k);
+  std::vector<detail::Mat> widened(c.inputs.size());
+  if (!oracle_op(p.op).bounds_widen_own_rows)
+    for (std::size_t i = 0; i < c.inputs.size(); ++i)
+      if (!is_index_input(p, int(i)))
+        widened[i] = detail::widen_rows(c.inputs[i], 0, c.inputs[i].shape());
   return oracle_op(p.op).apriori_bounds(
       {c, widened, u, selection ? &wanted : nullptr, selection ? &wanted_keys : nullptr});
 }

@@ -95,9 +95,10 @@ void dd_pass(const Case& c, std::span<const Unit> units, int threads, const DDSi
       chunk_limit(largest_unit(c.problem, units), team, double(sizeof(DDInterval)));
   bool failed = false;
   std::string error;
+  Inputs<DDInterval> in;  // each run's, its storage lent to the next (make_inputs)
   for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
     if (failed) return;
-    const Inputs<DDInterval> in = make_inputs<DDInterval>(c, units.subspan(first, count));
+    in = make_inputs<DDInterval>(c, units.subspan(first, count), std::move(in));
     const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
 #pragma omp parallel num_threads(team)
     {

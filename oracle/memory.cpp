@@ -114,8 +114,8 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   constexpr double kTemporaries = 32;
   auto pass = [&](double element_bytes) {
     const double held =
-        std::min(converted * element_bytes,
-                 std::max(workers * largest * element_bytes, detail::kChunkFloorBytes));
+        std::min(converted, detail::chunk_limit(largest, int(workers), element_bytes)) *
+        element_bytes;
     return held + workers * (scratch + kTemporaries) * element_bytes;
   };
   const bool f64 = p.format == Format::f64;

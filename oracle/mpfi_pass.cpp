@@ -108,9 +108,10 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
   const double limit = chunk_limit(largest_unit(c.problem, units), team, mpfi_element_bytes(bits));
   bool failed = false;
   std::string error;
+  Inputs<Mpfi> in;  // each run's, its storage lent to the next (make_inputs)
   for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
     if (failed) return;
-    const Inputs<Mpfi> in = make_inputs<Mpfi>(c, units.subspan(first, count));
+    in = make_inputs<Mpfi>(c, units.subspan(first, count), std::move(in));
     const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
     for (std::int64_t u = begin; u < end; ++u) {

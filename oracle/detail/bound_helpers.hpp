@@ -82,6 +82,12 @@ void transpose_rows(const double* from, moa::extent_t rows, moa::extent_t D, dou
 // tensor.
 Mat transposed_rows(const Mat& x);
 
+// Rows [first, first + rows) of a tensor (its extents but the last
+// flattened, row-major) as a row-major double tensor of shape `shape`,
+// whose extents hold that many rows of the tensor's width: exact, its rows
+// spread over threads. widen_rows(t, 0, t.shape()) is the whole tensor.
+Mat widen_rows(const AnyTensor& t, moa::extent_t first, const moa::Shape& shape);
+
 // One kv head's keys (or values) as bound_dots reads them: transposed
 // (key_stride 1) where many rows read them, else row by row (d_stride 1).
 struct KeyRows {

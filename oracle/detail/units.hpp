@@ -159,14 +159,22 @@ inline double read_elements(const Problem& p, const Unit& u) {
 
 // The most input elements a pass holds converted at once: enough for
 // `threads` units side by side (units reading disjoint rows still run in
-// parallel), and at least kChunkFloorBytes' worth, so that small units that
-// share their reads (rows of rmsnorm reading one weight) are not converted a
-// few at a time. A pass holding every kept row instead held a decode
-// sample's eight kv heads as double-double intervals, 8 GiB, and would
-// have held them in MPFI at the precision cap (docs/oracle.md, "Memory").
+// parallel) while that stays within kChunkCapBytes, else one unit's rows
+// (a decode kv head's K and V at L = 131072 are 1 GiB of double-double
+// intervals; its sampled query heads still share the threads); and at least
+// kChunkFloorBytes' worth, so that small units that share their reads (rows
+// of rmsnorm reading one weight) are not converted a few at a time. A pass
+// holding every kept row instead held a decode sample's eight kv heads as
+// double-double intervals, 8 GiB, and would have held them in MPFI at the
+// precision cap (docs/oracle.md, "Memory"); resident memory past a couple
+// of GiB is what this machine's kind charges most for
+// (docs/performance-history.md, "Fresh pages").
 inline constexpr double kChunkFloorBytes = 16.0 * 1024 * 1024;
+inline constexpr double kChunkCapBytes = 512.0 * 1024 * 1024;
 inline double chunk_limit(double largest_unit, int threads, double element_bytes) {
-  return std::max(double(threads) * largest_unit, kChunkFloorBytes / element_bytes);
+  const double side_by_side = std::max(
+      largest_unit, std::min(double(threads) * largest_unit, kChunkCapBytes / element_bytes));
+  return std::max(side_by_side, kChunkFloorBytes / element_bytes);
 }
 
 // Cuts `units` into consecutive runs whose reads together hold at most
@@ -272,11 +280,29 @@ struct Inputs {
   }
 };
 
+//
+// `recycled`, a previous run's inputs of the same pass, lends its rows'
+// storage: a pass converts its runs into the memory it already touched.
+// Fresh pages are what large runs cost (a decode kv head's K and V are
+// 1 GiB of double-double intervals at L = 131072), and on virtual machines
+// that hand freed pages back to the host, faulting them in again cost
+// several seconds per GiB (docs/performance-history.md, "Fresh pages").
 template <class T>
-Inputs<T> make_inputs(const Case& c, std::span<const Unit> units) {
+Inputs<T> make_inputs(const Case& c, std::span<const Unit> units, Inputs<T> recycled = {}) {
   Inputs<T> in;
   in.scale = c.problem.scale();
   RowsRead kept = rows_read(c.problem, units);
+  // Reused only where every input's rows fit in what they held before: a
+  // larger run drops the old storage first, so that a pass never holds two
+  // runs at once (the memory statement, oracle/memory.cpp).
+  for (std::size_t k = 0; k < recycled.t.size() && k < kept.size(); ++k) {
+    const Shape& shape = c.inputs[k].shape();
+    if (!kept[k].empty() && double(kept[k].back()) * double(shape[shape.rank() - 1]) >
+                                double(recycled.t[k].rows.capacity())) {
+      recycled = {};
+      break;
+    }
+  }
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
     const AnyTensor& src = c.inputs[k];
     if (is_index_input(c.problem, static_cast<int>(k))) {
@@ -287,22 +313,27 @@ Inputs<T> make_inputs(const Case& c, std::span<const Unit> units) {
       continue;
     }
     typename Inputs<T>::Converted t{src.shape(), std::move(kept[k]), {}};
+    if (k < recycled.t.size()) {
+      t.rows = std::move(recycled.t[k].rows);
+      t.rows.clear();  // keeps the capacity
+    }
     const extent_t width = t.shape[t.shape.rank() - 1];
     t.rows.reserve(static_cast<std::size_t>(t.kept.back() * width));
     // Visits the kept rows only: a sampled decode keeps a few kv heads of
     // K and V, and walking all their elements cost seconds per pass.
     const int last = t.shape.rank() - 1;
     const auto row_count = static_cast<extent_t>(t.kept.size()) - 1;
-    for (extent_t row = 0; row < row_count; ++row) {
-      if (t.kept[static_cast<std::size_t>(row) + 1] == t.kept[static_cast<std::size_t>(row)])
-        continue;
+    std::vector<double> row;
+    for (extent_t r = 0; r < row_count; ++r) {
+      if (t.kept[static_cast<std::size_t>(r) + 1] == t.kept[static_cast<std::size_t>(r)]) continue;
       Index idx = Index::filled(t.shape.rank(), 0);  // the row's first element
-      for (extent_t rest = row, a = last - 1; a >= 0; --a) {
+      for (extent_t rest = r, a = last - 1; a >= 0; --a) {
         idx[int(a)] = rest % t.shape[int(a)];
         rest /= t.shape[int(a)];
       }
-      for (idx[last] = 0; idx[last] < width; ++idx[last])
-        t.rows.push_back(dnf::ScalarTraits<T>::from_double(src.get(idx)));
+      row.resize(static_cast<std::size_t>(width));
+      src.get_row(idx, width, row.data());
+      for (double x : row) t.rows.push_back(dnf::ScalarTraits<T>::from_double(x));
     }
     in.t.push_back(std::move(t));
   }

@@ -426,19 +426,37 @@ Bounds forward_bounds(const BoundCall& call) {
   return out;
 }
 
-// Decode's forward: batch b sees its first lens[b] keys.
+// Decode's forward: batch b sees its first lens[b] keys. One kv head at a
+// time, its cache widened to doubles alone (bounds_widen_own_rows): a row's
+// bounds read only its q row and its kv head, and bound_dots gives the same
+// bits whichever rows are computed together.
 Bounds decode_bounds(const BoundCall& call) {
   const Problem& p = call.c.problem;
-  const auto x = inputs_by_name(p.op, call.widened);
-  const AnyTensor& given_lens = inputs_by_name(p.op, call.c.inputs)["lens"];
-  std::vector<extent_t> lens;
-  for (extent_t b = 0; b < p.dims.B; ++b) lens.push_back(extent_t(given_lens.get({b})));
-  const ForwardBounds f = detail::attention_forward_bounds(
-      x["q"], x["k"], x["v"], p.scale(), /*causal=*/false, &lens, call.u, {}, call.only);
+  const Dims& d = p.dims;
+  const auto in = inputs_by_name(p.op, call.c.inputs);
+  const extent_t group = d.H / d.Hkv;
   Bounds out(info(p.op).outputs.size());
   const auto y = outputs_by_name(p.op, out);
-  y["o"] = rav(f.o);
-  y["lse"] = rav(f.lse);
+  y["o"].assign(std::size_t(d.B * d.H * d.D), 0.0);  // rows not bounded: 0, as every row's call
+  y["lse"].assign(std::size_t(d.B * d.H), 0.0);
+  for (extent_t b = 0; b < d.B; ++b) {
+    const std::vector<extent_t> lens{extent_t(in["lens"].get({b}))};
+    for (extent_t g = 0; g < d.Hkv; ++g) {
+      const extent_t first_head = b * d.H + g * group;  // flat (b, h) of the group's first
+      std::vector<std::uint8_t> only;
+      if (call.only) {
+        only.assign(call.only->begin() + first_head, call.only->begin() + first_head + group);
+        if (std::none_of(only.begin(), only.end(), [](std::uint8_t x) { return x != 0; })) continue;
+      }
+      const Mat q = detail::widen_rows(in["q"], first_head, Shape{1, group, 1, d.D});
+      const Mat k = detail::widen_rows(in["k"], (b * d.Hkv + g) * d.M, Shape{1, 1, d.M, d.D});
+      const Mat v = detail::widen_rows(in["v"], (b * d.Hkv + g) * d.M, Shape{1, 1, d.M, d.D});
+      const ForwardBounds f = detail::attention_forward_bounds(
+          q, k, v, p.scale(), /*causal=*/false, &lens, call.u, {}, call.only ? &only : nullptr);
+      std::copy(f.o.storage().begin(), f.o.storage().end(), y["o"].begin() + first_head * d.D);
+      std::copy(f.lse.storage().begin(), f.lse.storage().end(), y["lse"].begin() + first_head);
+    }
+  }
   return out;
 }
 
@@ -512,7 +530,8 @@ OracleOp attention_decode() {
           .unit_scratch_elements = unit_scratch_elements,
           .reads = reads,
           .first_pass = true,
-          .apriori_bounds = decode_bounds};
+          .apriori_bounds = decode_bounds,
+          .bounds_widen_own_rows = true};
 }
 
 }  // namespace ops

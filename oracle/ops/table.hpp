@@ -78,6 +78,10 @@ struct OracleOp {
   // The a priori bounds of docs/bounds.md, per output in the signature's
   // order (bounds.hpp).
   std::vector<std::vector<double>> (*apriori_bounds)(const detail::BoundCall&);
+  // Its apriori_bounds widens the rows it reads itself (BoundCall::widened
+  // empty): decode, one kv head's cache at a time, where the whole cache in
+  // doubles is 2 GiB at L = 131072.
+  bool bounds_widen_own_rows = false;
 };
 
 // The table's row of `op`.

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "oracle/bounds.hpp"
+#include "oracle/detail/bound_helpers.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/memory.hpp"
 #include "oracle/ops/table.hpp"
@@ -192,6 +193,40 @@ TEST(SampledOracle, BackwardBoundsOfSelectedRowsAreTheWholeBounds) {
         }
         EXPECT_GT(compared, 0);
       }
+    }
+  }
+}
+
+// Decode's bounds, computed one kv head at a time from that head's rows
+// alone (ops/attention.cpp, decode_bounds), are bit for bit the forward's
+// bounds over the whole widened tensors, for every row and for a selection
+// of rows, over batches with other cache lengths and grouped heads. Were a
+// head's cache taken from the wrong batch or group, or a batch's length
+// from another, this would fail.
+TEST(SampledOracle, DecodeBoundsByKvHeadAreTheWholeTensorsBounds) {
+  const Dims d{.B = 3, .H = 6, .Hkv = 3, .N = 1, .M = 9, .D = 5};
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Case c = test::make_case(Op::attention_decode, Format::f32, d, seed);
+    const auto in = inputs_by_name(c.problem.op, c.inputs);
+    std::vector<extent_t> lens;
+    for (extent_t b = 0; b < d.B; ++b) lens.push_back(extent_t(in["lens"].get({b})));
+    auto whole = [&](const AnyTensor& t) { return detail::widen_rows(t, 0, t.shape()); };
+    const Selection rows = some_rows(c.problem, seed);
+    std::vector<std::uint8_t> wanted(std::size_t(d.B * d.H), 0);
+    for (extent_t r : rows.query_rows) wanted[std::size_t(r)] = 1;
+    const detail::RoundingUnits u = detail::rounding_units(Format::f32, {});
+    for (const bool sampled : {false, true}) {
+      const detail::ForwardBounds f = detail::attention_forward_bounds(
+          whole(in["q"]), whole(in["k"]), whole(in["v"]), c.problem.scale(), /*causal=*/false,
+          &lens, u, {}, sampled ? &wanted : nullptr);
+      const auto by_head = sampled ? apriori_bounds(c, {}, &rows) : apriori_bounds(c);
+      const auto y = outputs_by_name(c.problem.op, by_head);
+      ASSERT_EQ(y["o"].size(), f.o.storage().size());
+      for (std::size_t i = 0; i < y["o"].size(); ++i)
+        EXPECT_TRUE(same_bits(y["o"][i], f.o.storage()[i])) << "o[" << i << "]";
+      for (std::size_t i = 0; i < y["lse"].size(); ++i)
+        EXPECT_TRUE(same_bits(y["lse"][i], f.lse.storage()[i])) << "lse[" << i << "]";
     }
   }
 }
