@@ -4,6 +4,7 @@
 // regimes.cpp.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "properties/regimes.hpp"
@@ -13,11 +14,19 @@ namespace moacert::properties {
 // A tensor's values in row-major order of its logical shape.
 std::vector<double> dense(const AnyTensor& t);
 
+// A tensor's rows (its extents but the last flattened, row-major), `count`
+// of them from `first`, as doubles: a pointer valid until the next call.
+// One head at a time, where the whole tensor in doubles would be gigabytes
+// (decode's cache at L = 131072 is 1 GiB of doubles per tensor).
+using RowsAsDouble = std::function<const double*(moa::extent_t first, moa::extent_t count)>;
+RowsAsDouble rows_as_double(const AnyTensor& t);
+RowsAsDouble rows_as_double(const std::vector<double>& row_major, moa::extent_t width);
+
 // The softmax regimes of attention's rows: q (B, H, N, D) and k (B, Hkv, M,
-// D) row-major; `lens` decode's cache lengths (empty: M for every batch).
-void classify_softmax(const std::vector<double>& q, const std::vector<double>& k, const Dims& dm,
-                      bool causal, double scale, const std::vector<double>& lens,
-                      const FormatLimits& l, Regimes& out);
+// D); `lens` decode's cache lengths (empty: M for every batch).
+void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm, bool causal,
+                      double scale, const std::vector<double>& lens, const FormatLimits& l,
+                      Regimes& out);
 
 // The regimes of RMSNorm's rows: x (rows, D) row-major.
 void classify_sums_of_squares(const double* x, moa::extent_t rows, moa::extent_t D, double eps,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
 #include "properties/block_in_double.hpp"
@@ -131,16 +132,44 @@ void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, R
 
 }  // namespace
 
-void classify_softmax(const std::vector<double>& q, const std::vector<double>& k, const Dims& dm,
-                      bool causal, double scale, const std::vector<double>& lens,
-                      const FormatLimits& l, Regimes& out) {
+RowsAsDouble rows_as_double(const AnyTensor& t) {
+  auto buffer = std::make_shared<std::vector<double>>();
+  return [&t, buffer](extent_t first, extent_t count) {
+    const moa::Shape shape = t.shape();
+    const int last = shape.rank() - 1;
+    const extent_t width = shape[last];
+    buffer->resize(std::size_t(count * width));
+    double* out = buffer->data();
+    for (extent_t row = first; row < first + count; ++row) {
+      moa::Index idx = moa::Index::filled(shape.rank(), 0);  // the row's first element
+      for (extent_t rest = row, a = last - 1; a >= 0; --a) {
+        idx[int(a)] = rest % shape[int(a)];
+        rest /= shape[int(a)];
+      }
+      t.get_row(idx, width, out);
+      out += width;
+    }
+    return static_cast<const double*>(buffer->data());
+  };
+}
+
+RowsAsDouble rows_as_double(const std::vector<double>& row_major, extent_t width) {
+  return [&row_major, width](extent_t first, extent_t) { return row_major.data() + first * width; };
+}
+
+void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm, bool causal,
+                      double scale, const std::vector<double>& lens, const FormatLimits& l,
+                      Regimes& out) {
   const extent_t B = dm.B, H = dm.H, Hkv = dm.Hkv, N = dm.N, M = dm.M, D = dm.D;
+  const extent_t group = H / Hkv;
   std::vector<double> s;
   for (extent_t b = 0; b < B; ++b) {
     const extent_t len = lens.empty() ? M : extent_t(lens[std::size_t(b)]);
+    const double* kg = nullptr;
     for (extent_t h = 0; h < H; ++h) {
-      const double* qh = q.data() + (b * H + h) * N * D;                // (N, D)
-      const double* kg = k.data() + (b * Hkv + h / (H / Hkv)) * M * D;  // (M, D)
+      // The group's heads in turn: its keys converted once for them all.
+      if (h % group == 0) kg = k((b * Hkv + h / group) * M, M);  // (M, D)
+      const double* qh = q((b * H + h) * N, N);                  // (N, D)
       // Rows without a key depend on the shape only: check them all.
       if (dnf::visible_keys(causal, 0, N, M, len) == 0) out.set(std::size_t(Regime::no_key_row));
       for (extent_t i : classified_rows(qh, N, D)) {

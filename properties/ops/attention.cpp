@@ -182,7 +182,8 @@ Regimes classify_attention(const Case& c, const FormatLimits& l) {
   std::vector<double> lens;
   if (in.has("lens")) lens = dense(in["lens"]);
   Regimes out;
-  classify_softmax(dense(in["q"]), dense(in["k"]), p.dims, p.causal(), p.scale(), lens, l, out);
+  classify_softmax(rows_as_double(in["q"]), rows_as_double(in["k"]), p.dims, p.causal(), p.scale(),
+                   lens, l, out);
   return out;
 }
 

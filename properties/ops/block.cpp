@@ -230,8 +230,9 @@ Regimes classify_block(const Case& c, const FormatLimits& l) {
   classify_sums_of_squares(f.mid.h.storage().data(), rows, d.Dm, p.params.eps, l, out);
   Dims self = d;  // self-attention: the keys are the queries' rows
   self.M = d.N;
-  classify_softmax(heads_first(f.mid.q, d.B, d.N, d.H, d.D),
-                   heads_first(f.mid.k, d.B, d.N, d.Hkv, d.D), self, /*causal=*/true,
+  const std::vector<double> q = heads_first(f.mid.q, d.B, d.N, d.H, d.D),
+                            k = heads_first(f.mid.k, d.B, d.N, d.Hkv, d.D);
+  classify_softmax(rows_as_double(q, d.D), rows_as_double(k, d.D), self, /*causal=*/true,
                    dnf::block_scale(d.D), {}, l, out);
   classify_gates(f.mid.h_normed.storage().data(), in["w1"].storage().data(),
                  in["w3"].storage().data(), rows, d.Dm, d.F, p.format, l, out);
