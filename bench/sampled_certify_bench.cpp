@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
   o.format = p.format;
   o.equivalence = false;
   o.case_files = {{properties::describe(spec), std::move(c)}};
-  const properties::Certificate cert = properties::certify(o);
+  const properties::Certificate cert = properties::certify(std::move(o));
   std::printf("%s %s %s: %s\n", argv[1], argv[2], properties::describe(spec).c_str(),
               cert.holds ? "holds" : ("FAILS: " + cert.failure).c_str());
   std::printf(

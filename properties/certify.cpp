@@ -288,9 +288,9 @@ class CaseRun {
   }
 
   // A case file (certify --case): no token, the failure names the file.
-  CaseRecord case_file(const std::string& path, const Case& c) && {
+  CaseRecord case_file(const std::string& path, Case c) && {
     r_.kind = CaseRecord::case_file;
-    const Judged j = judge_counted(c, "case file " + path);
+    const Judged j = judge_counted(std::move(c), "case file " + path);
     keep_equivalence(j);
     if (j.error.empty()) keep_stats(j);
     r_.ratio = ratio_of(j);
@@ -485,6 +485,11 @@ const char* phase_of(CaseRecord::Kind kind) {
 
 CaseRunner::CaseRunner(CertifyOptions options)
     : o_(std::move(options)),
+      case_files_([this] {
+        std::vector<std::optional<Case>> cases;
+        for (auto& [path, c] : o_.case_files) cases.emplace_back(std::move(c));
+        return cases;
+      }()),
       base_(base_token(o_)),
       curated_(o_.curated && o_.case_files.empty()
                    ? curated_specs(o_.variant->op, o_.format, base_.settings())
@@ -506,8 +511,12 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
     return std::move(run).curated(curated_[std::size_t(position)], t);
   }
   if (!o_.case_files.empty()) {
-    const auto& [path, c] = o_.case_files[std::size_t(position - n_curated)];
-    return std::move(run).case_file(path, c);
+    const auto at = std::size_t(position - n_curated);
+    std::optional<Case>& c = case_files_[at];
+    if (!c) throw std::logic_error("certify: case file " + o_.case_files[at].first + " run twice");
+    Case handed = std::move(*c);
+    c.reset();
+    return std::move(run).case_file(o_.case_files[at].first, std::move(handed));
   }
   const int i = position - n_curated;
   Token t = base_;
@@ -676,13 +685,14 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   return cert;
 }
 
-Certificate certify(const CertifyOptions& o) {
-  const CaseRunner runner(o);
+Certificate certify(CertifyOptions options) {
+  const auto progress = options.progress;
+  const CaseRunner runner(std::move(options));
   std::vector<CaseRecord> records;
   for (int p = 0; p < runner.size(); ++p) {
     records.push_back(runner.run(p));
     if (!records.back().holds) break;  // the first failure ends the run
-    if (o.progress) o.progress(p + 1, runner.size(), phase_of(records.back().kind));
+    if (progress) progress(p + 1, runner.size(), phase_of(records.back().kind));
   }
   return runner.certificate(std::move(records));
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,9 @@ class CaseRunner {
   // rc::Random({seed, i, 0, 0}) alone, so any process can judge any case.
   // `failing`, when given, is called as soon as the case is found to fail,
   // before it is shrunk (the ranks of an mpirun announce it then).
+  // A case file's case is handed to its judge, not copied (a long decode's
+  // is gigabytes): each position is run once (std::logic_error on a case
+  // file run again).
   CaseRecord run(int position, const std::function<void()>& failing = {}) const;
   // The certificate of the records, reduced in position order up to and
   // including the first that fails (those after it are ignored), then the
@@ -99,6 +103,9 @@ class CaseRunner {
 
  private:
   CertifyOptions o_;
+  // o_.case_files' cases, moved here to be handed out by run() (their paths
+  // stay in o_.case_files).
+  mutable std::vector<std::optional<Case>> case_files_;
   Token base_;
   std::vector<CaseSpec> curated_;
   bool equivalence_;
@@ -110,8 +117,9 @@ class CaseRunner {
 const char* phase_of(CaseRecord::Kind kind);
 
 // The certificate (results/results.hpp) of one variant: every case in
-// turn, stopping at the first failure.
-Certificate certify(const CertifyOptions& options);
+// turn, stopping at the first failure. Taken by value: a caller done with
+// its options moves them, case files and all, rather than copy them.
+Certificate certify(CertifyOptions options);
 
 // Re-creates a token's case and judges `variant` on it (the token's own
 // variant, or another one). Fills `elements` with the worst elements.

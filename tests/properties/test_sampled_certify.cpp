@@ -67,6 +67,22 @@ TEST(SampledCertify, CatchesAKernelWrongOnOneRowAfterATileEdge) {
   EXPECT_TRUE(right.holds) << right.failure;
 }
 
+// A case file's case is handed to its judge, not copied (a long decode's
+// is gigabytes): it is judged once, and a second run of its position is a
+// programming error, not a judgement of an emptied case.
+TEST(SampledCertify, HandsEachCaseFileToItsJudgeOnce) {
+  CertifyOptions o;
+  o.variant = kernels::Registry::builtin().find(Op::attention_fwd, "cpu.flash");
+  o.case_files = {{"small", test::make_case(Op::attention_fwd, Format::f32,
+                                            test::small_dims(Op::attention_fwd), 3)}};
+  const CaseRunner runner(std::move(o));
+  ASSERT_EQ(runner.size(), 1);
+  const CaseRecord r = runner.run(0);
+  EXPECT_TRUE(r.holds) << r.why;
+  EXPECT_EQ(r.kind, CaseRecord::case_file);
+  EXPECT_THROW(runner.run(0), std::logic_error);
+}
+
 TEST(SampledCertify, TheSampleHoldsEveryStratum) {
   for (const bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "not causal");
