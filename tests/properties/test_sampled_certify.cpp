@@ -190,9 +190,9 @@ TEST(SampledCertify, TheShapesBoundHoldsEverySample) {
 // At deployment scale the sample's statement is at most the whole
 // oracle's (long-cache decode over 256 kv heads, the forward at
 // N = M = 16384), and the whole oracle's does not hold every head's rows at
-// the cap: each pass converts a run of about two threads' units at a time
-// (detail::for_each_chunk), so decode's states less than a tenth of its
-// inputs in MPFI.
+// the cap: each pass converts a run of at most two threads' units at a time,
+// one where two would pass 512 MiB (detail::for_each_chunk, chunk_limit),
+// so decode's states less than a tenth of its inputs in MPFI.
 // (certify's refusal and acceptance at such a shape:
 // bad_input.certify_sampled_shape_budget.)
 TEST(SampledCertify, ADeploymentShapesStatementHoldsAFewUnitsAtOnce) {
