@@ -349,17 +349,16 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   return u;
 }
 
-Mat widen_rows(const AnyTensor& t, moa::extent_t first, const moa::Shape& shape) {
-  Mat m(shape);
+void widen_rows(const AnyTensor& t, moa::extent_t first, Mat& into) {
   const moa::Shape from = t.shape();
   const int last = from.rank() - 1;
   if (last < 0 || from[last] == 0) {  // a scalar or empty rows: element by element
-    for (const moa::Index& i : moa::iota(from)) m.view()(i) = t.get(i);
-    return m;
+    for (const moa::Index& i : moa::iota(from)) into.view()(i) = t.get(i);
+    return;
   }
   const moa::extent_t width = from[last];
-  const auto rows = static_cast<std::int64_t>(m.size() / width);
-  double* out = m.storage().data();
+  const auto rows = static_cast<std::int64_t>(into.size() / width);
+  double* out = into.storage().data();
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     moa::Index idx = moa::Index::filled(from.rank(), 0);  // the row's first element
@@ -369,7 +368,6 @@ Mat widen_rows(const AnyTensor& t, moa::extent_t first, const moa::Shape& shape)
     }
     t.get_row(idx, width, out + r * width);
   }
-  return m;
 }
 
 }  // namespace detail
@@ -391,8 +389,10 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
   std::vector<detail::Mat> widened(c.inputs.size());
   if (!oracle_op(p.op).bounds_widen_own_rows)
     for (std::size_t i = 0; i < c.inputs.size(); ++i)
-      if (!is_index_input(p, int(i)))
-        widened[i] = detail::widen_rows(c.inputs[i], 0, c.inputs[i].shape());
+      if (!is_index_input(p, int(i))) {
+        widened[i] = detail::Mat(c.inputs[i].shape());
+        detail::widen_rows(c.inputs[i], 0, widened[i]);
+      }
   return oracle_op(p.op).apriori_bounds(
       {c, widened, u, selection ? &wanted : nullptr, selection ? &wanted_keys : nullptr});
 }

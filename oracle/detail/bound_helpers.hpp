@@ -82,11 +82,12 @@ void transpose_rows(const double* from, moa::extent_t rows, moa::extent_t D, dou
 // tensor.
 Mat transposed_rows(const Mat& x);
 
-// Rows [first, first + rows) of a tensor (its extents but the last
-// flattened, row-major) as a row-major double tensor of shape `shape`,
-// whose extents hold that many rows of the tensor's width: exact, its rows
-// spread over threads. widen_rows(t, 0, t.shape()) is the whole tensor.
-Mat widen_rows(const AnyTensor& t, moa::extent_t first, const moa::Shape& shape);
+// A tensor's rows (its extents but the last flattened, row-major) from
+// `first` as doubles into `into`, as many as it holds rows of the tensor's
+// width: exact, its rows spread over threads. Into a Mat of the tensor's
+// shape from 0, the whole tensor; into one Mat again and again, one kv
+// head's cache after another in the same memory.
+void widen_rows(const AnyTensor& t, moa::extent_t first, Mat& into);
 
 // One kv head's keys (or values) as bound_dots reads them: transposed
 // (key_stride 1) where many rows read them, else row by row (d_stride 1).

@@ -439,6 +439,8 @@ Bounds decode_bounds(const BoundCall& call) {
   const auto y = outputs_by_name(p.op, out);
   y["o"].assign(std::size_t(d.B * d.H * d.D), 0.0);  // rows not bounded: 0, as every row's call
   y["lse"].assign(std::size_t(d.B * d.H), 0.0);
+  // One kv head's rows, filled again for each head: its memory touched once.
+  Mat q(Shape{1, group, 1, d.D}), k(Shape{1, 1, d.M, d.D}), v(Shape{1, 1, d.M, d.D});
   for (extent_t b = 0; b < d.B; ++b) {
     const std::vector<extent_t> lens{extent_t(in["lens"].get({b}))};
     for (extent_t g = 0; g < d.Hkv; ++g) {
@@ -448,9 +450,9 @@ Bounds decode_bounds(const BoundCall& call) {
         only.assign(call.only->begin() + first_head, call.only->begin() + first_head + group);
         if (std::none_of(only.begin(), only.end(), [](std::uint8_t x) { return x != 0; })) continue;
       }
-      const Mat q = detail::widen_rows(in["q"], first_head, Shape{1, group, 1, d.D});
-      const Mat k = detail::widen_rows(in["k"], (b * d.Hkv + g) * d.M, Shape{1, 1, d.M, d.D});
-      const Mat v = detail::widen_rows(in["v"], (b * d.Hkv + g) * d.M, Shape{1, 1, d.M, d.D});
+      detail::widen_rows(in["q"], first_head, q);
+      detail::widen_rows(in["k"], (b * d.Hkv + g) * d.M, k);
+      detail::widen_rows(in["v"], (b * d.Hkv + g) * d.M, v);
       const ForwardBounds f = detail::attention_forward_bounds(
           q, k, v, p.scale(), /*causal=*/false, &lens, call.u, {}, call.only ? &only : nullptr);
       std::copy(f.o.storage().begin(), f.o.storage().end(), y["o"].begin() + first_head * d.D);

@@ -211,7 +211,11 @@ TEST(SampledOracle, DecodeBoundsByKvHeadAreTheWholeTensorsBounds) {
     const auto in = inputs_by_name(c.problem.op, c.inputs);
     std::vector<extent_t> lens;
     for (extent_t b = 0; b < d.B; ++b) lens.push_back(extent_t(in["lens"].get({b})));
-    auto whole = [&](const AnyTensor& t) { return detail::widen_rows(t, 0, t.shape()); };
+    auto whole = [&](const AnyTensor& t) {
+      detail::Mat m(t.shape());
+      detail::widen_rows(t, 0, m);
+      return m;
+    };
     const Selection rows = some_rows(c.problem, seed);
     std::vector<std::uint8_t> wanted(std::size_t(d.B * d.H), 0);
     for (extent_t r : rows.query_rows) wanted[std::size_t(r)] = 1;
