@@ -360,14 +360,7 @@ void widen_rows(const AnyTensor& t, moa::extent_t first, Mat& into) {
   const auto rows = static_cast<std::int64_t>(into.size() / width);
   double* out = into.storage().data();
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    moa::Index idx = moa::Index::filled(from.rank(), 0);  // the row's first element
-    for (moa::extent_t rest = first + r, a = last - 1; a >= 0; --a) {
-      idx[int(a)] = rest % from[int(a)];
-      rest /= from[int(a)];
-    }
-    t.get_row(idx, width, out + r * width);
-  }
+  for (std::int64_t r = 0; r < rows; ++r) t.get_rows(first + r, 1, out + r * width);
 }
 
 }  // namespace detail

@@ -135,20 +135,8 @@ void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, R
 RowsAsDouble rows_as_double(const AnyTensor& t) {
   auto buffer = std::make_shared<std::vector<double>>();
   return [&t, buffer](extent_t first, extent_t count) {
-    const moa::Shape shape = t.shape();
-    const int last = shape.rank() - 1;
-    const extent_t width = shape[last];
-    buffer->resize(std::size_t(count * width));
-    double* out = buffer->data();
-    for (extent_t row = first; row < first + count; ++row) {
-      moa::Index idx = moa::Index::filled(shape.rank(), 0);  // the row's first element
-      for (extent_t rest = row, a = last - 1; a >= 0; --a) {
-        idx[int(a)] = rest % shape[int(a)];
-        rest /= shape[int(a)];
-      }
-      t.get_row(idx, width, out);
-      out += width;
-    }
+    buffer->resize(std::size_t(count * t.shape()[t.shape().rank() - 1]));
+    t.get_rows(first, count, buffer->data());
     return static_cast<const double*>(buffer->data());
   };
 }

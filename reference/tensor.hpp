@@ -112,9 +112,10 @@ class AnyTensor {
   // into `out`: a row read with the layout and the type resolved once, where
   // get() per element resolves both every time (the oracle converts rows of
   // hundreds of millions of elements).
+  // @pre idx.rank() >= 1
   void get_row(moa::Index idx, moa::extent_t count, double* out) const {
     const int last = idx.rank() - 1;
-    if (last < 0 || !layout_.is_flat()) {
+    if (!layout_.is_flat()) {
       for (moa::extent_t e = 0; e < count; ++e, ++idx[last]) out[e] = get(idx);
       return;
     }
@@ -140,6 +141,24 @@ class AnyTensor {
         return widen(f16{});
       case DType::i64:
         return widen(std::int64_t{});
+    }
+  }
+
+  // Rows [first, first + count) of the tensor, its extents but the last
+  // flattened in row-major order, widened to double into `out` one row
+  // after another (get_row each).
+  // @pre rank >= 1
+  void get_rows(moa::extent_t first, moa::extent_t count, double* out) const {
+    const moa::Shape s = shape();
+    const int last = s.rank() - 1;
+    const moa::extent_t width = s[last];
+    for (moa::extent_t row = first; row < first + count; ++row, out += width) {
+      moa::Index idx = moa::Index::filled(s.rank(), 0);  // the row's first element
+      for (moa::extent_t rest = row, a = last - 1; a >= 0; --a) {
+        idx[int(a)] = rest % s[int(a)];
+        rest /= s[int(a)];
+      }
+      get_row(idx, width, out);
     }
   }
 

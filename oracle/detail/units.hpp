@@ -280,13 +280,12 @@ struct Inputs {
   }
 };
 
-//
-// `recycled`, a previous run's inputs of the same pass, lends its rows'
-// storage: a pass converts its runs into the memory it already touched.
-// Fresh pages are what large runs cost (a decode kv head's K and V are
-// 1 GiB of double-double intervals at L = 131072), and on virtual machines
-// that hand freed pages back to the host, faulting them in again cost
-// several seconds per GiB (docs/performance-history.md, "Fresh pages").
+// make_inputs: `recycled`, a previous run's inputs of the same pass, lends
+// its rows' storage, so that a pass converts its runs into memory it has
+// already touched. Fresh pages are what large runs cost (a decode kv head's
+// K and V are 1 GiB of double-double intervals at L = 131072): on this
+// project's machines, memory past about 2 GiB resident took 5-8 s per GiB
+// to fault in (docs/performance-history.md, "Fresh pages").
 template <class T>
 Inputs<T> make_inputs(const Case& c, std::span<const Unit> units, Inputs<T> recycled = {}) {
   Inputs<T> in;
@@ -321,18 +320,11 @@ Inputs<T> make_inputs(const Case& c, std::span<const Unit> units, Inputs<T> recy
     t.rows.reserve(static_cast<std::size_t>(t.kept.back() * width));
     // Visits the kept rows only: a sampled decode keeps a few kv heads of
     // K and V, and walking all their elements cost seconds per pass.
-    const int last = t.shape.rank() - 1;
     const auto row_count = static_cast<extent_t>(t.kept.size()) - 1;
-    std::vector<double> row;
+    std::vector<double> row(static_cast<std::size_t>(width));
     for (extent_t r = 0; r < row_count; ++r) {
       if (t.kept[static_cast<std::size_t>(r) + 1] == t.kept[static_cast<std::size_t>(r)]) continue;
-      Index idx = Index::filled(t.shape.rank(), 0);  // the row's first element
-      for (extent_t rest = r, a = last - 1; a >= 0; --a) {
-        idx[int(a)] = rest % t.shape[int(a)];
-        rest /= t.shape[int(a)];
-      }
-      row.resize(static_cast<std::size_t>(width));
-      src.get_row(idx, width, row.data());
+      src.get_rows(r, 1, row.data());
       for (double x : row) t.rows.push_back(dnf::ScalarTraits<T>::from_double(x));
     }
     in.t.push_back(std::move(t));

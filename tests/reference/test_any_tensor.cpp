@@ -1,5 +1,5 @@
-// AnyTensor's row reads (reference/tensor.hpp, get_row): a row read at once
-// is, value for value, get() along the last axis, for every storage type
+// AnyTensor's row reads (reference/tensor.hpp, get_row, get_rows): a row
+// read at once is, value for value, get() along the last axis, for every storage type
 // and every kind of layout (flat strides read directly, tiled layouts
 // element by element).
 #include <gtest/gtest.h>
@@ -41,6 +41,14 @@ TEST(AnyTensor, GetRowIsGetAlongTheLastAxis) {
                 << a << "," << b << "," << e;
         }
       }
+      // Rows 5 .. 10 of the (12, 10) flattening: rows (1, 1) .. (2, 2).
+      std::vector<double> rows(60);
+      t.get_rows(5, 6, rows.data());
+      for (extent_t r = 0; r < 6; ++r)
+        for (extent_t e = 0; e < shape[2]; ++e)
+          EXPECT_EQ(rows[std::size_t(r * shape[2] + e)],
+                    t.get(moa::Index{(5 + r) / 4, (5 + r) % 4, e}))
+              << "row " << 5 + r << ", " << e;
       // From the middle of a row, as a part of it.
       std::vector<double> part(4);
       t.get_row(moa::Index{2, 3, 5}, 4, part.data());
