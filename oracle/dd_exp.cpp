@@ -101,7 +101,9 @@ bool exp_by_taylor(const DDInterval& a, const DDExpConstants& c, DDInterval& out
     r = (a - DDInterval(k12, k12)) -
         DDInterval(k) * DDInterval(DD{c.ln2_3_down, 0}, DD{c.ln2_3_up, 0});
   }
-  if (r.is_nan() || !(r.lo.hi >= -C::reach && r.hi.hi <= C::reach)) return false;
+  // |r| < reach for the whole DD: a leading double strictly inside ±reach
+  // (a double) keeps hi + lo inside too, |lo| being half an ulp at most.
+  if (r.is_nan() || !(r.lo.hi > -C::reach && r.hi.hi < C::reach)) return false;
   // Horner, p = 1/n! + r·p, each step a DDInterval operation (enclosing);
   // the remainder widens the constant term 1 (1 ∓ remainder, exact by TwoSum), which
   // saves the outward move of a separate sum.
