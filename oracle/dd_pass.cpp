@@ -66,10 +66,19 @@ void check_error_free() {
 
 }  // namespace
 
+DDInterval exp_by_mpfr(const DDInterval& a) {
+  if (a.is_nan()) return DDInterval::nan();
+  return monotone(mpfr_exp, a);
+}
+
+// exp runs once per score, too often for MPFR: the pass's own enclosure
+// where it applies (dd_exp.cpp), MPFR's bounds elsewhere.
 DDInterval exp(const DDInterval& a) {
   if (a.is_nan()) return DDInterval::nan();
   if (a.is_point() && a.lo.hi == 0) return DDInterval(1.0);  // exp(0) = 1, exact
-  return monotone(mpfr_exp, a);
+  DDInterval r;
+  if (exp_by_taylor(a, dd_exp_constants(), r)) return r;
+  return exp_by_mpfr(a);
 }
 
 DDInterval log(const DDInterval& a) {

@@ -11,12 +11,15 @@
 // those bounds and the rounding of the move itself) plus 2^-1020 (which
 // covers the absolute error of an operation that underflows). Results the
 // algorithms compute exactly (a sum or product of two doubles, a zero
-// factor) are not moved, so exact results stay points. exp, log and sqrt
-// come from MPFR at 128 bits, rounded outward (dd_pass.cpp). An end beyond
+// factor) are not moved, so exact results stay points. exp is the pass's
+// own enclosure, in this arithmetic (exp_by_taylor, dd_exp.cpp), where it
+// applies; log and sqrt, and exp elsewhere, come from MPFR at 128 bits,
+// rounded outward (dd_pass.cpp). An end beyond
 // 2^1000 in magnitude, infinite or NaN makes the interval NaN: no enclosure,
 // MPFI decides.
 //
-// Only oracle/dd_pass.cpp includes this header: it is compiled with
+// Only oracle/dd_pass.cpp, dd_exp.cpp and dd_reductions.cpp (and the
+// tests of this arithmetic) include this header: they are compiled with
 // -ffp-contract=off, since a contracted a*b+c would break the error-free
 // transformations, and runs under round-to-nearest.
 #pragma once
@@ -173,6 +176,38 @@ struct DDInterval {
   friend DDInterval log(const DDInterval& a);   // dd_pass.cpp
   friend DDInterval sqrt(const DDInterval& a);  // dd_pass.cpp
 };
+
+// exp over DDIntervals without MPFR (dd_exp.cpp): exp(x) = 2^k · exp(r),
+// r = x - k·ln2 with k·ln2 enclosed from a three-double split of ln2
+// (k·ln2_1 and k·ln2_2 exact, ln2_3 an interval), exp(r) by its Taylor
+// polynomial of the given degree in Horner form, every step a DDInterval
+// operation, its constant term 1 widened by ±remainder for the truncation
+// (1 ± remainder, exact by TwoSum), then the exact
+// scaling by 2^k. The constants come from MPFR once, each rounded in the
+// direction that keeps the enclosure sound.
+struct DDExpConstants {
+  static constexpr int kMaxDegree = 30;
+  static constexpr double limit = 700;   // |x| beyond: MPFR (|k| <= 1010)
+  static constexpr double reach = 0.35;  // |r| beyond (wide intervals): MPFR
+  int degree = 0;
+  double inv_ln2 = 0;                   // only chooses k
+  double ln2_1 = 0, ln2_2 = 0;          // 40 bits each: k·ln2_i exact for |k| < 2^13
+  double ln2_3_down = 0, ln2_3_up = 0;  // ln2 - ln2_1 - ln2_2 enclosed
+  DD coef_down[kMaxDegree + 1]{}, coef_up[kMaxDegree + 1]{};  // 1/n! enclosed
+  double remainder = 0;  // >= reach^(degree+1) / (degree+1)! · e^reach
+};
+// The constants for a Taylor polynomial of `degree` (<= kMaxDegree).
+DDExpConstants make_dd_exp_constants(int degree);
+// The pass's constants: degree 22, whose remainder is below 2^-104 of
+// exp(r) (tests/oracle/test_dd_exp.cpp checks it).
+const DDExpConstants& dd_exp_constants();
+// The enclosure of exp over a by the constants c; false (out unset) where
+// it does not apply: NaN, an end past ±limit, r out of ±reach, a result
+// whose tail would leave the normal range.
+bool exp_by_taylor(const DDInterval& a, const DDExpConstants& c, DDInterval& out);
+// exp's ends through MPFR at 128 bits, rounded outward (dd_pass.cpp): the
+// fallback, and the tests' reference for the width.
+DDInterval exp_by_mpfr(const DDInterval& a);
 
 // The attention DNF's two reductions over DDIntervals, vectorised along
 // independent sums (dd_reductions.cpp, Highway, dispatched at run time):
