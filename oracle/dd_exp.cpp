@@ -8,6 +8,7 @@
 #include <mpfr.h>
 
 #include "oracle/detail/dd_interval.hpp"
+#include "oracle/detail/fast_interval.hpp"
 #include "oracle/detail/scoped_rounding.hpp"
 
 namespace moacert::oracle::detail {
@@ -69,15 +70,8 @@ DDExpConstants make_dd_exp_constants(int degree) {
     mpfr_ui_div(t, 1, f, MPFR_RNDU);
     c.coef_up[n] = dd_of(t, MPFR_RNDU);
   }
-  // Lagrange: |exp(r) - P(r)| <= |r|^(degree+1) / (degree+1)! · e^|r|,
-  // here with |r| <= reach, every step rounded up.
-  mpfr_mul_ui(f, f, static_cast<unsigned long>(degree + 1), MPFR_RNDN);  // exact
-  mpfr_set_d(t, C::reach, MPFR_RNDN);                                    // exact
-  mpfr_pow_ui(ln2, t, static_cast<unsigned long>(degree + 1), MPFR_RNDU);
-  mpfr_div(ln2, ln2, f, MPFR_RNDU);
-  mpfr_exp(t, t, MPFR_RNDU);
-  mpfr_mul(ln2, ln2, t, MPFR_RNDU);
-  c.remainder = mpfr_get_d(ln2, MPFR_RNDU);
+  // Lagrange: |exp(r) - P(r)| <= |r|^(degree+1) / (degree+1)! · e^|r|.
+  c.remainder = exp_taylor_remainder(degree, C::reach);
   mpfr_clears(ln2, t, f, static_cast<mpfr_ptr>(nullptr));
   return c;
 }

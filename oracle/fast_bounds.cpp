@@ -85,19 +85,29 @@ ExpConstants compute_exp_constants() {
     mpfr_ui_div(t, 1, f, MPFR_RNDU);
     c.coef_up[n] = mpfr_get_d(t, MPFR_RNDU);
   }
-  // remainder >= reach^(degree+1) / (degree+1)! · e^reach, every step up.
-  mpfr_mul_ui(f, f, C::degree + 1, MPFR_RNDN);  // (degree+1)!, exact
-  mpfr_set_d(t, C::reach, MPFR_RNDN);           // exact: a double
-  mpfr_pow_ui(ln2, t, C::degree + 1, MPFR_RNDU);
-  mpfr_div(ln2, ln2, f, MPFR_RNDU);
-  mpfr_exp(t, t, MPFR_RNDU);
-  mpfr_mul(ln2, ln2, t, MPFR_RNDU);
-  c.remainder = mpfr_get_d(ln2, MPFR_RNDU);
+  c.remainder = exp_taylor_remainder(C::degree, C::reach);
   mpfr_clears(ln2, t, f, static_cast<mpfr_ptr>(nullptr));
   return c;
 }
 
 }  // namespace
+
+double exp_taylor_remainder(int degree, double reach) {
+  NearestRounding nearest;
+  mpfr_t r, factorial, bound;
+  mpfr_inits2(256, r, factorial, bound, static_cast<mpfr_ptr>(nullptr));
+  // (degree+1)!: exact at 256 bits for degree < 57, and rounded down past
+  // that, which only raises the bound.
+  mpfr_fac_ui(factorial, static_cast<unsigned long>(degree + 1), MPFR_RNDD);
+  mpfr_set_d(r, reach, MPFR_RNDN);  // exact: a double
+  mpfr_pow_ui(bound, r, static_cast<unsigned long>(degree + 1), MPFR_RNDU);
+  mpfr_div(bound, bound, factorial, MPFR_RNDU);
+  mpfr_exp(r, r, MPFR_RNDU);
+  mpfr_mul(bound, bound, r, MPFR_RNDU);
+  const double out = mpfr_get_d(bound, MPFR_RNDU);
+  mpfr_clears(r, factorial, bound, static_cast<mpfr_ptr>(nullptr));
+  return out;
+}
 
 const ExpConstants& exp_constants() {
   static const ExpConstants c = compute_exp_constants();

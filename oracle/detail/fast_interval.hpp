@@ -58,6 +58,12 @@ struct ExpConstants {
 };
 const ExpConstants& exp_constants();
 
+// An upper bound of exp's Taylor remainder over |r| <= reach after the
+// terms through r^degree (Lagrange): reach^(degree+1) / (degree+1)! ·
+// e^reach, every step rounded up in MPFR. The first pass's exp and the
+// double-double pass's (dd_exp.cpp) both take it.
+double exp_taylor_remainder(int degree, double reach);
+
 // [lo, hi] with lo <= x <= hi for the exact value x; a NaN endpoint means
 // the operation was undefined somewhere (see docs/oracle.md#non-finite).
 struct FastInterval;
