@@ -158,6 +158,17 @@ TEST(BwdTc, FusedDetTcGivesTheSameBitsInEveryBlockOrder) {
   }
 }
 
+// A backward case of one query row and `keys` keys at D = 64, every input
+// 0: the two cases below set the few values they need by hand.
+Case one_query_row_of_zeros(moa::extent_t keys) {
+  Dims d;
+  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = keys, d.D = 64;
+  Case c = attention_case(Op::attention_bwd, d, false);
+  for (AnyTensor& t : c.inputs)
+    for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
+  return c;
+}
+
 // One query row, four keys, v = 0 (so o = 0, dP = dS = 0: only dV = P^T dO
 // moves), scores near log(1/4) so that lse is near 0 and the given lse's
 // bf16 rounding costs the weights next to nothing. Key 0's score is tuned
@@ -167,12 +178,10 @@ TEST(BwdTc, FusedDetTcGivesTheSameBitsInEveryBlockOrder) {
 // 1.6 u_s |dV_0|, past the bound that leaves the rounding of P out, and
 // within the one that declares it (docs/bounds.md#tensor-cores).
 Case weight_at_a_bf16_midpoint() {
-  Dims d;
-  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = 4, d.D = 64;
-  Case c = attention_case(Op::attention_bwd, d, false);
-  for (AnyTensor& t : c.inputs)
-    for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
-  AnyTensor &q = c.inputs[0], &k = c.inputs[1], &lse = c.inputs[4], &dout = c.inputs[5];
+  Case c = one_query_row_of_zeros(4);
+  const Dims& d = c.problem.dims;
+  auto in = inputs_by_name(Op::attention_bwd, c.inputs);
+  AnyTensor &q = in["q"], &k = in["k"], &lse = in["lse"], &dout = in["do"];
   q.set({0, 0, 0, 0}, 1);
   q.set({0, 0, 0, 1}, 1);
   for (moa::extent_t j = 0; j < d.M; ++j) k.set({0, 0, j, 0}, -11.0625);  // bf16
@@ -207,11 +216,7 @@ Case weight_at_a_bf16_midpoint() {
 // rounding (eta_s / 2) cannot cover that error; dQ_0 = -90 dS_1 carries it
 // too. With dS's rounding declared, sigma' gains eta_s / 2, and holds.
 Case score_gradient_at_a_bf16_subnormal_midpoint() {
-  Dims d;
-  d.B = 1, d.H = 1, d.Hkv = 1, d.N = 1, d.M = 2, d.D = 64;
-  Case c = attention_case(Op::attention_bwd, d, false);
-  for (AnyTensor& t : c.inputs)
-    for (const moa::Index& i : moa::iota(t.shape())) t.set(i, 0);
+  Case c = one_query_row_of_zeros(2);
   auto in = inputs_by_name(Op::attention_bwd, c.inputs);
   AnyTensor &q = in["q"], &k = in["k"], &v = in["v"], &o = in["o"], &lse = in["lse"],
             &dout = in["do"];
