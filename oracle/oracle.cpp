@@ -25,6 +25,7 @@ namespace {
 
 constexpr int kFirstMpfiPrecision = 128;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool same_bits(double a, double b) {
   return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
@@ -35,6 +36,11 @@ int ulp_exponent(double x, Format f) {
   const FormatInfo fi = info(f);
   const int e = x == 0 ? fi.emin : std::max(std::ilogb(x), fi.emin);
   return e - fi.precision + 1;
+}
+
+// The smallest magnitude in [lo, hi]: 0 where the enclosure reaches zero.
+double smallest_magnitude(double lo, double hi) {
+  return (lo > 0) == (hi > 0) && lo != 0 && hi != 0 ? std::min(std::fabs(lo), std::fabs(hi)) : 0;
 }
 
 // A double-double's value hi + lo rounded down and up to a double: the
@@ -289,14 +295,38 @@ class Driver {
     }
     if (!std::isfinite(lo) || !std::isfinite(hi) || need_bits_ > 0) return false;
     const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
-    if (!same_bits(rlo, rhi)) return false;
-    set(out, i, rlo, DD{lo + (hi - lo) / 2, 0});
-    const double m = std::min(std::fabs(lo), std::fabs(hi));
-    if ((lo > 0) == (hi > 0) && m > 0) width_[out][i] = (hi - lo) / m;
-    if (opt_.exact_ulp_bits > 0 &&
-        hi - lo > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
-      refine_[out][i] = 1;
+    const bool decided = same_bits(rlo, rhi);
+    const double m = smallest_magnitude(lo, hi);
+    if (!decided && !settled_by_allowance(out, i, hi - lo, m)) return false;
+    set(out, i, decided ? rlo : kNaN, DD{lo + (hi - lo) / 2, 0});
+    if (m > 0) width_[out][i] = (hi - lo) / m;
+    if (decided && hi - lo > widest_accepted(out, i, m)) refine_[out][i] = 1;
     return true;
+  }
+
+  // Element i of output `out`'s allowance (Options::allowed); 0 for none.
+  double allowance(std::size_t out, std::size_t i) const {
+    if (!opt_.allowed) return 0;
+    const double a = (*opt_.allowed)[out][i];
+    return std::isfinite(a) && a > 0 ? a : 0;
+  }
+
+  // The widest enclosure whose midpoint is an `exact` the options accept,
+  // for an enclosure whose smallest magnitude is `small`: 2^(1 -
+  // exact_ulp_bits) times the larger of ulp_F(small) and the element's
+  // allowance (Options::exact_ulp_bits, Options::allowed); +inf without
+  // exact_ulp_bits.
+  double widest_accepted(std::size_t out, std::size_t i, double small) const {
+    if (opt_.exact_ulp_bits <= 0) return kInf;
+    const double ulp = std::ldexp(1.0, ulp_exponent(small, fmt_));
+    return std::ldexp(std::max(ulp, allowance(out, i)), 1 - opt_.exact_ulp_bits);
+  }
+
+  // Whether an element whose rounding is not decided is settled all the
+  // same: its allowance is what asks for its `exact`, and its enclosure
+  // (`width` wide, smallest magnitude `small`) is narrow enough for it.
+  bool settled_by_allowance(std::size_t out, std::size_t i, double width, double small) const {
+    return allowance(out, i) > 0 && width <= widest_accepted(out, i, small);
   }
 
   // The double-double step for targets narrower than f64: the pending
@@ -351,10 +381,10 @@ class Driver {
     if (!std::isfinite(lo) || !std::isfinite(hi)) return;
     const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
     if (!same_bits(rlo, rhi) || !same_bits(rlo, answer_.outputs[out].rounded[i])) return;
-    const double m = std::min(std::fabs(lo), std::fabs(hi));
-    if (hi - lo > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1)) return;
+    const double m = smallest_magnitude(lo, hi);
+    if (hi - lo > widest_accepted(out, i, m)) return;
     answer_.outputs[out].exact[i] = DD{lo + (hi - lo) / 2, 0};
-    width_[out][i] = (lo > 0) == (hi > 0) && m > 0 ? (hi - lo) / m : 0;
+    width_[out][i] = m > 0 ? (hi - lo) / m : 0;
     refine_[out][i] = 0;
   }
 
@@ -374,7 +404,8 @@ class Driver {
     if (!std::isfinite(lo.hi) || !std::isfinite(hi.hi) || need_bits_ > 0) return false;
     const double rlo = round_to_format(lo.hi + lo.lo, fmt_),
                  rhi = round_to_format(hi.hi + hi.lo, fmt_);
-    if (!same_bits(rlo, rhi)) return false;
+    const bool decided = same_bits(rlo, rhi);
+    if (!decided && allowance(out, i) == 0) return false;
     // The midpoint as a DD, and the width, through MPFR (exact enough at 256 bits).
     Mpfr mid(256), width(256);
     mpfr_set_d(mid.v, lo.hi, MPFR_RNDN);
@@ -385,12 +416,19 @@ class Driver {
     const double w = mpfr_get_d(width.v, MPFR_RNDU);
     mpfr_div_2ui(width.v, width.v, 1, MPFR_RNDN);
     mpfr_add(mid.v, mid.v, width.v, MPFR_RNDN);  // lo + (hi - lo) / 2
-    set(out, i, rlo, dd_of(mid.v));
-    const double m = std::min(std::fabs(rlo), std::fabs(rhi));
-    if ((rlo > 0) == (rhi > 0) && m > 0) width_[out][i] = w / m;
-    if (opt_.exact_ulp_bits > 0 &&
-        w > std::ldexp(1.0, ulp_exponent(m, fmt_) - opt_.exact_ulp_bits + 1))
-      refine_[out][i] = 1;
+    if (decided) {
+      set(out, i, rlo, dd_of(mid.v));
+      const double m = smallest_magnitude(rlo, rhi);
+      if (m > 0) width_[out][i] = w / m;
+      if (w > widest_accepted(out, i, m)) refine_[out][i] = 1;
+      return true;
+    }
+    // Undecided: settled only by its allowance, judged from the ends
+    // rounded outward (the nearest doubles could lie inside).
+    const double m = smallest_magnitude(double_below(lo), double_above(hi));
+    if (!settled_by_allowance(out, i, w, m)) return false;
+    set(out, i, kNaN, dd_of(mid.v));
+    if (m > 0) width_[out][i] = w / m;
     return true;
   }
 
@@ -414,28 +452,30 @@ class Driver {
     const double width = relative_width(lo, hi);
     const bool narrow = need_bits_ == 0 || width <= std::ldexp(1.0, -need_bits_);
     const bool decided = same_bits(rlo, rhi) && !std::isnan(rlo);
-    if ((decided && narrow && dd_accurate(lo, hi)) || last) {
+    const bool accurate = narrow && dd_accurate(out, i, lo, hi);
+    const bool settled = !decided && accurate && allowance(out, i) > 0;
+    if ((decided && accurate) || settled || last) {
       Mpfr mid(static_cast<mpfr_prec_t>(mpfi_get_prec(x)) + 1);
       mpfi_mid(mid.v, x);
-      set(out, i, decided ? rlo : round_to_format(mid.v, fmt_), dd_of(mid.v));
+      set(out, i, decided ? rlo : settled ? kNaN : round_to_format(mid.v, fmt_), dd_of(mid.v));
       if (opt_.exact_digits > 0) t.exact_decimal[i] = decimal_of(mid.v, opt_.exact_digits);
       width_[out][i] = std::isfinite(width) ? width : 0;
-      if (!decided) t.undetermined[i] = 1;
-      return decided;
+      if (!decided && !settled) t.undetermined[i] = 1;
+      return decided || settled;
     }
     return false;
   }
 
-  // Whether the midpoint of [lo, hi] is within 2^-exact_ulp_bits ulp of every
-  // point of it (for decided enclosures, whose ends have one sign).
-  bool dd_accurate(mpfr_srcptr lo, mpfr_srcptr hi) const {
+  // Whether the midpoint of [lo, hi] is an `exact` the options accept
+  // (widest_accepted): within 2^-exact_ulp_bits of the larger of an ulp and
+  // the element's allowance, from every point of it.
+  bool dd_accurate(std::size_t out, std::size_t i, mpfr_srcptr lo, mpfr_srcptr hi) const {
     if (opt_.exact_ulp_bits <= 0) return true;
     Mpfr w(64);
     mpfr_sub(w.v, hi, lo, MPFR_RNDU);
-    const double small =
-        mpfr_cmpabs(lo, hi) < 0 ? mpfr_get_d(lo, MPFR_RNDZ) : mpfr_get_d(hi, MPFR_RNDZ);
-    return mpfr_cmp_d(w.v, std::ldexp(1.0, ulp_exponent(std::fabs(small), fmt_) -
-                                               opt_.exact_ulp_bits + 1)) <= 0;
+    // The smallest magnitude rounded toward zero: an ulp no larger than its own.
+    const double small = smallest_magnitude(mpfr_get_d(lo, MPFR_RNDZ), mpfr_get_d(hi, MPFR_RNDZ));
+    return mpfr_cmp_d(w.v, widest_accepted(out, i, small)) <= 0;
   }
 
   // A decided element whose first-pass DD was too coarse takes the MPFI
@@ -443,7 +483,7 @@ class Driver {
   bool refine_mpfi(std::size_t out, std::size_t i, mpfi_srcptr x, bool last) {
     mpfr_srcptr lo = &x->left, hi = &x->right;
     if (mpfr_nan_p(lo) || mpfr_nan_p(hi)) return true;  // keep the first pass's
-    const bool accurate = mpfr_equal_p(lo, hi) || dd_accurate(lo, hi);
+    const bool accurate = mpfr_equal_p(lo, hi) || dd_accurate(out, i, lo, hi);
     if (!accurate && !last) return false;
     if (accurate) {
       Mpfr mid(static_cast<mpfr_prec_t>(mpfi_get_prec(x)) + 1);
@@ -477,6 +517,16 @@ int bits_for_digits(int digits) {
 
 Answer evaluate(const Case& c, const Options& options) {
   check_inputs(c);
+  if (options.allowed) {  // one allowance per element of every output
+    const auto shapes = output_shapes(c.problem);
+    bool fits = options.allowed->size() == shapes.size();
+    for (std::size_t k = 0; fits && k < shapes.size(); ++k)
+      fits = double((*options.allowed)[k].size()) == double(moa::tau(shapes[k]));
+    if (!fits)
+      throw std::invalid_argument(std::string(info(c.problem.op).name) +
+                                  ": Options::allowed does not have one allowance per element of "
+                                  "every output");
+  }
   if (!options.rows) return Driver(c, options).run();
   Options sampled = options;
   sampled.rows = normalised(*options.rows, c.problem);

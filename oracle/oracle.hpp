@@ -31,6 +31,20 @@ struct Options {
   // decided with a coarser enclosure (where a sum cancels) are narrowed by
   // MPFI for their DD alone. 0: no such narrowing.
   int exact_ulp_bits = 10;
+  // The error a judge allows each element (per output in the signature's
+  // order, per element in row-major order, absolute; certify's a priori
+  // bounds), when given: an element's `exact` then need only be within
+  // 2^-exact_ulp_bits times the larger of its ulp and its allowance, so
+  // that the judge's error / allowance is still right to 2^-exact_ulp_bits.
+  // An element settled by its allowance before its rounding was decided
+  // has `rounded` NaN (not undetermined: its rounding was not asked for).
+  // Zero, infinite or NaN allowances ask for the ulp alone. Why: where a
+  // long sum cancels (a sampled backward's key rows at 4096 keys), the
+  // first pass's enclosure is a few ulps of a value far below the sum's
+  // terms, yet a millionth of what any rounded arithmetic is allowed there,
+  // and narrowing one such element re-ran its unit whole in double-doubles
+  // (docs/oracle.md, "Allowances"). Must outlive evaluate().
+  const std::vector<std::vector<double>>* allowed = nullptr;
   // The sampled oracle (docs/oracle.md#sampled): evaluate only the elements
   // of these rows, each through a unit of its own row's cost. Without it,
   // every element.
@@ -47,9 +61,10 @@ struct DD {
 struct TensorAnswer {
   std::string name;
   moa::Shape shape;
-  std::vector<double> rounded;  // correctly rounded to the format (exact in double)
+  std::vector<double> rounded;  // correctly rounded to the format (exact in double); NaN where
+                                // Options::allowed settled the element first
   std::vector<DD> exact;  // the midpoint of the element's final enclosure (±inf where infinite):
-                          // within 2^-exact_ulp_bits ulp (Options); ~106 bits with
+                          // within 2^-exact_ulp_bits ulp (or allowance: Options); ~106 bits with
                           // Options::exact_digits >= 32
   std::vector<std::uint8_t> undetermined;  // 1 where the cap was reached undecided
   std::vector<std::string> exact_decimal;  // with Options::exact_digits > 0: "d.ddd…e±XX"
