@@ -11,16 +11,25 @@
 // (Mul and Add are written apart on purpose). The pass's run-time check
 // (fast_pass.cpp) includes one of these dot products.
 //
-//   weighted_sum: lanes run along d, j ascending from zero: each element
-//                 sees the scalar loop's operations in the scalar's order.
+//   weighted_sum: lanes run along d, j ascending, in blocks of kBlock rows
+//                 each summed from zero and then added to the total.
 //   dots:         lanes run along d, each lane a partial sum, the lanes then
 //                 summed (lower ends negated, so every addition rounds
-//                 outward): another order than the scalar's, the same
-//                 exact sum enclosed.
+//                 outward).
+//   sum:          each lane sums every L-th term in blocks of kBlock, the
+//                 lanes then summed.
+// Other orders than the scalar loops', the same exact sums enclosed. Why
+// blocks: each addition widens an end by up to an ulp of the running sum,
+// so n terms in a row widen it by about n ulps of the total, where blocks
+// of b give about b + n/b (and lanes divide both by L). At M = 4096 keys
+// the softmax's l and O_i's sum were some 2^12 ulps wide, the widths that
+// sent one forward row in 16 through the double-double pass to decide its
+// rounding (docs/performance-history.md, "Blocked sums").
 
 #ifndef MOACERT_FAST_REDUCTIONS_ONCE
 #define MOACERT_FAST_REDUCTIONS_ONCE
 
+#include <algorithm>
 #include <limits>
 
 #include "oracle/detail/fast_interval.hpp"
@@ -38,6 +47,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 using moa::extent_t;
 
 using Lanes = hn::ScalableTag<double>;
+
+// Terms per block (the b above): about sqrt(M / L) at M = 4096 on AVX-512.
+constexpr extent_t kBlock = 32;
 using V = hn::Vec<Lanes>;
 
 // The ends of one interval per lane.
@@ -139,31 +151,63 @@ void WeightedSum(const FastInterval* w, const FastInterval* x, extent_t row_stri
   const Lanes d;
   const auto L = static_cast<extent_t>(hn::Lanes(d));
   const extent_t body = D - D % L;
+  const Ends zero{hn::Zero(d), hn::Zero(d)};
   // Two vectors of columns at a time: two independent chains of additions.
   extent_t k = 0;
   for (; k + 2 * L <= body; k += 2 * L) {
-    Ends acc0{hn::Zero(d), hn::Zero(d)}, acc1 = acc0;
-    for (extent_t j = 0; j < rows; ++j) {
-      const Ends wj = broadcast(d, w[j]);
-      const FastInterval* xj = x + j * row_stride + k;
-      acc0 = add(acc0, mul(d, wj, load(d, xj)));
-      acc1 = add(acc1, mul(d, wj, load(d, xj + L)));
+    Ends total0 = zero, total1 = zero;
+    for (extent_t first = 0; first < rows; first += kBlock) {
+      Ends acc0 = zero, acc1 = zero;
+      for (extent_t j = first; j < std::min(first + kBlock, rows); ++j) {
+        const Ends wj = broadcast(d, w[j]);
+        const FastInterval* xj = x + j * row_stride + k;
+        acc0 = add(acc0, mul(d, wj, load(d, xj)));
+        acc1 = add(acc1, mul(d, wj, load(d, xj + L)));
+      }
+      total0 = add(total0, acc0);
+      total1 = add(total1, acc1);
     }
-    store(d, acc0, out + k);
-    store(d, acc1, out + k + L);
+    store(d, total0, out + k);
+    store(d, total1, out + k + L);
   }
   for (; k < body; k += L) {
-    Ends acc{hn::Zero(d), hn::Zero(d)};
-    for (extent_t j = 0; j < rows; ++j)
-      acc = add(acc, mul(d, broadcast(d, w[j]), load(d, x + j * row_stride + k)));
-    store(d, acc, out + k);
+    Ends total = zero;
+    for (extent_t first = 0; first < rows; first += kBlock) {
+      Ends acc = zero;
+      for (extent_t j = first; j < std::min(first + kBlock, rows); ++j)
+        acc = add(acc, mul(d, broadcast(d, w[j]), load(d, x + j * row_stride + k)));
+      total = add(total, acc);
+    }
+    store(d, total, out + k);
   }
   for (; k < D; ++k) {
-    FastInterval acc(0.0);
-    for (extent_t j = 0; j < rows; ++j) acc += w[j] * x[j * row_stride + k];
-    out[k] = acc;
+    FastInterval total(0.0);
+    for (extent_t first = 0; first < rows; first += kBlock) {
+      FastInterval acc(0.0);
+      for (extent_t j = first; j < std::min(first + kBlock, rows); ++j)
+        acc += w[j] * x[j * row_stride + k];
+      total += acc;
+    }
+    out[k] = total;
   }
   for (k = 0; k < body; ++k) out[k] = FastInterval::checked(out[k].lo, out[k].hi);
+}
+
+FastInterval Sum(const FastInterval* x, extent_t n) {
+  const Lanes d;
+  const auto L = static_cast<extent_t>(hn::Lanes(d));
+  const extent_t body = n - n % L;
+  const Ends zero{hn::Zero(d), hn::Zero(d)};
+  Ends total = zero;
+  for (extent_t first = 0; first < body; first += kBlock * L) {
+    Ends acc = zero;
+    for (extent_t j = first; j < std::min(first + kBlock * L, body); j += L)
+      acc = add(acc, load(d, x + j));
+    total = add(total, acc);
+  }
+  FastInterval sum = sum_lanes(d, total);
+  for (extent_t j = body; j < n; ++j) sum += x[j];
+  return FastInterval::checked(sum.lo, sum.hi);
 }
 
 }  // namespace moacert::oracle::detail::HWY_NAMESPACE
@@ -174,6 +218,7 @@ namespace moacert::oracle::detail {
 
 HWY_EXPORT(Dots);
 HWY_EXPORT(WeightedSum);
+HWY_EXPORT(Sum);
 
 void interval_dots(const FastInterval* a, const FastInterval* x, moa::extent_t row_stride,
                    moa::extent_t rows, moa::extent_t D, FastInterval* out) {
@@ -183,6 +228,10 @@ void interval_dots(const FastInterval* a, const FastInterval* x, moa::extent_t r
 void interval_weighted_sum(const FastInterval* w, const FastInterval* x, moa::extent_t row_stride,
                            moa::extent_t rows, moa::extent_t D, FastInterval* out) {
   HWY_DYNAMIC_DISPATCH(WeightedSum)(w, x, row_stride, rows, D, out);
+}
+
+FastInterval interval_sum(const FastInterval* x, moa::extent_t n) {
+  return HWY_DYNAMIC_DISPATCH(Sum)(x, n);
 }
 
 }  // namespace moacert::oracle::detail

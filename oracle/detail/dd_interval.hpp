@@ -247,6 +247,7 @@ struct Reductions<oracle::detail::DDInterval> {
                                                                 rows, x.shape()[1], out)))
       plain_weighted_sum(w, x, rows, out);
   }
+  static I sum(const I* x, moa::extent_t n) { return plain_sum(x, n); }
 };
 
 template <>

@@ -221,10 +221,12 @@ inline bool exp_by_taylor(const FastInterval& a, FastInterval& out) {
 // elements of a row (and of a) contiguous.
 //   interval_dots:          out_j = Σ_d a_d · x_jd     for j < rows, d < D
 //   interval_weighted_sum:  out_d = Σ_j w_j · x_jd     for d < D, j < rows
+//   interval_sum:           Σ_j x_j                    for j < n
 void interval_dots(const FastInterval* a, const FastInterval* x, moa::extent_t row_stride,
                    moa::extent_t rows, moa::extent_t D, FastInterval* out);
 void interval_weighted_sum(const FastInterval* w, const FastInterval* x, moa::extent_t row_stride,
                            moa::extent_t rows, moa::extent_t D, FastInterval* out);
+FastInterval interval_sum(const FastInterval* x, moa::extent_t n);
 
 }  // namespace moacert::oracle::detail
 
@@ -254,6 +256,9 @@ struct Reductions<oracle::detail::FastInterval> {
     } else {
       plain_weighted_sum(w, x, rows, out);
     }
+  }
+  static I sum(const I* x, moa::extent_t n) {
+    return vectorised() ? oracle::detail::interval_sum(x, n) : plain_sum(x, n);
   }
 };
 

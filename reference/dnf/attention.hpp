@@ -85,11 +85,8 @@ SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T
   T m = Tr::neg_inf();
   for (extent_t j = 0; j < seen; ++j) m = Tr::max(m, s[j]);
   const T shift = Tr::shift(m);
-  T l = Tr::zero();
-  for (extent_t j = 0; j < seen; ++j) {
-    row.p[j] = exp(s[j] - shift);
-    l += row.p[j];
-  }
+  for (extent_t j = 0; j < seen; ++j) row.p[j] = exp(s[j] - shift);
+  const T l = Reductions<T>::sum(row.p.data(), seen);
   for (extent_t j = 0; j < len; ++j) row.p[j] /= l;
   row.lse = shift + log(l);
   return row;

@@ -1,7 +1,9 @@
-// The two reductions the attention DNF spends its time in (O(M·D) per
-// row), named so that an enclosure type can evaluate them its own way:
+// The reductions the attention DNF spends its time in (O(M·D) per row),
+// and the softmax's normaliser, named so that an enclosure type can
+// evaluate them its own way:
 //   dots:          out_j = Σ_d a_d · x_jd   (the scores, dP)
 //   weighted_sum:  out_d = Σ_j w_j · x_jd   (O = P · V)
+//   sum:           Σ_j x_j                 (l = Σ_j exp(S_j - m))
 // The primary template is the definition read as loops, in the order of
 // the formulas (d ascending, j ascending, each sum from zero). The oracle's
 // first pass specialises it for FastInterval to run vectorised
@@ -48,6 +50,14 @@ void plain_weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t r
   }
 }
 
+// @pre x has n elements
+template <class T>
+T plain_sum(const T* x, moa::extent_t n) {
+  T acc = ScalarTraits<T>::zero();
+  for (moa::extent_t j = 0; j < n; ++j) acc += x[j];
+  return acc;
+}
+
 template <class T>
 struct Reductions {
   static void dots(const moa::View<const T>& a, const moa::View<const T>& x, moa::extent_t rows,
@@ -57,6 +67,7 @@ struct Reductions {
   static void weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {
     plain_weighted_sum(w, x, rows, out);
   }
+  static T sum(const T* x, moa::extent_t n) { return plain_sum(x, n); }
 };
 
 }  // namespace moacert::dnf

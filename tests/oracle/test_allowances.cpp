@@ -28,8 +28,7 @@ double distance_in_ulps(Format f, const DD& a, const DD& b) {
 
 // A sampled backward whose key rows sum 2·512 query rows: its dK and dV
 // cancel, so the first pass leaves some of their enclosures wider than
-// 2^-9 ulp (the key rows the certify sample judges at scale), and some
-// straddle a rounding boundary.
+// 2^-9 ulp (the key rows the certify sample judges at scale).
 struct Backward {
   Case c;
   Selection rows;
@@ -92,10 +91,10 @@ TEST(Allowances, ExactIsWithinItsShareOfTheAllowance) {
     }
   }
   // The allowance was used: some `exact` was taken from an enclosure the
-  // default would have narrowed further, and (f32) some rounding was left
-  // open; otherwise the test checks nothing the default does not.
-  EXPECT_GT(settled_sooner, 0) << "of " << judged;
-  EXPECT_GT(open, 0) << "of " << judged;
+  // default would have narrowed further; otherwise the test checks nothing
+  // the default does not. (Roundings left open: ExactZeros below; here
+  // the first pass's blocked sums decide nearly all, `open` is often 0.)
+  EXPECT_GT(settled_sooner, 0) << "of " << judged << ", " << open << " left open";
 }
 
 // An output that is exactly 0 through inexact operations: keys in equal
