@@ -38,7 +38,37 @@ void BoundDots(const double* a, const double* x, extent_t key_stride, extent_t d
   const hn::ScalableTag<double> lanes;
   const auto L = static_cast<extent_t>(hn::Lanes(lanes));
   extent_t j = 0;
-  for (; key_stride == 1 && j + L <= n; j += L) {  // keys contiguous: a vector of keys per d
+  // Keys contiguous: four vectors of keys per d, eight independent chains of
+  // additions (one vector's two chains waited on their adds' latency), each
+  // key's sums still over d ascending.
+  for (; key_stride == 1 && j + 4 * L <= n; j += 4 * L) {
+    auto sum0 = hn::Zero(lanes), sum1 = sum0, sum2 = sum0, sum3 = sum0;
+    auto abs0 = sum0, abs1 = sum0, abs2 = sum0, abs3 = sum0;
+    for (extent_t d = 0; d < D; ++d) {
+      const auto ad = hn::Set(lanes, a[d]);
+      const double* xd = x + d * d_stride + j;
+      const auto p0 = hn::Mul(ad, hn::LoadU(lanes, xd)), p1 = hn::Mul(ad, hn::LoadU(lanes, xd + L)),
+                 p2 = hn::Mul(ad, hn::LoadU(lanes, xd + 2 * L)),
+                 p3 = hn::Mul(ad, hn::LoadU(lanes, xd + 3 * L));
+      sum0 = hn::Add(sum0, p0);
+      sum1 = hn::Add(sum1, p1);
+      sum2 = hn::Add(sum2, p2);
+      sum3 = hn::Add(sum3, p3);
+      abs0 = hn::Add(abs0, hn::Abs(p0));
+      abs1 = hn::Add(abs1, hn::Abs(p1));
+      abs2 = hn::Add(abs2, hn::Abs(p2));
+      abs3 = hn::Add(abs3, hn::Abs(p3));
+    }
+    hn::StoreU(sum0, lanes, dot + j);
+    hn::StoreU(sum1, lanes, dot + j + L);
+    hn::StoreU(sum2, lanes, dot + j + 2 * L);
+    hn::StoreU(sum3, lanes, dot + j + 3 * L);
+    hn::StoreU(abs0, lanes, mag + j);
+    hn::StoreU(abs1, lanes, mag + j + L);
+    hn::StoreU(abs2, lanes, mag + j + 2 * L);
+    hn::StoreU(abs3, lanes, mag + j + 3 * L);
+  }
+  for (; key_stride == 1 && j + L <= n; j += L) {  // then a vector of keys per d
     auto sum = hn::Zero(lanes), abs = hn::Zero(lanes);
     for (extent_t d = 0; d < D; ++d) {
       const auto product = hn::Mul(hn::Set(lanes, a[d]), hn::LoadU(lanes, x + d * d_stride + j));
