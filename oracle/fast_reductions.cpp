@@ -21,10 +21,10 @@
 // Other orders than the scalar loops', the same exact sums enclosed. Why
 // blocks: each addition widens an end by up to an ulp of the running sum,
 // so n terms in a row widen it by about n ulps of the total, where blocks
-// of b give about b + n/b (and lanes divide both by L). At M = 4096 keys
-// the softmax's l and O_i's sum were some 2^12 ulps wide, the widths that
-// sent one forward row in 16 through the double-double pass to decide its
-// rounding (docs/performance-history.md, "Blocked sums").
+// of b give about b + n/b (and lanes divide both by L). In a row at a
+// time, the forward rows of a generated backward case at N = M = 2048 sent
+// 1393 of 16384 rows through the double-double pass to decide an element's
+// rounding; in blocks, 65 (docs/performance-history.md, "Blocked sums").
 
 #ifndef MOACERT_FAST_REDUCTIONS_ONCE
 #define MOACERT_FAST_REDUCTIONS_ONCE
@@ -47,10 +47,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 using moa::extent_t;
 
 using Lanes = hn::ScalableTag<double>;
+using V = hn::Vec<Lanes>;
 
 // Terms per block (the b above): about sqrt(M / L) at M = 4096 on AVX-512.
 constexpr extent_t kBlock = 32;
-using V = hn::Vec<Lanes>;
 
 // The ends of one interval per lane.
 struct Ends {
