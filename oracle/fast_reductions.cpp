@@ -152,45 +152,40 @@ void WeightedSum(const FastInterval* w, const FastInterval* x, extent_t row_stri
   const auto L = static_cast<extent_t>(hn::Lanes(d));
   const extent_t body = D - D % L;
   const Ends zero{hn::Zero(d), hn::Zero(d)};
-  // Two vectors of columns at a time: two independent chains of additions.
-  extent_t k = 0;
-  for (; k + 2 * L <= body; k += 2 * L) {
-    Ends total0 = zero, total1 = zero;
-    for (extent_t first = 0; first < rows; first += kBlock) {
+  // out holds the totals. Blocks of rows outermost: a block (kBlock rows,
+  // 64 KiB of intervals at D = 128) stays in cache while each vector of
+  // columns sums its share, where sweeping every row once per vector of
+  // columns read x from memory D / L times; each element's operations and
+  // their order are the same either way.
+  for (extent_t k = 0; k < D; ++k) out[k] = FastInterval(0.0);
+  for (extent_t first = 0; first < rows; first += kBlock) {
+    const extent_t last = std::min(first + kBlock, rows);
+    // Two vectors of columns at a time: two independent chains of additions.
+    extent_t k = 0;
+    for (; k + 2 * L <= body; k += 2 * L) {
       Ends acc0 = zero, acc1 = zero;
-      for (extent_t j = first; j < std::min(first + kBlock, rows); ++j) {
+      for (extent_t j = first; j < last; ++j) {
         const Ends wj = broadcast(d, w[j]);
         const FastInterval* xj = x + j * row_stride + k;
         acc0 = add(acc0, mul(d, wj, load(d, xj)));
         acc1 = add(acc1, mul(d, wj, load(d, xj + L)));
       }
-      total0 = add(total0, acc0);
-      total1 = add(total1, acc1);
+      store(d, add(load(d, out + k), acc0), out + k);
+      store(d, add(load(d, out + k + L), acc1), out + k + L);
     }
-    store(d, total0, out + k);
-    store(d, total1, out + k + L);
-  }
-  for (; k < body; k += L) {
-    Ends total = zero;
-    for (extent_t first = 0; first < rows; first += kBlock) {
+    for (; k < body; k += L) {
       Ends acc = zero;
-      for (extent_t j = first; j < std::min(first + kBlock, rows); ++j)
+      for (extent_t j = first; j < last; ++j)
         acc = add(acc, mul(d, broadcast(d, w[j]), load(d, x + j * row_stride + k)));
-      total = add(total, acc);
+      store(d, add(load(d, out + k), acc), out + k);
     }
-    store(d, total, out + k);
-  }
-  for (; k < D; ++k) {
-    FastInterval total(0.0);
-    for (extent_t first = 0; first < rows; first += kBlock) {
+    for (; k < D; ++k) {
       FastInterval acc(0.0);
-      for (extent_t j = first; j < std::min(first + kBlock, rows); ++j)
-        acc += w[j] * x[j * row_stride + k];
-      total += acc;
+      for (extent_t j = first; j < last; ++j) acc += w[j] * x[j * row_stride + k];
+      out[k] += acc;
     }
-    out[k] = total;
   }
-  for (k = 0; k < body; ++k) out[k] = FastInterval::checked(out[k].lo, out[k].hi);
+  for (extent_t k = 0; k < body; ++k) out[k] = FastInterval::checked(out[k].lo, out[k].hi);
 }
 
 FastInterval Sum(const FastInterval* x, extent_t n) {
