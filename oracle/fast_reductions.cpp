@@ -24,7 +24,7 @@
 // of b give about b + n/b (and lanes divide both by L). In a row at a
 // time, the forward rows of a generated backward case at N = M = 2048 sent
 // 1393 of 16384 rows through the double-double pass to decide an element's
-// rounding; in blocks, 65 (docs/performance-history.md, "Blocked sums").
+// rounding; in blocks, 65 (docs/performance-history.md, "Allowances and blocked sums").
 
 #ifndef MOACERT_FAST_REDUCTIONS_ONCE
 #define MOACERT_FAST_REDUCTIONS_ONCE
