@@ -41,7 +41,7 @@ struct Options {
   // Zero, infinite or NaN allowances ask for the ulp alone. Why: where a
   // long sum cancels (a sampled backward's key rows at 4096 keys), the
   // first pass's enclosure is a few ulps of a value far below the sum's
-  // terms, yet a millionth of what any rounded arithmetic is allowed there,
+  // terms, while a rounded arithmetic's bound there scales with the terms,
   // and narrowing one such element re-ran its unit whole in double-doubles
   // (docs/oracle.md, "Allowances"). Must outlive evaluate().
   const std::vector<std::vector<double>>* allowed = nullptr;
