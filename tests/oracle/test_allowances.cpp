@@ -6,6 +6,9 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
 
 #include "oracle/oracle.hpp"
 #include "oracle/ulp.hpp"
