@@ -65,19 +65,32 @@ void run_pass(const Case& c, std::span<const Unit> units, int threads, const Fas
   for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
     if (failed) return;
     in = make_inputs<FastInterval>(c, units.subspan(first, count), std::move(in));
-    const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
+    // The chunk's units in runs (forward_run: consecutive forward rows of
+    // one head run as one call), {first unit, count}.
+    std::vector<std::pair<std::size_t, std::size_t>> runs;
+    for (std::size_t u = first; u < first + count; u += runs.back().second)
+      runs.emplace_back(u, forward_run(units, u, first + count));
+    const auto run_count = static_cast<std::int64_t>(runs.size());
 #pragma omp parallel num_threads(team)
     {
       UpwardRounding upward;
       PassKind pass_kind(kind);
 #pragma omp for schedule(dynamic, 1)
-      for (std::int64_t u = begin; u < end; ++u) {
+      for (std::int64_t t = 0; t < run_count; ++t) {
         try {
-          if (u == 0) check_directed_rounding();
-          run_unit(c.problem, in, units[static_cast<std::size_t>(u)],
-                   [&](int output, moa::extent_t flat, const FastInterval& x) {
-                     sink(static_cast<std::size_t>(u), output, flat, x.lo, x.hi);
-                   });
+          if (t == 0) check_directed_rounding();
+          const auto [at, n] = runs[static_cast<std::size_t>(t)];
+          auto emit = [&](std::size_t k, int output, moa::extent_t flat, const FastInterval& x) {
+            sink(at + k, output, flat, x.lo, x.hi);
+          };
+          if (n > 1) {
+            run_forward_rows(c.problem, in, units.subspan(at, n), emit);
+          } else {
+            run_unit(c.problem, in, units[at],
+                     [&](int output, moa::extent_t flat, const FastInterval& x) {
+                       emit(0, output, flat, x);
+                     });
+          }
         } catch (const std::exception& e) {
 #pragma omp critical(moacert_oracle_fast_error)
           {

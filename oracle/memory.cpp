@@ -32,7 +32,7 @@ double converted_elements(const std::vector<moa::Shape>& shapes, const RowsRead&
 // most the sum of what each reads alone, so a bound of k more rows is k
 // times this.
 struct Addition {
-  double elements = 0, scratch = 0, largest = 0;  // largest: one unit's reads
+  double elements = 0, scratch = 0, first_scratch = 0, largest = 0;  // largest: one unit's reads
 };
 Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
   const std::vector<moa::Shape> shapes = input_shapes(p);
@@ -44,6 +44,7 @@ Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
     double adds = 0;
     for (const Unit& u : detail::units_of(p, &one)) {
       most.scratch = std::max(most.scratch, detail::unit_scratch_elements(p, u));
+      most.first_scratch = std::max(most.first_scratch, detail::first_pass_scratch_elements(p, u));
       most.largest = std::max(most.largest, detail::read_elements(p, u));
       for (const detail::Read& read : detail::reads_of(p, u)) {
         const auto& prefix = kept[static_cast<std::size_t>(read.input)];
@@ -73,9 +74,10 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   const RowsRead kept = detail::rows_read(p, units);
   const std::vector<moa::Shape> shapes = input_shapes(p);
   double converted = converted_elements(shapes, kept), scratch = 0, bookkeeping = 0;
-  double largest = detail::largest_unit(p, units), keys = 0;
+  double largest = detail::largest_unit(p, units), keys = 0, first_scratch = 0;
   for (const Unit& u : units) {
     scratch = std::max(scratch, detail::unit_scratch_elements(p, u));
+    first_scratch = std::max(first_scratch, detail::first_pass_scratch_elements(p, u));
     keys += double(u.keys.size());
   }
   double unit_count = double(units.size());
@@ -90,6 +92,7 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
       const Addition a = most_one_row_adds(p, kept, key);
       converted += double(more) * a.elements;
       scratch = std::max(scratch, a.scratch);
+      first_scratch = std::max(first_scratch, a.first_scratch);
       largest = std::max(largest, a.largest);
       // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows.
       if (key) {
@@ -112,20 +115,22 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // of constants at that precision. Counted as 32 elements: the small cases
   // of tests/oracle/test_memory.cpp reach about 11.
   constexpr double kTemporaries = 32;
-  auto pass = [&](double element_bytes) {
+  // The first pass of f32, bf16 and f16 targets runs consecutive forward
+  // rows together (forward_run): its threads hold first_scratch.
+  auto pass = [&](double element_bytes, double unit_scratch) {
     const double held =
         std::min(converted, detail::chunk_limit(largest, int(workers), element_bytes)) *
         element_bytes;
-    return held + workers * (scratch + kTemporaries) * element_bytes;
+    return held + workers * (unit_scratch + kTemporaries) * element_bytes;
   };
   const bool f64 = p.format == Format::f64;
   const bool first_pass = oracle_op(p.op).first_pass;
   // The first pass: intervals of doubles (16 bytes), of double-doubles for
   // f64 targets (32); then, for the narrower targets, the double-double
   // narrowing of the pending units (32); then MPFI, at most at the cap.
-  const double first = first_pass ? pass(f64 ? 32 : 16) : 0;
-  const double narrowing = first_pass && !f64 && exact_digits == 0 ? pass(32) : 0;
-  const double mpfi = pass(detail::mpfi_element_bytes(max_precision));
+  const double first = first_pass ? (f64 ? pass(32, scratch) : pass(16, first_scratch)) : 0;
+  const double narrowing = first_pass && !f64 && exact_digits == 0 ? pass(32, scratch) : 0;
+  const double mpfi = pass(detail::mpfi_element_bytes(max_precision), scratch);
 
   // Per output element, held from the driver's start to the answer
   // (oracle.cpp): the first pass's ends, unit, width (8 each) and refine

@@ -248,6 +248,9 @@ struct Reductions<oracle::detail::DDInterval> {
       plain_weighted_sum(w, x, rows, out);
   }
   static I sum(const I* x, moa::extent_t n) { return plain_sum(x, n); }
+  static void shifted_exps(I* x, moa::extent_t n, const I& shift) {
+    plain_shifted_exps(x, n, shift);
+  }
 };
 
 template <>

@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include "oracle/detail/scoped_rounding.hpp"
 #include "reference/dnf/reductions.hpp"
@@ -227,6 +229,20 @@ void interval_dots(const FastInterval* a, const FastInterval* x, moa::extent_t r
 void interval_weighted_sum(const FastInterval* w, const FastInterval* x, moa::extent_t row_stride,
                            moa::extent_t rows, moa::extent_t D, FastInterval* out);
 FastInterval interval_sum(const FastInterval* x, moa::extent_t n);
+//   interval_shifted_exps:  x_j = exp(x_j - shift)    for j < n, in place:
+//                           exp_by_taylor's operations lane by lane, bit for
+//                           bit the scalar exp(x_j - shift); lanes it does not
+//                           apply to take the scalar exp
+void interval_shifted_exps(FastInterval* x, moa::extent_t n, const FastInterval& shift);
+// Several rows at once (RowReductions): a[r] (or w[r]) against the first
+// rows[r] rows of x, into out[r]; each row's values are those of the
+// one-row functions above, bit for bit.
+void interval_dots_rows(const FastInterval* const* a, moa::extent_t R, const FastInterval* x,
+                        moa::extent_t row_stride, const moa::extent_t* rows, moa::extent_t D,
+                        FastInterval* const* out);
+void interval_weighted_sums(const FastInterval* const* w, const FastInterval* x,
+                            moa::extent_t row_stride, const moa::extent_t* rows, moa::extent_t R,
+                            moa::extent_t D, FastInterval* const* out);
 
 }  // namespace moacert::oracle::detail
 
@@ -259,6 +275,40 @@ struct Reductions<oracle::detail::FastInterval> {
   }
   static I sum(const I* x, moa::extent_t n) {
     return vectorised() ? oracle::detail::interval_sum(x, n) : plain_sum(x, n);
+  }
+  static void shifted_exps(I* x, moa::extent_t n, const I& shift) {
+    if (vectorised()) {
+      oracle::detail::interval_shifted_exps(x, n, shift);
+    } else {
+      plain_shifted_exps(x, n, shift);
+    }
+  }
+};
+
+template <>
+struct RowReductions<oracle::detail::FastInterval> {
+  using I = oracle::detail::FastInterval;
+  static void dots(std::span<const moa::View<const I>> a, const moa::View<const I>& x,
+                   const moa::extent_t* rows, I* const* out) {
+    const bool contiguous =
+        std::all_of(a.begin(), a.end(), [](const auto& row) { return contiguous_rows(row); });
+    if (Reductions<I>::vectorised() && contiguous && contiguous_rows(x)) {
+      std::vector<const I*> starts;
+      for (const auto& row : a) starts.push_back(row.data());
+      oracle::detail::interval_dots_rows(starts.data(), moa::extent_t(a.size()), x.data(),
+                                         x.layout().stride(0), rows, x.shape()[1], out);
+    } else {
+      each_row_dots(a, x, rows, out);
+    }
+  }
+  static void weighted_sums(const I* const* w, const moa::View<const I>& x,
+                            const moa::extent_t* rows, moa::extent_t R, I* const* out) {
+    if (Reductions<I>::vectorised() && contiguous_rows(x)) {
+      oracle::detail::interval_weighted_sums(w, x.data(), x.layout().stride(0), rows, R,
+                                             x.shape()[1], out);
+    } else {
+      each_row_weighted_sums(w, x, rows, R, out);
+    }
   }
 };
 

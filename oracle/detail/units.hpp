@@ -340,6 +340,69 @@ View<T> slice(const View<T>& v, const Index& start, const Shape& extent) {
   return View<T>(v.data() + l(start), Layout::strided(extent, l.strides()));
 }
 
+// How many of units[first, end) a pass may run, from `first`, as one call
+// of the DNF's block of forward rows (dnf::attention_fwd_rows): fwd_row
+// units of one (b, h) with consecutive rows i, at most
+// dnf::kStatisticsRows of them; 1 for any other unit. Each row's values are
+// its unit's alone; the block's reductions meet each block of keys with
+// every row while it is in cache (docs/oracle.md, "Sampled").
+inline std::size_t forward_run(std::span<const Unit> units, std::size_t first, std::size_t end) {
+  const Unit& u = units[first];
+  std::size_t n = 1;
+  if (u.kind != UnitKind::fwd_row) return n;
+  while (first + n < end && n < std::size_t(dnf::kStatisticsRows)) {
+    const Unit& next = units[first + n];
+    if (next.kind != UnitKind::fwd_row || next.a != u.a || next.b != u.b ||
+        next.c != u.c + extent_t(n))
+      break;
+    ++n;
+  }
+  return n;
+}
+
+// The most scratch one thread of the first pass holds for unit u: a
+// forward row's times the rows of its run (forward_run).
+inline double first_pass_scratch_elements(const Problem& p, const Unit& u) {
+  const double rows = u.kind == UnitKind::fwd_row ? double(dnf::kStatisticsRows) : 1.0;
+  return rows * unit_scratch_elements(p, u);
+}
+
+// Runs a forward_run of units as one DNF call, handing each element to
+// emit(k, output, flat, value), k the position in `run` of its row's unit.
+// The keys and values read are the last row's (under the causal mask, the
+// longest prefix; each row sees its own, as its unit alone does).
+template <class T, class Emit>
+void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Unit> run,
+                      Emit&& emit) {
+  const Dims& d = p.dims;
+  const auto q_input = static_cast<int>(input_position(p.op, "q"));
+  const auto k_input = static_cast<int>(input_position(p.op, "k"));
+  const auto v_input = static_cast<int>(input_position(p.op, "v"));
+  std::vector<View<const T>> q_rows;
+  View<const T> kh, vh;
+  for (const Unit& u : run) {
+    for (const Read& r : reads_of(p, u)) {
+      if (r.input == q_input) q_rows.push_back(in.view(r).sub({0, 0, 0}));  // (D)
+      if (&u != &run.back()) continue;
+      if (r.input == k_input) kh = in.view(r).sub({0, 0});  // (seen, D)
+      if (r.input == v_input) vh = in.view(r).sub({0, 0});
+    }
+  }
+  const extent_t b = run.front().a, h = run.front().b, i0 = run.front().c;
+  const dnf::ForwardRows<T> f = dnf::attention_fwd_rows<T>(
+      q_rows, kh, vh, dnf::ScalarTraits<T>::from_double(in.scale), p.causal(), i0, d.N, d.M);
+  const std::vector<Shape> outputs = output_shapes(p);
+  const int o_out = static_cast<int>(output_position(p.op, "o")),
+            lse_out = static_cast<int>(output_position(p.op, "lse"));
+  for (std::size_t k = 0; k < run.size(); ++k) {
+    const extent_t i = i0 + extent_t(k);
+    for (extent_t x = 0; x < d.D; ++x)
+      emit(k, o_out, moa::row_major_offset(outputs[std::size_t(o_out)], {b, h, i, x}),
+           f.o[k * std::size_t(d.D) + std::size_t(x)]);
+    emit(k, lse_out, moa::row_major_offset(outputs[std::size_t(lse_out)], {b, h, i}), f.lse[k]);
+  }
+}
+
 // Runs the DNF on one unit and hands every output element it produces to
 // emit(output, row_major_flat_index, value). The unit's inputs are its
 // reads (reads_of), each found by its input's name.

@@ -112,7 +112,7 @@ std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // on
 
 // A query row's scores and probabilities (and, for a dQ row, the partial
 // dK, dV it drops), a kv group's probabilities and their gradients, the key
-// rows' dK, dV with one query row's statistics.
+// rows' dK, dV with a block of query rows' statistics.
 double unit_scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
@@ -125,8 +125,8 @@ double unit_scratch_elements(const Problem& p, const Unit& u) {
       return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
     case UnitKind::bwd_query_row:
       return row + 2.0 * double(d.M) * double(d.D);
-    case UnitKind::bwd_key_rows:
-      return row + 2.0 * double(u.keys.size()) * double(d.D);
+    case UnitKind::bwd_key_rows:  // kStatisticsRows query rows' softmax at once
+      return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D);
     case UnitKind::norm_row:
     case UnitKind::mlp_row:
     case UnitKind::batch:

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "reference/causal.hpp"
@@ -53,6 +55,24 @@ Dims attention_dims(const View<const T>& q, const View<const T>& k) {
   return d;
 }
 
+// Query rows whose softmax the DNF's loops take at once (softmax_rows and
+// what calls it): RowReductions may then share its reads of k and v between
+// them. At 16384 keys, a row at a time streamed a kv head's keys and values
+// from memory once per query row (docs/performance-history.md, "Query rows
+// in blocks"); each row's values are the same either way.
+inline constexpr extent_t kStatisticsRows = 16;
+
+// The rows i0 .. up to kStatisticsRows of them, before N, of head h of
+// x (B, H, N, D): each a (D) view.
+template <class T>
+std::vector<View<const T>> block_of_rows(const View<const T>& x, extent_t b, extent_t h,
+                                         extent_t i0, extent_t N) {
+  std::vector<View<const T>> rows;
+  for (extent_t i = i0; i < std::min(i0 + kStatisticsRows, N); ++i)
+    rows.push_back(x.sub({b, h, i}));
+  return rows;
+}
+
 // One row's softmax over its visible keys, the step shared by forward and
 // backward: S (scaled, masked scores), P (normalised probabilities, 0 where
 // masked), m and l, and LSE. `len` limits the keys (decode's lens[b]).
@@ -63,33 +83,85 @@ struct SoftmaxRow {
   bool empty;  // the row sees no key
 };
 
+// The rows i0 .. i0 + R - 1 of one query head at once, q_rows[r] (D) row
+// i0 + r: each row's softmax_row, computed by the same operations (the
+// scores of every row first, through RowReductions, which may share the
+// reads of k).
+template <class T>
+std::vector<SoftmaxRow<T>> softmax_rows(std::span<const View<const T>> q_rows,
+                                        const View<const T>& k /*(M, D)*/, const T& scale,
+                                        bool causal, extent_t i0, extent_t N, extent_t M,
+                                        extent_t len) {
+  using Tr = ScalarTraits<T>;
+  using std::log;
+  const auto R = static_cast<extent_t>(q_rows.size());
+  std::vector<SoftmaxRow<T>> rows;
+  std::vector<extent_t> seen;  // the keys each row sees
+  std::vector<T*> scores;      // row r's scores, held in its p until exp replaces them
+  rows.reserve(static_cast<std::size_t>(R));
+  for (extent_t r = 0; r < R; ++r) {
+    seen.push_back(visible_keys(causal, i0 + r, N, M, len));
+    rows.push_back({std::vector<T>(static_cast<std::size_t>(M), Tr::zero()), Tr::neg_inf(),
+                    seen.back() == 0});  // no visible key: P = 0, LSE = -inf
+    scores.push_back(rows.back().p.data());
+  }
+  // scores: S_ij = scale · Σ_d Q_id K_jd
+  RowReductions<T>::dots(q_rows, k, seen.data(), scores.data());
+  for (extent_t r = 0; r < R; ++r) {
+    SoftmaxRow<T>& row = rows[static_cast<std::size_t>(r)];
+    const extent_t n = seen[static_cast<std::size_t>(r)];
+    if (row.empty) continue;
+    std::vector<T>& p = row.p;
+    for (extent_t j = 0; j < n; ++j) p[j] = scale * p[j];
+    // row_max, then the shifted exponentials and their sum
+    T m = Tr::neg_inf();
+    for (extent_t j = 0; j < n; ++j) m = Tr::max(m, p[j]);
+    const T shift = Tr::shift(m);
+    Reductions<T>::shifted_exps(p.data(), n, shift);
+    const T l = Reductions<T>::sum(p.data(), n);
+    for (extent_t j = 0; j < len; ++j) p[j] /= l;
+    row.lse = shift + log(l);
+  }
+  return rows;
+}
+
+// Row i alone, q_row (D).
 template <class T>
 SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T>& k /*(M, D)*/,
                           const T& scale, bool causal, extent_t i, extent_t N, extent_t M,
                           extent_t len) {
-  using Tr = ScalarTraits<T>;
-  using std::exp;
-  using std::log;
-  SoftmaxRow<T> row{std::vector<T>(static_cast<std::size_t>(M), Tr::zero()), Tr::neg_inf(), true};
+  return std::move(softmax_rows<T>({&q_row, 1}, k, scale, causal, i, N, M, len)[0]);
+}
 
-  const extent_t seen = visible_keys(causal, i, N, M, len);
-  if (seen == 0) return row;  // no visible key: P = 0, LSE = -inf
-  row.empty = false;
+// The forward of rows i0 .. i0 + R - 1 of one query head, q_rows[r] (D)
+// row i0 + r: O (R·D, row-major) and LSE (R), each row's values those of
+// the row alone (softmax_rows, RowReductions).
+template <class T>
+struct ForwardRows {
+  std::vector<T> o, lse;
+};
 
-  // scores: S_ij = scale · Σ_d Q_id K_jd
-  std::vector<T> s(static_cast<std::size_t>(seen), Tr::zero());  // (seen)
-  Reductions<T>::dots(q_row, k, seen, s.data());
-  for (extent_t j = 0; j < seen; ++j) s[j] = scale * s[j];
-
-  // row_max, then the shifted exponentials and their sum
-  T m = Tr::neg_inf();
-  for (extent_t j = 0; j < seen; ++j) m = Tr::max(m, s[j]);
-  const T shift = Tr::shift(m);
-  for (extent_t j = 0; j < seen; ++j) row.p[j] = exp(s[j] - shift);
-  const T l = Reductions<T>::sum(row.p.data(), seen);
-  for (extent_t j = 0; j < len; ++j) row.p[j] /= l;
-  row.lse = shift + log(l);
-  return row;
+template <class T>
+ForwardRows<T> attention_fwd_rows(std::span<const View<const T>> q_rows,
+                                  const View<const T>& kh /*(M, D)*/,
+                                  const View<const T>& vh /*(M, D)*/, const T& scale, bool causal,
+                                  extent_t i0, extent_t N, extent_t M) {
+  const auto R = static_cast<extent_t>(q_rows.size());
+  const extent_t D = vh.shape()[1];
+  std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
+  // O_i = Σ_j P_ij V_j over the visible keys (masked P: never read)
+  ForwardRows<T> out{std::vector<T>(static_cast<std::size_t>(R * D)), {}};
+  std::vector<extent_t> seen;
+  std::vector<const T*> p;
+  std::vector<T*> o_out;
+  for (extent_t r = 0; r < R; ++r) {
+    seen.push_back(visible_keys(causal, i0 + r, N, M, M));
+    p.push_back(softmax[static_cast<std::size_t>(r)].p.data());
+    o_out.push_back(out.o.data() + r * D);
+    out.lse.push_back(softmax[static_cast<std::size_t>(r)].lse);
+  }
+  RowReductions<T>::weighted_sums(p.data(), vh, seen.data(), R, o_out.data());
+  return out;
 }
 
 // attention.fwd: o (B,H,N,D), lse (B,H,N).
@@ -102,15 +174,15 @@ void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double sca
   for (extent_t b = 0; b < s.B; ++b) {
     for (extent_t h = 0; h < s.H; ++h) {
       const View<const T> kh = k.sub({b, h / group}), vh = v.sub({b, h / group});  // (M, D)
-      for (extent_t i = 0; i < s.N; ++i) {
-        const SoftmaxRow<T> row =
-            softmax_row(q.sub({b, h, i}), kh, scale, causal, i, s.N, s.M, s.M);
-        // O_i = Σ_j P_ij V_j over the visible keys (masked P: never read)
-        std::vector<T> o_i(static_cast<std::size_t>(s.D));  // (D)
-        Reductions<T>::weighted_sum(row.p.data(), vh, visible_keys(causal, i, s.N, s.M, s.M),
-                                    o_i.data());
-        for (extent_t d = 0; d < s.D; ++d) o(b, h, i, d) = o_i[d];
-        lse(b, h, i) = row.lse;
+      for (extent_t i0 = 0; i0 < s.N; i0 += kStatisticsRows) {
+        const std::vector<View<const T>> q_rows = block_of_rows(q, b, h, i0, s.N);
+        const ForwardRows<T> f = attention_fwd_rows<T>(q_rows, kh, vh, scale, causal, i0, s.N, s.M);
+        for (std::size_t r = 0; r < q_rows.size(); ++r) {
+          const extent_t i = i0 + static_cast<extent_t>(r);
+          for (extent_t d = 0; d < s.D; ++d)
+            o(b, h, i, d) = f.o[r * std::size_t(s.D) + std::size_t(d)];
+          lse(b, h, i) = f.lse[r];
+        }
       }
     }
   }
@@ -125,21 +197,50 @@ struct BackwardRow {
   T delta;  // D_i
 };
 
+// The rows i0 .. i0 + R - 1 of one query head at once, q_rows[r] and
+// do_rows[r] (D) row i0 + r: each row's values those of the row alone.
+template <class T>
+std::vector<BackwardRow<T>> backward_rows(std::span<const View<const T>> q_rows,
+                                          std::span<const View<const T>> do_rows,
+                                          const View<const T>& kh /*(M, D)*/,
+                                          const View<const T>& vh /*(M, D)*/, const T& scale,
+                                          bool causal, extent_t i0, extent_t N, extent_t M) {
+  using Tr = ScalarTraits<T>;
+  const auto R = static_cast<extent_t>(q_rows.size());
+  const extent_t D = vh.shape()[1];
+  std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
+  // O_i = Σ_j P_ij V_j over the visible keys (none for an empty row: P = 0
+  // and it contributes nothing), then D_i = dO_i · O_i
+  std::vector<T> o(static_cast<std::size_t>(R * D));  // (R, D)
+  std::vector<extent_t> seen;
+  std::vector<const T*> p;
+  std::vector<T*> o_rows;
+  for (extent_t r = 0; r < R; ++r) {
+    const SoftmaxRow<T>& row = softmax[static_cast<std::size_t>(r)];
+    seen.push_back(row.empty ? 0 : visible_keys(causal, i0 + r, N, M, M));
+    p.push_back(row.p.data());
+    o_rows.push_back(o.data() + r * D);
+  }
+  RowReductions<T>::weighted_sums(p.data(), vh, seen.data(), R, o_rows.data());
+  std::vector<BackwardRow<T>> rows;
+  rows.reserve(static_cast<std::size_t>(R));
+  for (extent_t r = 0; r < R; ++r) {
+    rows.push_back({std::move(softmax[static_cast<std::size_t>(r)]), Tr::zero()});
+    if (rows.back().softmax.empty) continue;
+    Reductions<T>::dots(
+        do_rows[static_cast<std::size_t>(r)],
+        View<const T>(o_rows[static_cast<std::size_t>(r)], moa::Layout::row_major({1, D})), 1,
+        &rows.back().delta);
+  }
+  return rows;
+}
+
+// Row i alone, qi and doi (D).
 template <class T>
 BackwardRow<T> backward_row(const View<const T>& qi /*(D)*/, const View<const T>& doi /*(D)*/,
                             const View<const T>& kh /*(M, D)*/, const View<const T>& vh /*(M, D)*/,
                             const T& scale, bool causal, extent_t i, extent_t N, extent_t M) {
-  using Tr = ScalarTraits<T>;
-  BackwardRow<T> row{softmax_row(qi, kh, scale, causal, i, N, M, M), Tr::zero()};
-  if (row.softmax.empty) return row;  // P = 0: the row contributes nothing
-  // O_i = Σ_j P_ij V_j over the visible keys, then D_i = dO_i · O_i
-  const extent_t D = qi.shape()[0];
-  std::vector<T> o_i(static_cast<std::size_t>(D));  // (D)
-  Reductions<T>::weighted_sum(row.softmax.p.data(), vh, visible_keys(causal, i, N, M, M),
-                              o_i.data());
-  Reductions<T>::dots(doi, View<const T>(o_i.data(), moa::Layout::row_major({1, D})), 1,
-                      &row.delta);
-  return row;
+  return std::move(backward_rows<T>({&qi, 1}, {&doi, 1}, kh, vh, scale, causal, i, N, M)[0]);
 }
 
 // dS_ij = P_ij (dP_ij - D_i), dP_ij = dO_i · V_j, for a key j row i sees.
@@ -200,7 +301,7 @@ void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const
 // term by term in its order (row i of every query head in turn), so the
 // values are those attention_bwd computes. A key row depends on every
 // query row's softmax normaliser: the rows' statistics are computed once
-// for all the keys asked.
+// for all the keys asked, kStatisticsRows query rows at a time.
 template <class T>
 void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
                             double scale_d, bool causal, const std::vector<extent_t>& keys,
@@ -212,17 +313,24 @@ void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, V
   for (const moa::Index& idx : moa::iota(dv_rows.shape())) dv_rows(idx) = Tr::zero();
   const View<const T> kh = k.sub({0, 0}), vh = v.sub({0, 0});  // (M, D)
   for (extent_t h = 0; h < s.H; ++h) {
-    for (extent_t i = 0; i < s.N; ++i) {
-      const View<const T> qi = q.sub({0, h, i}), doi = dout.sub({0, h, i});  // (D)
-      const BackwardRow<T> row = backward_row(qi, doi, kh, vh, scale, causal, i, s.N, s.M);
-      if (row.softmax.empty) continue;
-      for (std::size_t t = 0; t < keys.size(); ++t) {
-        const extent_t j = keys[t];
-        if (!visible(causal, i, j, s.N, s.M)) continue;
-        const T ds = backward_ds(row, doi, vh, j);
-        const auto r = static_cast<extent_t>(t);
-        accumulate_key_row(dk_rows.sub({r}), dv_rows.sub({r}), scale, ds, row.softmax.p[j], qi,
-                           doi);
+    for (extent_t i0 = 0; i0 < s.N; i0 += kStatisticsRows) {
+      const std::vector<View<const T>> q_rows = block_of_rows(q, 0, h, i0, s.N),
+                                       do_rows = block_of_rows(dout, 0, h, i0, s.N);
+      const std::vector<BackwardRow<T>> rows =
+          backward_rows<T>(q_rows, do_rows, kh, vh, scale, causal, i0, s.N, s.M);
+      for (std::size_t n = 0; n < rows.size(); ++n) {
+        const BackwardRow<T>& row = rows[n];
+        if (row.softmax.empty) continue;
+        const extent_t i = i0 + static_cast<extent_t>(n);
+        const View<const T>&qi = q_rows[n], &doi = do_rows[n];  // (D)
+        for (std::size_t t = 0; t < keys.size(); ++t) {
+          const extent_t j = keys[t];
+          if (!visible(causal, i, j, s.N, s.M)) continue;
+          const T ds = backward_ds(row, doi, vh, j);
+          const auto r = static_cast<extent_t>(t);
+          accumulate_key_row(dk_rows.sub({r}), dv_rows.sub({r}), scale, ds, row.softmax.p[j], qi,
+                             doi);
+        }
       }
     }
   }

@@ -4,6 +4,8 @@
 //   dots:          out_j = Σ_d a_d · x_jd   (the scores, dP)
 //   weighted_sum:  out_d = Σ_j w_j · x_jd   (O = P · V)
 //   sum:           Σ_j x_j                 (l = Σ_j exp(S_j - m))
+//   shifted_exps:  x_j = exp(x_j - m)      (the numerators; not a reduction,
+//                                           but as many operations per row)
 // The primary template is the definition read as loops, in the order of
 // the formulas (d ascending, j ascending, each sum from zero). The oracle's
 // first pass specialises it for FastInterval to run vectorised
@@ -12,6 +14,8 @@
 // double-double pass's (oracle/dd_reductions.cpp) keeps this order, lane by
 // lane, so that its enclosures are the plain loops' bit for bit.
 #pragma once
+
+#include <span>
 
 #include "reference/dnf/scalar.hpp"
 #include "reference/moa/moa.hpp"
@@ -50,6 +54,13 @@ void plain_weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t r
   }
 }
 
+// x_j = exp(x_j - shift) for j < n (the softmax's numerators), in place.
+template <class T>
+void plain_shifted_exps(T* x, moa::extent_t n, const T& shift) {
+  using std::exp;
+  for (moa::extent_t j = 0; j < n; ++j) x[j] = exp(x[j] - shift);
+}
+
 // @pre x has n elements
 template <class T>
 T plain_sum(const T* x, moa::extent_t n) {
@@ -68,6 +79,43 @@ struct Reductions {
     plain_weighted_sum(w, x, rows, out);
   }
   static T sum(const T* x, moa::extent_t n) { return plain_sum(x, n); }
+  static void shifted_exps(T* x, moa::extent_t n, const T& shift) {
+    plain_shifted_exps(x, n, shift);
+  }
+};
+
+// The same reductions for several query rows of one head at once, row r
+// against the first rows[r] rows of x (the keys it sees), into out[r]:
+//   dots:           out[r]_j = Σ_d a[r]_d · x_jd
+//   weighted_sums:  out[r]_d = Σ_j w[r]_j · x_jd
+// Each row's values are Reductions<T>'s for that row alone, bit for bit;
+// a specialisation may only share the reads of x between the rows (the
+// first pass's meets a block of keys with every row while it is in cache:
+// a row at a time streamed a kv head's keys from memory once per query
+// row, which at 16384 keys no cache holds).
+//
+// Row by row: the definition (and a specialisation's fallback).
+template <class T>
+void each_row_dots(std::span<const moa::View<const T>> a, const moa::View<const T>& x,
+                   const moa::extent_t* rows, T* const* out) {
+  for (std::size_t r = 0; r < a.size(); ++r) Reductions<T>::dots(a[r], x, rows[r], out[r]);
+}
+template <class T>
+void each_row_weighted_sums(const T* const* w, const moa::View<const T>& x,
+                            const moa::extent_t* rows, moa::extent_t R, T* const* out) {
+  for (moa::extent_t r = 0; r < R; ++r) Reductions<T>::weighted_sum(w[r], x, rows[r], out[r]);
+}
+
+template <class T>
+struct RowReductions {
+  static void dots(std::span<const moa::View<const T>> a, const moa::View<const T>& x,
+                   const moa::extent_t* rows, T* const* out) {
+    each_row_dots(a, x, rows, out);
+  }
+  static void weighted_sums(const T* const* w, const moa::View<const T>& x,
+                            const moa::extent_t* rows, moa::extent_t R, T* const* out) {
+    each_row_weighted_sums(w, x, rows, R, out);
+  }
 };
 
 }  // namespace moacert::dnf

@@ -7,6 +7,10 @@
 // plain loops here are the pass's scalar arithmetic.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -111,6 +115,73 @@ TEST_P(EveryTarget, WeightedSumEnclosesAndIsNarrowerThanTheLoop) {
       EXPECT_LT(2 * blocked_width, plain_width) << "rows " << rows;
     }
   }
+}
+
+// The same double, bit for bit, or both NaN.
+bool same(double x, double y) {
+  return std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y) ||
+         (std::isnan(x) && std::isnan(y));
+}
+
+// The softmax's numerators, lanes against the scalar operators: bit for
+// bit exp(x_j - shift), on the intervals the pass meets (scores below the
+// shift, a few ulps wide or points, the shift itself giving an exact 1)
+// and on those the Taylor way refuses, which take the scalar exp (NaN,
+// -inf, past -690, wide enough that r passes ±0.35), with a point shift
+// and a wider one, at lengths that leave tails.
+TEST_P(EveryTarget, ShiftedExpsAreTheScalarExpBitForBit) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> score(-60, 0.5);
+  const double inf = std::numeric_limits<double>::infinity();
+  int compared = 0, refused = 0;
+  for (const FastInterval shift : {FastInterval(0.25), FastInterval(-1.5, -1.5 + 0x1p-40)}) {
+    for (extent_t n : {1, 7, 8, 9, 100, 1003}) {
+      std::vector<FastInterval> x(static_cast<std::size_t>(n));
+      for (FastInterval& v : x) {
+        const double s = score(rng);
+        switch (rng() % 16) {
+          case 0:
+            v = FastInterval(s);
+            break;
+          case 1:
+            v = shift;
+            break;
+          case 2:
+            v = FastInterval::nan();
+            break;
+          case 3:
+            v = FastInterval(-inf);
+            break;
+          case 4:
+            v = FastInterval(-800.0, -700.0);
+            break;
+          case 5:
+            v = FastInterval(s - 3, s);
+            break;
+          default:
+            v = FastInterval(s, std::nextafter(std::nextafter(s, inf), inf));
+        }
+      }
+      std::vector<FastInterval> lanes = x, scalar(x.size());
+      {
+        UpwardRounding up;
+        interval_shifted_exps(lanes.data(), n, shift);
+        for (std::size_t j = 0; j < x.size(); ++j) scalar[j] = exp(x[j] - shift);
+      }
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        EXPECT_TRUE(same(lanes[j].lo, scalar[j].lo) && same(lanes[j].hi, scalar[j].hi))
+            << "n " << n << ", j " << j << ": x [" << x[j].lo << ", " << x[j].hi << "] gives ["
+            << lanes[j].lo << ", " << lanes[j].hi << "], the scalar [" << scalar[j].lo << ", "
+            << scalar[j].hi << "]";
+        ++compared;
+        FastInterval taylor;
+        UpwardRounding up;
+        if (!exp_by_taylor(x[j] - shift, taylor)) ++refused;
+      }
+    }
+  }
+  EXPECT_GT(compared, 2000);
+  EXPECT_GT(refused, 200);  // the scalar fallback was met
 }
 
 }  // namespace
