@@ -90,6 +90,36 @@ void BoundDots(const double* a, const double* x, extent_t key_stride, extent_t d
   }
 }
 
+void BoundValueSums(const double* p, const double* f_row, double l, const double* v,
+                    extent_t first, extent_t last, extent_t D, double* c, double* f, double* o,
+                    double* vmax) {
+  const hn::ScalableTag<double> lanes;
+  const auto L = static_cast<extent_t>(hn::Lanes(lanes));
+  const extent_t body = D - D % L;
+  for (extent_t j = first; j < last; ++j) {
+    const double P = p[j] / l, F = f_row[j];
+    const double* vj = v + j * D;
+    const auto Pv = hn::Set(lanes, P), Fv = hn::Set(lanes, F);
+    for (extent_t d = 0; d < body; d += L) {
+      const auto vv = hn::LoadU(lanes, vj + d), av = hn::Abs(vv);
+      const auto pa = hn::Mul(Pv, av);
+      hn::StoreU(hn::Add(hn::LoadU(lanes, c + d), pa), lanes, c + d);
+      hn::StoreU(hn::Add(hn::LoadU(lanes, f + d), hn::Mul(pa, Fv)), lanes, f + d);
+      hn::StoreU(hn::Add(hn::LoadU(lanes, o + d), hn::Mul(Pv, vv)), lanes, o + d);
+      // std::max(m, x): x only where m < x (a NaN |V| leaves m), as below.
+      const auto m = hn::LoadU(lanes, vmax + d);
+      hn::StoreU(hn::IfThenElse(hn::Lt(m, av), av, m), lanes, vmax + d);
+    }
+    for (extent_t d = body; d < D; ++d) {
+      const double vv = vj[d];
+      c[d] += P * std::fabs(vv);
+      f[d] += P * std::fabs(vv) * F;
+      o[d] += P * vv;
+      vmax[d] = std::max(vmax[d], std::fabs(vv));
+    }
+  }
+}
+
 }  // namespace moacert::oracle::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -97,10 +127,17 @@ HWY_AFTER_NAMESPACE();
 namespace moacert::oracle::detail {
 
 HWY_EXPORT(BoundDots);
+HWY_EXPORT(BoundValueSums);
 
 void bound_dots(const double* a, const double* x, moa::extent_t key_stride, moa::extent_t d_stride,
                 moa::extent_t n, moa::extent_t D, double* dot, double* mag) {
   HWY_DYNAMIC_DISPATCH(BoundDots)(a, x, key_stride, d_stride, n, D, dot, mag);
+}
+
+void bound_value_sums(const double* p, const double* f_row, double l, const double* v,
+                      moa::extent_t first, moa::extent_t last, moa::extent_t D, double* c,
+                      double* f, double* o, double* vmax) {
+  HWY_DYNAMIC_DISPATCH(BoundValueSums)(p, f_row, l, v, first, last, D, c, f, o, vmax);
 }
 
 void transpose_rows(const double* from, moa::extent_t rows, moa::extent_t D, double* to) {

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "oracle/detail/bound_helpers.hpp"
 #include "oracle/ops/table.hpp"
@@ -62,28 +65,29 @@ struct ForwardRowScratch {
         ev(D) {}
 };
 
-// The forward bound of one query row (b, h, i) that sees the keys 0 .. n-1
-// (a prefix: causal and decode's lens cut it), written into r. Every sum
-// runs over j ascending from zero, as the definition's loops: the row's
-// bounds do not depend on which other rows are bounded, nor on threads.
-void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, const KeyRows& keys,
-                           double scale, extent_t b, extent_t h, extent_t g, extent_t i, extent_t n,
-                           const RoundingUnits& u, const AttentionInputErrors& in,
-                           ForwardRowScratch& w, ForwardBounds& r) {
+// What one query row's bound carries from its weights to its values.
+struct RowWeights {
+  double l, L, Delta;
+  bool unbounded;
+};
+
+// One query row (b, h, i) that sees the keys 0 .. n-1 (n > 0; a prefix:
+// causal and decode's lens cut it), from its score dots (w.dot, w.mag):
+// the weights w.p and w.f_row of its value sums, its LSE and LSE bound
+// into r. Every sum runs over j ascending from zero, as the definition's
+// loops: the row's bounds do not depend on which other rows are bounded,
+// nor on threads.
+RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, extent_t b,
+                                     extent_t h, extent_t g, extent_t i, extent_t n,
+                                     const RoundingUnits& u, const AttentionInputErrors& in,
+                                     ForwardRowScratch& w, ForwardBounds& r) {
   const extent_t D = q.shape()[3];
   const double* qi = row_of(q, {b, h, i, 0});  // (D)
   const double* kg = row_of(k, {b, g, 0, 0});  // (M, D)
-  const double* vg = row_of(v, {b, g, 0, 0});  // (M, D)
   const double* eqi = in.q ? row_of(*in.q, {b, h, i, 0}) : nullptr;
   const double* ekg = in.k ? row_of(*in.k, {b, g, 0, 0}) : nullptr;
-  const double* evg = in.v ? row_of(*in.v, {b, g, 0, 0}) : nullptr;
-  if (n == 0) {  // no visible key: exact O = 0, LSE = -inf; must match
-    r.lse_val.view()(b, h, i) = -kInf;
-    return;
-  }
   // scores, their magnitudes a_ij, and the score error bound δ_ij
   double smax = -kInf, dmax = 0;
-  keys.dots(qi, n, D, w.dot.data(), w.mag.data());
   for (extent_t j = 0; j < n; ++j) {
     const double* kj = kg + j * D;
     const double dot = w.dot[j], mag = w.mag[j];
@@ -139,25 +143,30 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, const KeyRo
   const bool unbounded = std::isinf(Delta);
   r.lse.view()(b, h, i) =
       unbounded ? kInf : kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
-  // The value sums of every d at once, each over j ascending (V row by row).
-  std::fill(w.c.begin(), w.c.end(), 0.0);
-  std::fill(w.f.begin(), w.f.end(), 0.0);
-  std::fill(w.o.begin(), w.o.end(), 0.0);
-  std::fill(w.vmax.begin(), w.vmax.end(), 0.0);
-  std::fill(w.ev.begin(), w.ev.end(), 0.0);
-  for (extent_t j = 0; j < n; ++j) {
-    const double P = w.p[j] / l, F = w.f_row[j];
-    const double* vj = vg + j * D;
-    for (extent_t d = 0; d < D; ++d) {
-      const double vv = vj[d];
-      w.c[d] += P * std::fabs(vv);
-      w.f[d] += P * std::fabs(vv) * F;
-      w.o[d] += P * vv;
-      w.vmax[d] = std::max(w.vmax[d], std::fabs(vv));
-    }
-    if (evg)
-      for (extent_t d = 0; d < D; ++d) w.ev[d] += bound_times(evg[j * D + d], P);
-  }
+  return {l, L, Delta, unbounded};
+}
+
+// Row i's value sums of keys first .. last - 1, every d at once (V row by
+// row), added to w.c, w.f, w.o, w.vmax, w.ev: j ascending, as a whole row's.
+void add_value_sums(const Mat& v, extent_t b, extent_t g, extent_t first, extent_t last,
+                    const AttentionInputErrors& in, const RowWeights& rw, ForwardRowScratch& w) {
+  const extent_t D = v.shape()[3];
+  const double* vg = row_of(v, {b, g, 0, 0});  // (M, D)
+  bound_value_sums(w.p.data(), w.f_row.data(), rw.l, vg, first, last, D, w.c.data(), w.f.data(),
+                   w.o.data(), w.vmax.data());
+  if (!in.v) return;
+  const double* evg = row_of(*in.v, {b, g, 0, 0});
+  for (extent_t j = first; j < last; ++j)
+    for (extent_t d = 0; d < D; ++d) w.ev[d] += bound_times(evg[j * D + d], w.p[j] / rw.l);
+}
+
+// Row i's O and its bound into r, from its value sums over its n keys.
+void attention_forward_values(extent_t b, extent_t h, extent_t i, extent_t n,
+                              const RoundingUnits& u, const RowWeights& rw,
+                              const ForwardRowScratch& w, ForwardBounds& r) {
+  const extent_t D = extent_t(w.c.size());
+  const double nn = double(n), Delta = rw.Delta, L = rw.L;
+  const bool unbounded = rw.unbounded;
   double* o_val = row_of(r.o_val, {b, h, i, 0});
   double* o_bound = row_of(r.o, {b, h, i, 0});
   for (extent_t d = 0; d < D; ++d) {
@@ -171,6 +180,48 @@ void attention_forward_row(const Mat& q, const Mat& k, const Mat& v, const KeyRo
                      ? kInf
                      : kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
   }
+}
+
+// Query rows bounded together: rows i0 .. i0 + R - 1 of one (b, h). Their
+// scores meet a block of kBoundKeysPerBlock keys, and their value sums a
+// block of as many rows of V, while it is in cache: a row at a time read a
+// kv head's K and V from memory once per query row, which at 16384 keys no
+// cache holds. Each row's operations, and their order, are its own alone.
+constexpr extent_t kBoundRowsPerBlock = 8;
+constexpr extent_t kBoundKeysPerBlock = 64;
+
+// The forward bounds of the rows i0 .. i0 + R - 1 of (b, h), row t seeing
+// the keys 0 .. n[t] - 1, written into r; w holds R rows' scratch.
+void attention_forward_rows(const Mat& q, const Mat& k, const Mat& v, const KeyRows& keys,
+                            double scale, extent_t b, extent_t h, extent_t g, extent_t i0,
+                            std::span<const extent_t> n, const RoundingUnits& u,
+                            const AttentionInputErrors& in, std::span<ForwardRowScratch> w,
+                            ForwardBounds& r) {
+  const extent_t D = q.shape()[3];
+  const auto R = extent_t(n.size());
+  const extent_t most = *std::max_element(n.begin(), n.end());
+  for (extent_t first = 0; first < most; first += kBoundKeysPerBlock)
+    for (extent_t t = 0; t < R; ++t)
+      if (n[t] > first)
+        keys.dots(row_of(q, {b, h, i0 + t, 0}), first, std::min(first + kBoundKeysPerBlock, n[t]),
+                  D, w[t].dot.data(), w[t].mag.data());
+  std::vector<RowWeights> weights(static_cast<std::size_t>(R));
+  for (extent_t t = 0; t < R; ++t) {
+    if (n[t] == 0) {  // no visible key: exact O = 0, LSE = -inf; must match
+      r.lse_val.view()(b, h, i0 + t) = -kInf;
+      continue;
+    }
+    weights[t] = attention_forward_weights(q, k, scale, b, h, g, i0 + t, n[t], u, in, w[t], r);
+    for (auto* sums : {&w[t].c, &w[t].f, &w[t].o, &w[t].vmax, &w[t].ev})
+      std::fill(sums->begin(), sums->end(), 0.0);
+  }
+  for (extent_t first = 0; first < most; first += kBoundKeysPerBlock)
+    for (extent_t t = 0; t < R; ++t)
+      if (n[t] > first)
+        add_value_sums(v, b, g, first, std::min(first + kBoundKeysPerBlock, n[t]), in, weights[t],
+                       w[t]);
+  for (extent_t t = 0; t < R; ++t)
+    if (n[t] > 0) attention_forward_values(b, h, i0 + t, n[t], u, weights[t], w[t], r);
 }
 
 }  // namespace
@@ -187,7 +238,6 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
   std::vector<extent_t> rows;  // flat (b·H + h)·N + i
   for (extent_t x = 0; x < B * H * N; ++x)
     if (!wanted || (*wanted)[std::size_t(x)]) rows.push_back(x);
-  const auto count = static_cast<std::int64_t>(rows.size());
   // The keys transposed once when each kv head has rows enough to pay for
   // it (the backward's every row; not a sampled decode's few).
   const bool transpose = extent_t(rows.size()) >= kRowsPerTranspose * B * Hkv;
@@ -196,16 +246,33 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
     return transpose ? KeyRows{kt.storage().data() + (b * Hkv + g) * M, 1, B * Hkv * M}
                      : KeyRows{row_of(k, {b, g, 0, 0}), D, 1};
   };
+  // Blocks: runs of consecutive rows of one (b, h), at most
+  // kBoundRowsPerBlock long ({first position in rows, count}).
+  std::vector<std::pair<std::size_t, extent_t>> blocks;
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    const bool joins = !blocks.empty() && blocks.back().second < kBoundRowsPerBlock &&
+                       rows[t] == rows[t - 1] + 1 && rows[t] / N == rows[t - 1] / N;
+    if (joins)
+      ++blocks.back().second;
+    else
+      blocks.emplace_back(t, 1);
+  }
+  const auto count = static_cast<std::int64_t>(blocks.size());
 #pragma omp parallel
   {
-    ForwardRowScratch w(M, D);
-#pragma omp for schedule(dynamic, 4)
+    std::vector<ForwardRowScratch> w;  // grown to the longest block met (decode's: one row)
+    std::vector<extent_t> n;
+#pragma omp for schedule(dynamic, 1)
     for (std::int64_t t = 0; t < count; ++t) {
-      const extent_t x = rows[std::size_t(t)];
-      const extent_t b = x / (H * N), h = x / N % H, i = x % N;
+      const auto [at, R] = blocks[std::size_t(t)];
+      const extent_t x = rows[at];
+      const extent_t b = x / (H * N), h = x / N % H, i0 = x % N;
       const extent_t len = lens ? (*lens)[std::size_t(b)] : M;
-      attention_forward_row(q, k, v, keys_of(b, h / group), scale, b, h, h / group, i,
-                            dnf::visible_keys(causal, i, N, M, len), u, in, w, r);
+      n.clear();
+      for (extent_t i = i0; i < i0 + R; ++i) n.push_back(dnf::visible_keys(causal, i, N, M, len));
+      while (extent_t(w.size()) < R) w.emplace_back(M, D);
+      attention_forward_rows(q, k, v, keys_of(b, h / group), scale, b, h, h / group, i0, n, u, in,
+                             std::span(w).first(std::size_t(R)), r);
     }
   }
   return r;

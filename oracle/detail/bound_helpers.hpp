@@ -74,6 +74,17 @@ inline std::vector<double> rav(const Mat& m) {
 void bound_dots(const double* a, const double* x, moa::extent_t key_stride, moa::extent_t d_stride,
                 moa::extent_t n, moa::extent_t D, double* dot, double* mag);
 
+// A forward bound's value sums over the keys first .. last - 1 (oracle/
+// bound_reductions.cpp), lanes along d: with P = p[j] / l and V's row j at
+// v + j·D, for j ascending,
+//   c[d] += P·|V_jd|,  f[d] += P·|V_jd|·f_row[j],  o[d] += P·V_jd,
+//   vmax[d] = max(vmax[d], |V_jd|),
+// each operation rounded to nearest in that order: bit for bit the plain
+// loop's.
+void bound_value_sums(const double* p, const double* f_row, double l, const double* v,
+                      moa::extent_t first, moa::extent_t last, moa::extent_t D, double* c,
+                      double* f, double* o, double* vmax);
+
 // `rows` rows of D doubles at `from` as columns at `to`: to[d·rows + r] =
 // from[r·D + d], for bound_dots.
 void transpose_rows(const double* from, moa::extent_t rows, moa::extent_t D, double* to);
@@ -96,6 +107,13 @@ struct KeyRows {
   moa::extent_t key_stride, d_stride;
   void dots(const double* a, moa::extent_t n, moa::extent_t D, double* dot, double* mag) const {
     bound_dots(a, x, key_stride, d_stride, n, D, dot, mag);
+  }
+  // The keys first .. last - 1 alone, into dot[j], mag[j]: each key's sums
+  // are its own, so a block of keys gives what the whole call gives there.
+  void dots(const double* a, moa::extent_t first, moa::extent_t last, moa::extent_t D, double* dot,
+            double* mag) const {
+    bound_dots(a, x + first * key_stride, key_stride, d_stride, last - first, D, dot + first,
+               mag + first);
   }
 };
 

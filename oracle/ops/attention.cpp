@@ -195,17 +195,30 @@ double* row_of(Mat& m, const Index& start) {
   return m.storage().data() + moa::row_major_offset(m.shape(), start);
 }
 
-// One query row's scratch, M keys: kept per thread across rows.
+// Query rows of one head whose dots the backward's bounds take together:
+// each block of kBackwardKeysPerBlock keys (and values) meets every row
+// of the block while it is in cache, where a row at a time read the kv
+// head's K and V (transposed) from memory once per query row. Each row's
+// sums, and their order, are its own alone.
+constexpr extent_t kBackwardRowsPerBlock = 8;
+constexpr extent_t kBackwardKeysPerBlock = 64;
+
+// One query row's dots over its keys: q_i·k_j and Σ_d |q_id k_jd|, dO_i·v_j
+// and Σ_d |dO_id v_jd| (M each).
+struct RowDots {
+  std::vector<double> dot, mag, dp, b;
+  explicit RowDots(extent_t M) : dot(M), mag(M), dp(M), b(M) {}
+};
+
+// One thread's scratch, M keys: a block's dots, then one row at a time.
 struct BackwardRowScratch {
-  std::vector<double> dot, mag, s, delta, dp, b, pi, rho, e;  // (M)
+  std::vector<RowDots> rows;                 // kBackwardRowsPerBlock
+  std::vector<double> s, delta, pi, rho, e;  // (M)
   Mat kt, vt;  // the kv head's keys and values transposed, (D, M), for bound_dots
   BackwardRowScratch(extent_t M, extent_t D)
-      : dot(M),
-        mag(M),
+      : rows(std::size_t(kBackwardRowsPerBlock), RowDots(M)),
         s(M),
         delta(M),
-        dp(M),
-        b(M),
         pi(M),
         rho(M),
         e(M),
@@ -262,131 +275,159 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           transpose ? detail::KeyRows{w.kt.storage().data(), 1, M} : detail::KeyRows{kg, D, 1};
       const detail::KeyRows values =
           transpose ? detail::KeyRows{w.vt.storage().data(), 1, M} : detail::KeyRows{vg, D, 1};
+      // Whether anything of row i of head h is bounded: some of its dQ row
+      // or of the key rows, and a visible key (else nothing flows).
+      auto dq_wanted = [&](extent_t h, extent_t i) {
+        return !dq_rows || (*dq_rows)[std::size_t((b * H + h) * N + i)];
+      };
+      auto active = [&](extent_t h, extent_t i) {
+        return (dq_wanted(h, i) || some_key) && !std::isinf(fwd.lse_val.view()(b, h, i));
+      };
+      // The bounds of row i of head h from its dots rd.
+      auto bound_row = [&](extent_t h, extent_t i, const RowDots& rd) {
+        const bool dq_wanted_i = dq_wanted(h, i);
+        const double lse = fwd.lse_val.view()(b, h, i);
+        const double* qi = row_of(q, {b, h, i, 0});          // (D)
+        const double* doi = row_of(dout, {b, h, i, 0});      // (D)
+        const double* oi = row_of(fwd.o_val, {b, h, i, 0});  // (D)
+        const double* eOi = row_of(eO, {b, h, i, 0});        // (D)
+        double* dq_val_i = row_of(dq_val, {b, h, i, 0});     // (D)
+        double* dq_i = row_of(r.dq, {b, h, i, 0});           // (D)
+        const extent_t n = dnf::visible_keys(causal, i, N, M, M);
+        double Drow = 0, absDO = 0, eD = 0;
+        for (extent_t d = 0; d < D; ++d) {
+          const double o = oi[d], dov = doi[d];
+          Drow += dov * o;
+          absDO += std::fabs(dov);
+          eD += std::fabs(dov) * (u.gamma(double(D)) * (std::fabs(o) + eOi[d]) + eOi[d]);
+        }
+        eD += double(D) * u.eta_a;
+        const double el = eL.view()(b, h, i);
+        // The row's scores s_ij and their error bounds δ_ij (as in the
+        // forward), dP_ij and b_ij = Σ_d |dO_id V_jd|, over the visible
+        // keys (a prefix).
+        for (extent_t j = 0; j < n; ++j) {
+          w.s[j] = scale * rd.dot[j];
+          w.delta[j] = u.gamma(double(D + 3)) * scale * rd.mag[j] +
+                       double(D + 1) * u.eta_a * std::max(1.0, scale);
+        }
+        // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
+        // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
+        double dmax = 0;
+        for (extent_t j = 0; j < n; ++j) dmax = std::max(dmax, w.delta[j]);
+        const double Delta = std::expm1(2 * dmax);
+        // e_ij = exp(ŝ_ij - lse_i), kept for the sums below.
+        const double exp_error = std::log1p(u.eps_exp), three = 3 * std::log1p(u.ua);
+        double Lambda = 0;
+        for (extent_t j = 0; j < n; ++j) {
+          w.rho[j] =
+              std::expm1(u.ua * (std::fabs(w.s[j] - lse) + w.delta[j] + el) + exp_error + three);
+          w.e[j] = std::exp(w.s[j] - lse);
+          Lambda += w.e[j] * compose(w.rho[j], u.gamma(double(n)));
+        }
+        Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
+        // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
+        // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
+        // more roundings), whichever is larger.
+        const double two_products = power(u.ua, 2);
+        for (extent_t j = 0; j < n; ++j) {
+          const double x = std::fabs(w.s[j] - lse), delta = w.delta[j];
+          const double Pi_given =
+              std::expm1(delta + el + u.ua * (x + delta + el) + exp_error + three);
+          const double Pi_norm =
+              Lambda < 1 ? (compose(compose(Delta, w.rho[j]), two_products) + Lambda) / (1 - Lambda)
+                         : kInf;
+          w.pi[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
+        }
+        // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
+        // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
+        // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
+        // γ_{n+2}; terms and weights may underflow.
+        double eD_sum = 0, dp_max = 0;
+        for (extent_t j = 0; j < n; ++j) {
+          const double wj = compose(w.pi[j], u.gamma(double(n + 2)));
+          eD_sum += w.e[j] * (wj * std::fabs(rd.dp[j]) + (1 + wj) * u.gamma(double(D)) * rd.b[j]);
+          dp_max = std::max(dp_max, std::fabs(rd.dp[j]) + u.gamma(double(D)) * rd.b[j]);
+        }
+        eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
+        for (extent_t j = 0; j < n; ++j) {
+          const bool key_wanted = !keys_wanted || keys_wanted[j];
+          if (!dq_wanted_i && !key_wanted) continue;
+          const double dp = rd.dp[j], bij = rd.b[j];
+          const double P = w.e[j];
+          const double Pi = w.pi[j];
+          const double ds = P * (dp - Drow);
+          // P̂ may also underflow (x beyond the exponent range): an absolute
+          // η_a next to its relative Π, carried through dS and its products.
+          const double two = compose(Pi, two_products);
+          const double sigma_f32 =
+              P * (two * std::fabs(dp - Drow) +
+                   (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
+              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
+          // A kernel that rounds dS to storage before its products
+          // (declared: u_score_grads > 0) errs by u_s of the computed
+          // |dS| <= |ds| + σ more, or underflows (η_s / 2)
+          // (docs/bounds.md#tensor-cores).
+          const double sigma = u.u_score_grads > 0
+                                   ? sigma_f32 + u.u_score_grads * (std::fabs(ds) + sigma_f32) +
+                                         u.eta_score_grads / 2
+                                   : sigma_f32;
+          // Likewise P before P^T dO (declared: u_weights > 0).
+          const double Pi_v = u.u_weights > 0 ? compose(Pi, u.u_weights) : Pi;
+          const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
+          const double* kj = kg + j * D;
+          // σ·dS may underflow before its product with K or Q: that
+          // absolute η_a is scaled by |K| or |Q| (large keys or queries
+          // beside a vanishing weight), the product's own below.
+          if (dq_wanted_i) {
+            for (extent_t d = 0; d < D; ++d) {
+              const double kv = kj[d];
+              dq_val_i[d] += scale * ds * kv;
+              dq_i[d] +=
+                  (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
+            }
+          }
+          if (key_wanted) {
+            double* dk_val_j = dk_val_g + j * D;
+            double* dv_val_j = dv_val_g + j * D;
+            double* dk_j = dk_g + j * D;
+            double* dv_j = dv_g + j * D;
+            for (extent_t d = 0; d < D; ++d) {
+              const double qv = qi[d], dov = doi[d];
+              dk_val_j[d] += scale * ds * qv;
+              dv_val_j[d] += P * dov;
+              dk_j[d] +=
+                  (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
+              dv_j[d] += P * std::fabs(dov) * compose(Pi_v, gv) + u.eta_a * (1 + std::fabs(dov)) +
+                         u.eta_weights / 2 * std::fabs(dov) * (1 + gv);
+            }
+          }
+        }
+      };
+      std::vector<extent_t> rows, seen;  // a block's active rows i, and the keys each sees
       for (extent_t h = g * group; h < (g + 1) * group; ++h) {
-        for (extent_t i = 0; i < N; ++i) {
-          const bool dq_wanted = !dq_rows || (*dq_rows)[std::size_t((b * H + h) * N + i)];
-          if (!dq_wanted && !some_key) continue;  // nothing of this row is asked
-          const double lse = fwd.lse_val.view()(b, h, i);
-          if (std::isinf(lse)) continue;                       // no visible key: nothing flows
-          const double* qi = row_of(q, {b, h, i, 0});          // (D)
-          const double* doi = row_of(dout, {b, h, i, 0});      // (D)
-          const double* oi = row_of(fwd.o_val, {b, h, i, 0});  // (D)
-          const double* eOi = row_of(eO, {b, h, i, 0});        // (D)
-          double* dq_val_i = row_of(dq_val, {b, h, i, 0});     // (D)
-          double* dq_i = row_of(r.dq, {b, h, i, 0});           // (D)
-          const extent_t n = dnf::visible_keys(causal, i, N, M, M);
-          double Drow = 0, absDO = 0, eD = 0;
-          for (extent_t d = 0; d < D; ++d) {
-            const double o = oi[d], dov = doi[d];
-            Drow += dov * o;
-            absDO += std::fabs(dov);
-            eD += std::fabs(dov) * (u.gamma(double(D)) * (std::fabs(o) + eOi[d]) + eOi[d]);
+        for (extent_t i0 = 0; i0 < N; i0 += kBackwardRowsPerBlock) {
+          rows.clear();
+          seen.clear();
+          for (extent_t i = i0; i < std::min(i0 + kBackwardRowsPerBlock, N); ++i) {
+            if (!active(h, i)) continue;
+            rows.push_back(i);
+            seen.push_back(dnf::visible_keys(causal, i, N, M, M));
           }
-          eD += double(D) * u.eta_a;
-          const double el = eL.view()(b, h, i);
-          // The row's scores s_ij and their error bounds δ_ij (as in the
-          // forward), dP_ij and b_ij = Σ_d |dO_id V_jd|, over the visible
-          // keys (a prefix).
-          keys.dots(qi, n, D, w.dot.data(), w.mag.data());
-          values.dots(doi, n, D, w.dp.data(), w.b.data());
-          for (extent_t j = 0; j < n; ++j) {
-            w.s[j] = scale * w.dot[j];
-            w.delta[j] = u.gamma(double(D + 3)) * scale * w.mag[j] +
-                         double(D + 1) * u.eta_a * std::max(1.0, scale);
-          }
-          // ρ_ij: relative error of exp(ŝ_ij - lse_i) but for the factor that is
-          // common to the row (e^{LSE(ŝ) - lse}); Λ_i: that of its row sum l̂_i.
-          double dmax = 0;
-          for (extent_t j = 0; j < n; ++j) dmax = std::max(dmax, w.delta[j]);
-          const double Delta = std::expm1(2 * dmax);
-          // e_ij = exp(ŝ_ij - lse_i), kept for the sums below.
-          const double exp_error = std::log1p(u.eps_exp), three = 3 * std::log1p(u.ua);
-          double Lambda = 0;
-          for (extent_t j = 0; j < n; ++j) {
-            w.rho[j] =
-                std::expm1(u.ua * (std::fabs(w.s[j] - lse) + w.delta[j] + el) + exp_error + three);
-            w.e[j] = std::exp(w.s[j] - lse);
-            Lambda += w.e[j] * compose(w.rho[j], u.gamma(double(n)));
-          }
-          Lambda = (1 + Delta) * Lambda + double(n) * u.eta_a * std::exp(dmax + el);
-          // Π_ij: relative error of the recomputed P̂_ij, either exp(ŝ_ij -
-          // lse_i) or that divided by its row sum l̂_i (times 1 / l̂_i: two
-          // more roundings), whichever is larger.
-          const double two_products = power(u.ua, 2);
-          for (extent_t j = 0; j < n; ++j) {
-            const double x = std::fabs(w.s[j] - lse), delta = w.delta[j];
-            const double Pi_given =
-                std::expm1(delta + el + u.ua * (x + delta + el) + exp_error + three);
-            const double Pi_norm =
-                Lambda < 1
-                    ? (compose(compose(Delta, w.rho[j]), two_products) + Lambda) / (1 - Lambda)
-                    : kInf;
-            w.pi[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
-          }
-          // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
-          // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
-          // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
-          // γ_{n+2}; terms and weights may underflow.
-          double eD_sum = 0, dp_max = 0;
-          for (extent_t j = 0; j < n; ++j) {
-            const double wj = compose(w.pi[j], u.gamma(double(n + 2)));
-            eD_sum += w.e[j] * (wj * std::fabs(w.dp[j]) + (1 + wj) * u.gamma(double(D)) * w.b[j]);
-            dp_max = std::max(dp_max, std::fabs(w.dp[j]) + u.gamma(double(D)) * w.b[j]);
-          }
-          eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
-          for (extent_t j = 0; j < n; ++j) {
-            const bool key_wanted = !keys_wanted || keys_wanted[j];
-            if (!dq_wanted && !key_wanted) continue;
-            const double dp = w.dp[j], bij = w.b[j];
-            const double P = w.e[j];
-            const double Pi = w.pi[j];
-            const double ds = P * (dp - Drow);
-            // P̂ may also underflow (x beyond the exponent range): an absolute
-            // η_a next to its relative Π, carried through dS and its products.
-            const double two = compose(Pi, two_products);
-            const double sigma_f32 =
-                P * (two * std::fabs(dp - Drow) +
-                     (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
-                u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
-            // A kernel that rounds dS to storage before its products
-            // (declared: u_score_grads > 0) errs by u_s of the computed
-            // |dS| <= |ds| + σ more, or underflows (η_s / 2)
-            // (docs/bounds.md#tensor-cores).
-            const double sigma = u.u_score_grads > 0
-                                     ? sigma_f32 + u.u_score_grads * (std::fabs(ds) + sigma_f32) +
-                                           u.eta_score_grads / 2
-                                     : sigma_f32;
-            // Likewise P before P^T dO (declared: u_weights > 0).
-            const double Pi_v = u.u_weights > 0 ? compose(Pi, u.u_weights) : Pi;
-            const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
-            const double* kj = kg + j * D;
-            // σ·dS may underflow before its product with K or Q: that
-            // absolute η_a is scaled by |K| or |Q| (large keys or queries
-            // beside a vanishing weight), the product's own below.
-            if (dq_wanted) {
-              for (extent_t d = 0; d < D; ++d) {
-                const double kv = kj[d];
-                dq_val_i[d] += scale * ds * kv;
-                dq_i[d] +=
-                    (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
-              }
-            }
-            if (key_wanted) {
-              double* dk_val_j = dk_val_g + j * D;
-              double* dv_val_j = dv_val_g + j * D;
-              double* dk_j = dk_g + j * D;
-              double* dv_j = dv_g + j * D;
-              for (extent_t d = 0; d < D; ++d) {
-                const double qv = qi[d], dov = doi[d];
-                dk_val_j[d] += scale * ds * qv;
-                dv_val_j[d] += P * dov;
-                dk_j[d] +=
-                    (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
-                dv_j[d] += P * std::fabs(dov) * compose(Pi_v, gv) + u.eta_a * (1 + std::fabs(dov)) +
-                           u.eta_weights / 2 * std::fabs(dov) * (1 + gv);
-              }
+          if (rows.empty()) continue;
+          const extent_t most = *std::max_element(seen.begin(), seen.end());
+          for (extent_t first = 0; first < most; first += kBackwardKeysPerBlock) {
+            for (std::size_t t = 0; t < rows.size(); ++t) {
+              if (seen[t] <= first) continue;
+              const extent_t last = std::min(first + kBackwardKeysPerBlock, seen[t]);
+              RowDots& rd = w.rows[t];
+              keys.dots(row_of(q, {b, h, rows[t], 0}), first, last, D, rd.dot.data(),
+                        rd.mag.data());
+              values.dots(row_of(dout, {b, h, rows[t], 0}), first, last, D, rd.dp.data(),
+                          rd.b.data());
             }
           }
+          for (std::size_t t = 0; t < rows.size(); ++t) bound_row(h, rows[t], w.rows[t]);
         }
       }
     }

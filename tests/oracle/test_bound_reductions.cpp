@@ -1,4 +1,5 @@
-// The a priori bounds' vectorised score dots (oracle/bound_reductions.cpp):
+// The a priori bounds' vectorised score dots and value sums
+// (oracle/bound_reductions.cpp). The dots:
 // keys read transposed, in vectors of consecutive keys, against the same
 // keys read row by row, which runs the plain loop: bit for bit, on values
 // of every kind a bound meets (zeros of both signs, tiny, huge, infinite,
@@ -83,6 +84,51 @@ TEST(BoundDots, TransposedKeysAreBitForBitThePlainLoop) {
       }
     }
   EXPECT_GT(compared, 1000);
+}
+
+// The value sums, lanes along d, against the plain loop of the forward
+// bound's definition (docs/bounds.md#attention-forward), in one call and
+// in blocks of keys (as bounds.cpp calls it), on the same kinds of values:
+// every d of every width, tails included. A vector path that fused a
+// product into its sum, took std::max's other operand on a NaN, or
+// reordered the keys, differs here.
+TEST(BoundValueSums, LanesAreBitForBitThePlainLoop) {
+  std::mt19937_64 rng(20261206);
+  int compared = 0;
+  for (extent_t D : {1, 3, 8, 9, 64, 131})
+    for (extent_t M : {1, 5, 64, 100}) {
+      std::vector<double> p(static_cast<std::size_t>(M)), f_row(p.size()),
+          v(static_cast<std::size_t>(M * D));
+      for (double& x : p) x = std::fabs(any_value(rng));
+      for (double& x : f_row) x = std::fabs(any_value(rng));
+      for (double& x : v) x = any_value(rng);
+      const double l = 1.25 + double(M);
+      const auto zeros = std::vector<double>(std::size_t(D), 0.0);
+      std::vector<double> c = zeros, f = zeros, o = zeros, vmax = zeros;
+      for (extent_t j = 0; j < M; ++j) {
+        const double P = p[std::size_t(j)] / l, F = f_row[std::size_t(j)];
+        for (extent_t d = 0; d < D; ++d) {
+          const double vv = v[std::size_t(j * D + d)];
+          c[std::size_t(d)] += P * std::fabs(vv);
+          f[std::size_t(d)] += P * std::fabs(vv) * F;
+          o[std::size_t(d)] += P * vv;
+          vmax[std::size_t(d)] = std::max(vmax[std::size_t(d)], std::fabs(vv));
+        }
+      }
+      for (const extent_t block : {M, extent_t(7)}) {
+        std::vector<double> vc = zeros, vf = zeros, vo = zeros, vm = zeros;
+        for (extent_t first = 0; first < M; first += block)
+          bound_value_sums(p.data(), f_row.data(), l, v.data(), first, std::min(first + block, M),
+                           D, vc.data(), vf.data(), vo.data(), vm.data());
+        for (std::size_t d = 0; d < std::size_t(D); ++d) {
+          EXPECT_TRUE(same(vc[d], c[d]) && same(vf[d], f[d]) && same(vo[d], o[d]) &&
+                      std::bit_cast<std::uint64_t>(vm[d]) == std::bit_cast<std::uint64_t>(vmax[d]))
+              << "d " << d << " of " << D << ", " << M << " keys in blocks of " << block;
+          ++compared;
+        }
+      }
+    }
+  EXPECT_GT(compared, 500);
 }
 
 }  // namespace
