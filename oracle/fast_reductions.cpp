@@ -18,6 +18,11 @@
 //                 outward).
 //   sum:          each lane sums every L-th term in blocks of kBlock, the
 //                 lanes then summed.
+//   DotsRows, WeightedSums: several query rows, each row's operations
+//                 those of Dots or WeightedSum for it alone, a block of
+//                 keys meeting every row while it is in cache.
+//   ShiftedExps:  exp(x_j - shift), lanes along j: the scalar operators'
+//                 and exp_by_taylor's operations, bit for bit.
 // Other orders than the scalar loops', the same exact sums enclosed. Why
 // blocks: each addition widens an end by up to an ulp of the running sum,
 // so n terms in a row widen it by about n ulps of the total, where blocks
