@@ -133,6 +133,27 @@ SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T
   return std::move(softmax_rows<T>({&q_row, 1}, k, scale, causal, i, N, M, len)[0]);
 }
 
+// O_i = Σ_j P_ij V_j over the keys each row sees (an empty row sees none:
+// O = 0), for the rows i0 .. of `softmax`: (R·D, row-major).
+template <class T>
+std::vector<T> values_of_rows(const std::vector<SoftmaxRow<T>>& softmax,
+                              const View<const T>& vh /*(M, D)*/, bool causal, extent_t i0,
+                              extent_t N, extent_t M) {
+  const auto R = static_cast<extent_t>(softmax.size());
+  const extent_t D = vh.shape()[1];
+  std::vector<T> o(static_cast<std::size_t>(R * D));
+  std::vector<extent_t> seen;
+  std::vector<const T*> p;
+  std::vector<T*> o_rows;
+  for (extent_t r = 0; r < R; ++r) {
+    seen.push_back(visible_keys(causal, i0 + r, N, M, M));
+    p.push_back(softmax[static_cast<std::size_t>(r)].p.data());
+    o_rows.push_back(o.data() + r * D);
+  }
+  RowReductions<T>::weighted_sums(p.data(), vh, seen.data(), R, o_rows.data());
+  return o;
+}
+
 // The forward of rows i0 .. i0 + R - 1 of one query head, q_rows[r] (D)
 // row i0 + r: O (R·D, row-major) and LSE (R), each row's values those of
 // the row alone (softmax_rows, RowReductions).
@@ -146,21 +167,9 @@ ForwardRows<T> attention_fwd_rows(std::span<const View<const T>> q_rows,
                                   const View<const T>& kh /*(M, D)*/,
                                   const View<const T>& vh /*(M, D)*/, const T& scale, bool causal,
                                   extent_t i0, extent_t N, extent_t M) {
-  const auto R = static_cast<extent_t>(q_rows.size());
-  const extent_t D = vh.shape()[1];
-  std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
-  // O_i = Σ_j P_ij V_j over the visible keys (masked P: never read)
-  ForwardRows<T> out{std::vector<T>(static_cast<std::size_t>(R * D)), {}};
-  std::vector<extent_t> seen;
-  std::vector<const T*> p;
-  std::vector<T*> o_out;
-  for (extent_t r = 0; r < R; ++r) {
-    seen.push_back(visible_keys(causal, i0 + r, N, M, M));
-    p.push_back(softmax[static_cast<std::size_t>(r)].p.data());
-    o_out.push_back(out.o.data() + r * D);
-    out.lse.push_back(softmax[static_cast<std::size_t>(r)].lse);
-  }
-  RowReductions<T>::weighted_sums(p.data(), vh, seen.data(), R, o_out.data());
+  const std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
+  ForwardRows<T> out{values_of_rows(softmax, vh, causal, i0, N, M), {}};
+  for (const SoftmaxRow<T>& row : softmax) out.lse.push_back(row.lse);
   return out;
 }
 
@@ -209,28 +218,16 @@ std::vector<BackwardRow<T>> backward_rows(std::span<const View<const T>> q_rows,
   const auto R = static_cast<extent_t>(q_rows.size());
   const extent_t D = vh.shape()[1];
   std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
-  // O_i = Σ_j P_ij V_j over the visible keys (none for an empty row: P = 0
-  // and it contributes nothing), then D_i = dO_i · O_i
-  std::vector<T> o(static_cast<std::size_t>(R * D));  // (R, D)
-  std::vector<extent_t> seen;
-  std::vector<const T*> p;
-  std::vector<T*> o_rows;
-  for (extent_t r = 0; r < R; ++r) {
-    const SoftmaxRow<T>& row = softmax[static_cast<std::size_t>(r)];
-    seen.push_back(row.empty ? 0 : visible_keys(causal, i0 + r, N, M, M));
-    p.push_back(row.p.data());
-    o_rows.push_back(o.data() + r * D);
-  }
-  RowReductions<T>::weighted_sums(p.data(), vh, seen.data(), R, o_rows.data());
+  // O_i (an empty row's P = 0: it contributes nothing), then D_i = dO_i · O_i
+  const std::vector<T> o = values_of_rows(softmax, vh, causal, i0, N, M);  // (R, D)
   std::vector<BackwardRow<T>> rows;
   rows.reserve(static_cast<std::size_t>(R));
   for (extent_t r = 0; r < R; ++r) {
     rows.push_back({std::move(softmax[static_cast<std::size_t>(r)]), Tr::zero()});
     if (rows.back().softmax.empty) continue;
-    Reductions<T>::dots(
-        do_rows[static_cast<std::size_t>(r)],
-        View<const T>(o_rows[static_cast<std::size_t>(r)], moa::Layout::row_major({1, D})), 1,
-        &rows.back().delta);
+    Reductions<T>::dots(do_rows[static_cast<std::size_t>(r)],
+                        View<const T>(o.data() + r * D, moa::Layout::row_major({1, D})), 1,
+                        &rows.back().delta);
   }
   return rows;
 }
