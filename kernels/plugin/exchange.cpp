@@ -222,12 +222,12 @@ void Worker::start() {
 
 // Kills (or, when graceful, lets exit) and reaps the worker.
 void Worker::stop(bool graceful) {
+  // Killed before its socket closes, as a Python worker is
+  // (worker/connection.cpp): a dying worker has nothing to say about it.
+  if (pid_ > 0 && !graceful) kill(pid_, SIGKILL);
   if (sock_ >= 0) close(sock_);
   sock_ = -1;
-  if (pid_ > 0) {
-    if (!graceful) kill(pid_, SIGKILL);
-    reap(pid_, Clock::now() + std::chrono::milliseconds(graceful ? 500 : 0));
-  }
+  if (pid_ > 0) reap(pid_, Clock::now() + std::chrono::milliseconds(graceful ? 500 : 0));
   pid_ = -1;
 }
 

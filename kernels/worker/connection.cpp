@@ -83,23 +83,23 @@ void Connection::start() {
 }
 
 void Connection::stop(bool graceful) {
+  // Killed before its socket closes, a worker never sees the socket
+  // break, so it has no traceback to add to moacert's one line.
+  if (pid_ > 0 && !graceful) kill(-pid_, SIGKILL);
   if (sock_ >= 0) close(sock_);
   if (stdout_ >= 0) close(stdout_);
   sock_ = stdout_ = -1;
-  if (pid_ > 0) {
-    if (!graceful) kill(-pid_, SIGKILL);
-    isolation::reap(pid_, Clock::now() + std::chrono::milliseconds(graceful ? 500 : 0));
-  }
+  if (pid_ > 0) isolation::reap(pid_, Clock::now() + std::chrono::milliseconds(graceful ? 500 : 0));
   pid_ = -1;
 }
 
 Received Connection::fail(std::string why, bool kill_now, bool hang) {
   const pid_t pid = pid_;
+  if (kill_now && pid > 0) kill(-pid, SIGKILL);  // first, as in stop()
   if (sock_ >= 0) close(sock_);
   if (stdout_ >= 0) close(stdout_);
   sock_ = stdout_ = -1;
   pid_ = -1;
-  if (kill_now) kill(-pid, SIGKILL);
   const int status = isolation::reap(pid, Clock::now() + std::chrono::seconds(kill_now ? 0 : 2));
   if (!kill_now) why = ended_by_itself(status).value_or(why);
   return {{}, std::move(why), hang};
