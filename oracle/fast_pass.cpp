@@ -4,10 +4,12 @@
 // with scalar loops and MPFR's exp. This file is compiled with
 // -frounding-math -ffp-contract=off so that the compiler neither folds nor
 // contracts operations whose rounding matters.
+#include <atomic>
 #include <cfenv>
 #include <stdexcept>
 
 #include "oracle/detail/fast_interval.hpp"
+#include "oracle/detail/forward_memo.hpp"
 #include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
 
@@ -47,8 +49,58 @@ class PassKind {
   FirstPassKind saved_;
 };
 
+// Memo row r's interval x (0 .. D - 1: O_i's, D and D + 1: shift and sum).
+template <class Double>
+Double* memo_interval(Double* row, extent_t x) {
+  return row + 2 * x;
+}
+
+// Stores the forward rows of `run` (consecutive rows of one head) in the
+// memo, and marks them filled.
+void keep_rows(ForwardMemo& memo, std::span<const Unit> run,
+               const dnf::ForwardRows<FastInterval>& f) {
+  const Dims& d = memo.problem.dims;
+  for (std::size_t k = 0; k < run.size(); ++k) {
+    const extent_t r = (run[k].a * d.H + run[k].b) * d.N + run[k].c;
+    double* row = memo.rows.data() + r * memo.row_doubles();
+    auto put = [&](extent_t x, const FastInterval& v) {
+      memo_interval(row, x)[0] = v.lo;
+      memo_interval(row, x)[1] = v.hi;
+    };
+    for (extent_t x = 0; x < d.D; ++x) put(x, f.o[k * std::size_t(d.D) + std::size_t(x)]);
+    put(d.D, f.normalisers[k].shift);
+    put(d.D + 1, f.normalisers[k].sum);
+    memo.done[std::size_t(r)] = 1;
+  }
+}
+
+// The forward rows a bwd_key_rows unit u asks of the memo (its heads
+// counted within its kv head's group), as attention_fwd_rows gave them.
+dnf::GivenForwardRows<FastInterval> given_rows(const ForwardMemo& memo, const Unit& u,
+                                               std::atomic<std::int64_t>& taken) {
+  return [&memo, &taken, b = u.a, g = u.b](extent_t hh, extent_t i0, extent_t R) {
+    taken += R;
+    const Dims& d = memo.problem.dims;
+    const extent_t h = g * (d.H / d.Hkv) + hh;
+    dnf::ForwardRows<FastInterval> f;
+    for (extent_t n = 0; n < R; ++n) {
+      const double* row = memo.rows.data() + ((b * d.H + h) * d.N + i0 + n) * memo.row_doubles();
+      auto get = [&](extent_t x) {
+        return FastInterval(memo_interval(row, x)[0], memo_interval(row, x)[1]);
+      };
+      for (extent_t x = 0; x < d.D; ++x) f.o.push_back(get(x));
+      f.normalisers.push_back({get(d.D), get(d.D + 1)});
+    }
+    return std::optional(std::move(f));
+  };
+}
+
+// `keep`: the memo this pass fills (attention.fwd, every row), or null;
+// `given`: the memo its key rows take, or null, counting the rows taken in
+// `taken`.
 void run_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink,
-              FirstPassKind kind) {
+              FirstPassKind kind, ForwardMemo* keep = nullptr, const ForwardMemo* given = nullptr,
+              std::atomic<std::int64_t>* taken = nullptr) {
   for (const Unit& u : units) {
     if (u.kind == UnitKind::batch) {
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
@@ -83,13 +135,20 @@ void run_pass(const Case& c, std::span<const Unit> units, int threads, const Fas
           auto emit = [&](std::size_t k, int output, moa::extent_t flat, const FastInterval& x) {
             sink(at + k, output, flat, x.lo, x.hi);
           };
-          if (n > 1) {
-            run_forward_rows(c.problem, in, units.subspan(at, n), emit);
+          const std::span<const Unit> run = units.subspan(at, n);
+          if (run[0].kind == UnitKind::fwd_row) {
+            std::function<void(const dnf::ForwardRows<FastInterval>&)> kept;
+            if (keep)
+              kept = [&](const dnf::ForwardRows<FastInterval>& f) { keep_rows(*keep, run, f); };
+            run_forward_rows(c.problem, in, run, emit, kept);
           } else {
-            run_unit(c.problem, in, units[at],
-                     [&](int output, moa::extent_t flat, const FastInterval& x) {
-                       emit(0, output, flat, x);
-                     });
+            const bool takes = given && run[0].kind == UnitKind::bwd_key_rows;
+            run_unit(
+                c.problem, in, run[0],
+                [&](int output, moa::extent_t flat, const FastInterval& x) {
+                  emit(0, output, flat, x);
+                },
+                takes ? given_rows(*given, run[0], *taken) : dnf::GivenForwardRows<FastInterval>{});
           }
         } catch (const std::exception& e) {
 #pragma omp critical(moacert_oracle_fast_error)
@@ -113,6 +172,18 @@ FirstPassKind& first_pass_kind() {
 
 void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink) {
   run_pass(c, units, threads, sink, FirstPassKind::vectorised);
+}
+
+void fast_pass_keeping(const Case& c, std::span<const Unit> units, int threads,
+                       const FastSink& sink, ForwardMemo& keep) {
+  run_pass(c, units, threads, sink, FirstPassKind::vectorised, &keep);
+}
+
+std::int64_t fast_pass_given(const Case& c, std::span<const Unit> units, int threads,
+                             const FastSink& sink, const ForwardMemo& given) {
+  std::atomic<std::int64_t> taken{0};
+  run_pass(c, units, threads, sink, FirstPassKind::vectorised, nullptr, &given, &taken);
+  return taken.load();
 }
 
 void fast_pass_reference(const Case& c, std::span<const Unit> units, int threads,

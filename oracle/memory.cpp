@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "oracle/detail/forward_memo.hpp"
 #include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/ops/table.hpp"
@@ -149,8 +150,14 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   for (const auto& prefix : kept) bookkeeping += 20.0 * double(prefix.size());
   bookkeeping += 2 * (double(sizeof(Unit)) * unit_count + 8 * keys);
 
+  // A generated backward's forward rows, kept by its generation for its key
+  // rows (detail/forward_memo.hpp): only the first pass of the narrower
+  // targets keeps them.
+  const double memo =
+      p.op == Op::attention_bwd && first_pass && !f64 ? detail::forward_memo_bytes(p) : 0;
+
   return element_count(output_shapes(p)) * per_output + std::max({first, narrowing, mpfi}) +
-         bookkeeping;
+         bookkeeping + memo;
 }
 
 }  // namespace moacert::oracle

@@ -12,6 +12,7 @@
 #include <mpfi.h>
 #include <mpfr.h>
 
+#include "oracle/detail/forward_memo.hpp"
 #include "oracle/detail/mpfr_var.hpp"
 #include "oracle/detail/passes.hpp"
 #include "oracle/detail/units.hpp"
@@ -209,14 +210,30 @@ class Driver {
               unit_of_[out][i] = u;
             });
       } else {
-        detail::fast_pass(case_, units, opt_.threads,
-                          [this](std::size_t u, int out, moa::extent_t flat, double lo, double hi) {
-                            const auto i = static_cast<std::size_t>(flat);
-                            if (!answer_.outputs[out].evaluated[i]) return;
-                            lo_[out][i] = lo;
-                            hi_[out][i] = hi;
-                            unit_of_[out][i] = u;
-                          });
+        const detail::FastSink sink = [this](std::size_t u, int out, moa::extent_t flat, double lo,
+                                             double hi) {
+          const auto i = static_cast<std::size_t>(flat);
+          if (!answer_.outputs[out].evaluated[i]) return;
+          lo_[out][i] = lo;
+          hi_[out][i] = hi;
+          unit_of_[out][i] = u;
+        };
+        // A generated backward's forward (Options::keep_forward_rows) and
+        // that backward's key rows share the same first-pass rows.
+        const bool key_rows = std::any_of(units.begin(), units.end(), [](const detail::Unit& u) {
+          return u.kind == detail::UnitKind::bwd_key_rows;
+        });
+        const auto given = key_rows ? detail::forward_memo_for(case_) : nullptr;
+        if (opt_.keep_forward_rows && case_.problem.op == Op::attention_fwd && !opt_.rows) {
+          std::shared_ptr<detail::ForwardMemo> keep = detail::start_forward_memo(case_);
+          detail::fast_pass_keeping(case_, units, opt_.threads, sink, *keep);
+          detail::keep_forward_memo(std::move(keep));
+        } else if (given) {
+          answer_.forward_rows_given =
+              detail::fast_pass_given(case_, units, opt_.threads, sink, *given);
+        } else {
+          detail::fast_pass(case_, units, opt_.threads, sink);
+        }
       }
       answer_.max_precision_used = dd ? 106 : 53;
       for (std::size_t out = 0; out < lo_.size(); ++out) {

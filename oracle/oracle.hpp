@@ -49,6 +49,12 @@ struct Options {
   // of these rows, each through a unit of its own row's cost. Without it,
   // every element.
   std::optional<Selection> rows;
+  // attention.fwd evaluated whole: also keep the first pass's forward rows
+  // for a later sampled oracle of a backward of the same q, k, v
+  // (detail/forward_memo.hpp; a generated attention.bwd case's o and lse
+  // are this forward). One such set is kept per process, replacing the
+  // last.
+  bool keep_forward_rows = false;
 };
 
 // A double-double: hi + lo with |lo| <= ulp(hi)/2, about 106 bits; enough to
@@ -85,6 +91,10 @@ struct Answer {
   // relative accuracy of the DDs (docs/oracle.md). 0 when every such
   // enclosure was a point.
   double max_relative_width = 0;
+  // Query rows whose forward the first pass took from the rows kept by the
+  // case's own generation (Options::keep_forward_rows) instead of
+  // computing them again: a sampled attention.bwd's key rows.
+  std::int64_t forward_rows_given = 0;
 };
 
 // The bits of relative width an enclosure needs for `digits` significant

@@ -62,11 +62,12 @@ std::vector<moa::extent_t> tiles_of(const std::vector<const kernels::Variant*>& 
   return tiles;
 }
 
-std::vector<AnyTensor> oracle_outputs(const Case& c) {
+std::vector<AnyTensor> oracle_outputs(const Case& c, bool keep_forward_rows) {
   // Only the correctly rounded values are kept (attention.bwd's o and lse):
   // no element is narrowed further for its double-double `exact`
   // (exact_ulp_bits 0), on which the rounding does not depend.
-  const oracle::Answer a = oracle::evaluate(c, {.exact_ulp_bits = 0});
+  const oracle::Answer a =
+      oracle::evaluate(c, {.exact_ulp_bits = 0, .keep_forward_rows = keep_forward_rows});
   std::vector<AnyTensor> out = make_outputs(c.problem);
   for (std::size_t t = 0; t < out.size(); ++t) {
     std::size_t n = 0;
@@ -76,7 +77,7 @@ std::vector<AnyTensor> oracle_outputs(const Case& c) {
 }
 
 Case make_case(const CaseSpec& spec) {
-  return build_case(spec, oracle_outputs);
+  return build_case(spec, [](const Case& fwd) { return oracle_outputs(fwd, true); });
 }
 
 namespace {

@@ -25,10 +25,13 @@ bool selected(const kernels::Variant& v);
 std::vector<moa::extent_t> tiles_of(const std::vector<const kernels::Variant*>& vs);
 
 // The oracle's correctly rounded outputs, as tensors of the case's format (its
-// double-double exact values not narrowed: they are not kept).
-std::vector<AnyTensor> oracle_outputs(const Case& c);
+// double-double exact values not narrowed: they are not kept). With
+// `keep_forward_rows` (oracle::Options), an attention.fwd's rows are kept
+// for the backward of the same inputs.
+std::vector<AnyTensor> oracle_outputs(const Case& c, bool keep_forward_rows = false);
 
-// Builds the case of a spec (attention.bwd's o and lse from the oracle).
+// Builds the case of a spec (attention.bwd's o and lse from the oracle, its
+// first pass's rows kept for the case's own oracle: oracle::Options).
 Case make_case(const CaseSpec& spec);
 
 // Every variant agrees with the oracle under the a priori rule.

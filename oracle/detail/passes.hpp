@@ -16,6 +16,7 @@
 namespace moacert::oracle::detail {
 
 struct Unit;
+struct ForwardMemo;
 
 // Elements are named by (output in ops-table order, row-major flat index);
 // `unit` is the position in the span of units the pass was given.
@@ -33,6 +34,14 @@ using MpfiSink =
 // 1/sqrt(D) in double inside the template, which under round-upward would
 // be a different double from the definition's; block goes straight to MPFI.
 void fast_pass(const Case& c, std::span<const Unit> units, int threads, const FastSink& sink);
+// The same, attention.fwd over every row, also filling `keep`
+// (Options::keep_forward_rows; forward_memo.hpp).
+void fast_pass_keeping(const Case& c, std::span<const Unit> units, int threads,
+                       const FastSink& sink, ForwardMemo& keep);
+// The same, the key rows' forward rows taken from `given`, the memo of the
+// case's q, k, v (forward_memo_for). Returns the query rows taken.
+std::int64_t fast_pass_given(const Case& c, std::span<const Unit> units, int threads,
+                             const FastSink& sink, const ForwardMemo& given);
 
 // The first pass as first written: scalar loops, every exp bound from MPFR.
 // Not used by evaluate(); the yardstick of fast_pass's speed and decided

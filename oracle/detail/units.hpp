@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -368,12 +369,14 @@ inline double first_pass_scratch_elements(const Problem& p, const Unit& u) {
 }
 
 // Runs a forward_run of units as one DNF call, handing each element to
-// emit(k, output, flat, value), k the position in `run` of its row's unit.
-// The keys and values read are the last row's (under the causal mask, the
-// longest prefix; each row sees its own, as its unit alone does).
+// emit(k, output, flat, value), k the position in `run` of its row's unit,
+// and the rows whole to `keep` if given (the first pass's forward memo,
+// forward_memo.hpp). The keys and values read are the last row's (under
+// the causal mask, the longest prefix; each row sees its own, as its unit
+// alone does).
 template <class T, class Emit>
-void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Unit> run,
-                      Emit&& emit) {
+void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Unit> run, Emit&& emit,
+                      const std::function<void(const dnf::ForwardRows<T>&)>& keep = {}) {
   const Dims& d = p.dims;
   const auto q_input = static_cast<int>(input_position(p.op, "q"));
   const auto k_input = static_cast<int>(input_position(p.op, "k"));
@@ -391,6 +394,7 @@ void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Uni
   const extent_t b = run.front().a, h = run.front().b, i0 = run.front().c;
   const dnf::ForwardRows<T> f = dnf::attention_fwd_rows<T>(
       q_rows, kh, vh, dnf::ScalarTraits<T>::from_double(in.scale), p.causal(), i0, d.N, d.M);
+  if (keep) keep(f);
   const std::vector<Shape> outputs = output_shapes(p);
   const int o_out = static_cast<int>(output_position(p.op, "o")),
             lse_out = static_cast<int>(output_position(p.op, "lse"));
@@ -405,9 +409,12 @@ void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Uni
 
 // Runs the DNF on one unit and hands every output element it produces to
 // emit(output, row_major_flat_index, value). The unit's inputs are its
-// reads (reads_of), each found by its input's name.
+// reads (reads_of), each found by its input's name. `given`: a
+// bwd_key_rows unit's forward rows where the caller has them
+// (dnf::attention_bwd_key_rows).
 template <class T, class Emit>
-void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit) {
+void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
+              const dnf::GivenForwardRows<T>& given = {}) {
   using Tensor = moa::Tensor<T>;
   const Dims& d = p.dims;
   const std::vector<Read> reads = reads_of(p, u);
@@ -440,20 +447,10 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
   };
 
   switch (u.kind) {
-    case UnitKind::fwd_row: {
-      // The keys row i sees: all, or the causal prefix (reads_of).
-      const extent_t b = u.a, h = u.b, i = u.c;
-      const auto q = input("q");  // (1,1,1,D)
-      const auto k = input("k");  // (1,1,seen,D)
-      const auto v = input("v");  // (1,1,seen,D)
-      Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
-      dnf::attention_fwd<T>(q, k, v, in.scale, /*causal=*/false, o.view(), lse.view());
-      const int o_out = output("o"), lse_out = output("lse");
-      for (extent_t x = 0; x < d.D; ++x)
-        emit(o_out, flat(o_out, {b, h, i, x}), o.view()(0, 0, 0, x));
-      emit(lse_out, flat(lse_out, {b, h, i}), lse.view()(0, 0, 0));
+    case UnitKind::fwd_row:  // a run of one
+      run_forward_rows(p, in, std::span<const Unit>(&u, 1),
+                       [&](std::size_t, int k, moa::extent_t at, const T& x) { emit(k, at, x); });
       return;
-    }
     case UnitKind::bwd_group: {
       const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
       const Backward bwd = backward();
@@ -490,7 +487,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit)
       const auto rows = static_cast<extent_t>(u.keys.size());
       Tensor dk(Shape{rows, d.D}), dv(Shape{rows, d.D});
       dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), u.keys,
-                                     dk.view(), dv.view());
+                                     dk.view(), dv.view(), given);
       for (extent_t t = 0; t < rows; ++t) {
         for (extent_t x = 0; x < d.D; ++x) {
           const auto at = flat(bwd.dk, {b, g, u.keys[static_cast<std::size_t>(t)], x});

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -73,14 +75,26 @@ std::vector<View<const T>> block_of_rows(const View<const T>& x, extent_t b, ext
   return rows;
 }
 
+// A row's softmax normaliser: P_ij = exp(S_ij - shift) / sum over the keys
+// it sees, shift the row's max (ScalarTraits::shift) and sum l_i. With it
+// and O_i, a forward row holds all the backward's key rows need of it:
+// P_ij of any key is then recomputed from that key's score alone
+// (probability), bit for bit what softmax_rows computes.
+template <class T>
+struct Normaliser {
+  T shift, sum;
+};
+
 // One row's softmax over its visible keys, the step shared by forward and
 // backward: S (scaled, masked scores), P (normalised probabilities, 0 where
-// masked), m and l, and LSE. `len` limits the keys (decode's lens[b]).
+// masked), its normaliser, and LSE. `len` limits the keys (decode's
+// lens[b]).
 template <class T>
 struct SoftmaxRow {
   std::vector<T> p;  // (M)
   T lse;
-  bool empty;  // the row sees no key
+  Normaliser<T> normaliser;  // unset where empty
+  bool empty;                // the row sees no key
 };
 
 // The rows i0 .. i0 + R - 1 of one query head at once, q_rows[r] (D) row
@@ -101,8 +115,11 @@ std::vector<SoftmaxRow<T>> softmax_rows(std::span<const View<const T>> q_rows,
   rows.reserve(static_cast<std::size_t>(R));
   for (extent_t r = 0; r < R; ++r) {
     seen.push_back(visible_keys(causal, i0 + r, N, M, len));
-    rows.push_back({std::vector<T>(static_cast<std::size_t>(M), Tr::zero()), Tr::neg_inf(),
-                    seen.back() == 0});  // no visible key: P = 0, LSE = -inf
+    // No visible key: P = 0, LSE = -inf.
+    rows.push_back({std::vector<T>(static_cast<std::size_t>(M), Tr::zero()),
+                    Tr::neg_inf(),
+                    {Tr::zero(), Tr::zero()},
+                    seen.back() == 0});
     scores.push_back(rows.back().p.data());
   }
   // scores: S_ij = scale · Σ_d Q_id K_jd
@@ -121,8 +138,18 @@ std::vector<SoftmaxRow<T>> softmax_rows(std::span<const View<const T>> q_rows,
     const T l = Reductions<T>::sum(p.data(), n);
     for (extent_t j = 0; j < len; ++j) p[j] /= l;
     row.lse = shift + log(l);
+    row.normaliser = {shift, l};
   }
   return rows;
+}
+
+// P_ij of one key from its dot Σ_d Q_id K_jd: softmax_rows' operations on
+// that key alone (scaled, shifted exp, divided by the sum).
+template <class T>
+T probability(const Normaliser<T>& n, const T& scale, const T& dot) {
+  T p = scale * dot;
+  Reductions<T>::shifted_exps(&p, 1, n.shift);
+  return p / n.sum;
 }
 
 // Row i alone, q_row (D).
@@ -155,11 +182,12 @@ std::vector<T> values_of_rows(const std::vector<SoftmaxRow<T>>& softmax,
 }
 
 // The forward of rows i0 .. i0 + R - 1 of one query head, q_rows[r] (D)
-// row i0 + r: O (R·D, row-major) and LSE (R), each row's values those of
-// the row alone (softmax_rows, RowReductions).
+// row i0 + r: O (R·D, row-major), LSE and the normalisers (R), each row's
+// values those of the row alone (softmax_rows, RowReductions).
 template <class T>
 struct ForwardRows {
   std::vector<T> o, lse;
+  std::vector<Normaliser<T>> normalisers;
 };
 
 template <class T>
@@ -168,8 +196,11 @@ ForwardRows<T> attention_fwd_rows(std::span<const View<const T>> q_rows,
                                   const View<const T>& vh /*(M, D)*/, const T& scale, bool causal,
                                   extent_t i0, extent_t N, extent_t M) {
   const std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
-  ForwardRows<T> out{values_of_rows(softmax, vh, causal, i0, N, M), {}};
-  for (const SoftmaxRow<T>& row : softmax) out.lse.push_back(row.lse);
+  ForwardRows<T> out{values_of_rows(softmax, vh, causal, i0, N, M), {}, {}};
+  for (const SoftmaxRow<T>& row : softmax) {
+    out.lse.push_back(row.lse);
+    out.normalisers.push_back(row.normaliser);
+  }
   return out;
 }
 
@@ -197,9 +228,17 @@ void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double sca
   }
 }
 
-// One query row's share of the backward, the step shared by the whole
-// backward and by its key rows alone (the sampled oracle): the row's
-// softmax and D_i = dO_i · O_i, with O_i recomputed from P.
+// D_i = dO_i · O_i, o_row the row's O (D).
+template <class T>
+T row_delta(const View<const T>& do_row /*(D)*/, const T* o_row) {
+  const extent_t D = do_row.shape()[0];
+  T delta;
+  Reductions<T>::dots(do_row, View<const T>(o_row, moa::Layout::row_major({1, D})), 1, &delta);
+  return delta;
+}
+
+// One query row's share of the whole backward: the row's softmax and
+// D_i = dO_i · O_i, with O_i recomputed from P.
 template <class T>
 struct BackwardRow {
   SoftmaxRow<T> softmax;
@@ -225,9 +264,7 @@ std::vector<BackwardRow<T>> backward_rows(std::span<const View<const T>> q_rows,
   for (extent_t r = 0; r < R; ++r) {
     rows.push_back({std::move(softmax[static_cast<std::size_t>(r)]), Tr::zero()});
     if (rows.back().softmax.empty) continue;
-    Reductions<T>::dots(do_rows[static_cast<std::size_t>(r)],
-                        View<const T>(o.data() + r * D, moa::Layout::row_major({1, D})), 1,
-                        &rows.back().delta);
+    rows.back().delta = row_delta(do_rows[static_cast<std::size_t>(r)], o.data() + r * D);
   }
   return rows;
 }
@@ -242,11 +279,11 @@ BackwardRow<T> backward_row(const View<const T>& qi /*(D)*/, const View<const T>
 
 // dS_ij = P_ij (dP_ij - D_i), dP_ij = dO_i · V_j, for a key j row i sees.
 template <class T>
-T backward_ds(const BackwardRow<T>& row, const View<const T>& doi /*(D)*/,
+T backward_ds(const T& p_ij, const T& delta, const View<const T>& doi /*(D)*/,
               const View<const T>& vh /*(M, D)*/, extent_t j) {
   T dp = ScalarTraits<T>::zero();
   for (extent_t d = 0; d < doi.shape()[0]; ++d) dp += doi(d) * vh(j, d);
-  return row.softmax.p[j] * (dp - row.delta);
+  return p_ij * (dp - delta);
 }
 
 // Row i's terms of key row j: dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i.
@@ -282,7 +319,7 @@ void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const
         if (row.softmax.empty) continue;
         for (extent_t j = 0; j < s.M; ++j) {
           if (!visible(causal, i, j, s.N, s.M)) continue;
-          const T ds = backward_ds(row, doi, vh, j);
+          const T ds = backward_ds(row.softmax.p[j], row.delta, doi, vh, j);
           for (extent_t d = 0; d < s.D; ++d) dq(b, h, i, d) += scale * ds * kh(j, d);
           accumulate_key_row(dk.sub({b, g, j}), dv.sub({b, g, j}), scale, ds, row.softmax.p[j], qi,
                              doi);
@@ -292,41 +329,57 @@ void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const
   }
 }
 
+// The forward rows i0 .. i0 + R - 1 of query head h (of q's heads), as
+// attention_fwd_rows computes them, when the caller has them already (the
+// oracle keeps a generated backward's forward: oracle/forward_memo.hpp);
+// nullopt where it does not.
+template <class T>
+using GivenForwardRows =
+    std::function<std::optional<ForwardRows<T>>(extent_t h, extent_t i0, extent_t R)>;
+
 // The key rows `keys` of dk and dv alone, for one kv head: q, dout
 // (1,G,N,D) are the query heads that share k, v (1,1,M,D); dk_rows, dv_rows
 // (K, D) receive key row keys[t] in row t. Each is attention_bwd's own sum,
 // term by term in its order (row i of every query head in turn), so the
 // values are those attention_bwd computes. A key row depends on every
-// query row's softmax normaliser: the rows' statistics are computed once
-// for all the keys asked, kStatisticsRows query rows at a time.
+// query row's normaliser and D_i: the rows' forward is computed once for
+// all the keys asked, kStatisticsRows query rows at a time (or taken from
+// `given`), and each asked key's P_ij recomputed from its score
+// (probability).
 template <class T>
 void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
                             double scale_d, bool causal, const std::vector<extent_t>& keys,
-                            View<T> dk_rows, View<T> dv_rows) {
+                            View<T> dk_rows, View<T> dv_rows,
+                            const GivenForwardRows<T>& given = {}) {
   using Tr = ScalarTraits<T>;
   const Dims s = attention_dims(q, k);
   const T scale = Tr::from_double(scale_d);
   for (const moa::Index& idx : moa::iota(dk_rows.shape())) dk_rows(idx) = Tr::zero();
   for (const moa::Index& idx : moa::iota(dv_rows.shape())) dv_rows(idx) = Tr::zero();
   const View<const T> kh = k.sub({0, 0}), vh = v.sub({0, 0});  // (M, D)
+  const moa::Layout key_row = moa::Layout::strided({1, s.D}, kh.layout().strides());
   for (extent_t h = 0; h < s.H; ++h) {
     for (extent_t i0 = 0; i0 < s.N; i0 += kStatisticsRows) {
       const std::vector<View<const T>> q_rows = block_of_rows(q, 0, h, i0, s.N),
                                        do_rows = block_of_rows(dout, 0, h, i0, s.N);
-      const std::vector<BackwardRow<T>> rows =
-          backward_rows<T>(q_rows, do_rows, kh, vh, scale, causal, i0, s.N, s.M);
-      for (std::size_t n = 0; n < rows.size(); ++n) {
-        const BackwardRow<T>& row = rows[n];
-        if (row.softmax.empty) continue;
-        const extent_t i = i0 + static_cast<extent_t>(n);
-        const View<const T>&qi = q_rows[n], &doi = do_rows[n];  // (D)
+      const auto R = static_cast<extent_t>(q_rows.size());
+      std::optional<ForwardRows<T>> f = given ? given(h, i0, R) : std::nullopt;
+      if (!f) f = attention_fwd_rows<T>(q_rows, kh, vh, scale, causal, i0, s.N, s.M);
+      for (extent_t n = 0; n < R; ++n) {
+        const extent_t i = i0 + n;
+        if (visible_keys(causal, i, s.N, s.M, s.M) == 0) continue;  // P = 0: no term
+        const View<const T>&qi = q_rows[std::size_t(n)], &doi = do_rows[std::size_t(n)];  // (D)
+        const T delta = row_delta(doi, f->o.data() + n * s.D);
+        const Normaliser<T>& normaliser = f->normalisers[std::size_t(n)];
         for (std::size_t t = 0; t < keys.size(); ++t) {
           const extent_t j = keys[t];
           if (!visible(causal, i, j, s.N, s.M)) continue;
-          const T ds = backward_ds(row, doi, vh, j);
+          T dot;
+          Reductions<T>::dots(qi, View<const T>(kh.data() + kh.layout()({j, 0}), key_row), 1, &dot);
+          const T p_ij = probability(normaliser, scale, dot);
+          const T ds = backward_ds(p_ij, delta, doi, vh, j);
           const auto r = static_cast<extent_t>(t);
-          accumulate_key_row(dk_rows.sub({r}), dv_rows.sub({r}), scale, ds, row.softmax.p[j], qi,
-                             doi);
+          accumulate_key_row(dk_rows.sub({r}), dv_rows.sub({r}), scale, ds, p_ij, qi, doi);
         }
       }
     }

@@ -10,6 +10,7 @@
 
 #include "oracle/bounds.hpp"
 #include "oracle/detail/bound_helpers.hpp"
+#include "oracle/detail/forward_memo.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/memory.hpp"
 #include "oracle/ops/table.hpp"
@@ -143,6 +144,61 @@ TEST(SampledOracle, KeyRowsAlone) {
       }
     }
   }
+}
+
+// A generated backward's forward (properties::make_case evaluates it with
+// keep_forward_rows) leaves its first-pass rows for the backward's own key
+// rows (detail/forward_memo.hpp): taken, the answer is bit for bit the one
+// computed without them; and taken only by a case whose q, k, v, scale and
+// mask are the forward's. Two batches and two kv heads, so that a row
+// taken from another batch, head or group would show.
+TEST(SampledOracle, ABackwardTakesItsOwnForwardsRowsAndNoOthers) {
+  for (const bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    const Case c =
+        test::make_case(Op::attention_bwd, Format::f32,
+                        {.B = 2, .H = 4, .Hkv = 2, .N = 37, .M = 150, .D = 20}, 61, causal);
+    const Selection rows = some_rows(c.problem, 61);
+    detail::keep_forward_memo(nullptr);
+    const Answer alone = evaluate(c, {.rows = rows});
+    EXPECT_EQ(alone.forward_rows_given, 0);
+
+    // The forward of c's q, k, v, its rows kept.
+    Case fwd{c.problem, {}};
+    fwd.problem.op = Op::attention_fwd;
+    for (const char* name : {"q", "k", "v"})
+      fwd.inputs.push_back(c.inputs[input_position(Op::attention_bwd, name)]);
+    evaluate(fwd, {.exact_ulp_bits = 0, .keep_forward_rows = true});
+
+    const Answer given = evaluate(c, {.rows = rows});
+    EXPECT_GT(given.forward_rows_given, 0);
+    for (std::size_t k = 0; k < alone.outputs.size(); ++k) {
+      const TensorAnswer &a = alone.outputs[k], &g = given.outputs[k];
+      for (std::size_t i = 0; i < a.rounded.size(); ++i) {
+        ASSERT_EQ(a.evaluated[i], g.evaluated[i]);
+        EXPECT_TRUE(
+            same_bits(a.rounded[i], g.rounded[i]) && same_bits(a.exact[i].hi, g.exact[i].hi) &&
+            same_bits(a.exact[i].lo, g.exact[i].lo) && a.undetermined[i] == g.undetermined[i])
+            << a.name << "[" << i << "]: " << a.exact[i].hi << " alone, " << g.exact[i].hi
+            << " with the forward's rows";
+      }
+    }
+
+    // One element of q, k or v other (the last row's last element, which
+    // every causal row sees of k and v), or another scale: not its forward.
+    for (const char* name : {"q", "k", "v"}) {
+      Case other = c;
+      AnyTensor& t = other.inputs[input_position(Op::attention_bwd, name)];
+      const moa::Shape s = t.shape();
+      const moa::Index last{s[0] - 1, s[1] - 1, s[2] - 1, s[3] - 1};
+      t.set(last, t.get(last) / 2);
+      EXPECT_EQ(evaluate(other, {.rows = rows}).forward_rows_given, 0) << name << " other";
+    }
+    Case rescaled = c;
+    rescaled.problem.params.scale = 0.25;
+    EXPECT_EQ(evaluate(rescaled, {.rows = rows}).forward_rows_given, 0) << "scale other";
+  }
+  detail::keep_forward_memo(nullptr);
 }
 
 // The a priori bounds of the selected rows (apriori_bounds with rows) are
