@@ -223,12 +223,11 @@ class Driver {
         const bool key_rows = std::any_of(units.begin(), units.end(), [](const detail::Unit& u) {
           return u.kind == detail::UnitKind::bwd_key_rows;
         });
-        const auto given = key_rows ? detail::forward_memo_for(case_) : nullptr;
         if (opt_.keep_forward_rows && case_.problem.op == Op::attention_fwd && !opt_.rows) {
           std::shared_ptr<detail::ForwardMemo> keep = detail::start_forward_memo(case_);
           detail::fast_pass_keeping(case_, units, opt_.threads, sink, *keep);
           detail::keep_forward_memo(std::move(keep));
-        } else if (given) {
+        } else if (const auto given = key_rows ? detail::forward_memo_for(case_) : nullptr) {
           answer_.forward_rows_given =
               detail::fast_pass_given(case_, units, opt_.threads, sink, *given);
         } else {

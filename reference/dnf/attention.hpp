@@ -245,36 +245,17 @@ struct BackwardRow {
   T delta;  // D_i
 };
 
-// The rows i0 .. i0 + R - 1 of one query head at once, q_rows[r] and
-// do_rows[r] (D) row i0 + r: each row's values those of the row alone.
-template <class T>
-std::vector<BackwardRow<T>> backward_rows(std::span<const View<const T>> q_rows,
-                                          std::span<const View<const T>> do_rows,
-                                          const View<const T>& kh /*(M, D)*/,
-                                          const View<const T>& vh /*(M, D)*/, const T& scale,
-                                          bool causal, extent_t i0, extent_t N, extent_t M) {
-  using Tr = ScalarTraits<T>;
-  const auto R = static_cast<extent_t>(q_rows.size());
-  const extent_t D = vh.shape()[1];
-  std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
-  // O_i (an empty row's P = 0: it contributes nothing), then D_i = dO_i · O_i
-  const std::vector<T> o = values_of_rows(softmax, vh, causal, i0, N, M);  // (R, D)
-  std::vector<BackwardRow<T>> rows;
-  rows.reserve(static_cast<std::size_t>(R));
-  for (extent_t r = 0; r < R; ++r) {
-    rows.push_back({std::move(softmax[static_cast<std::size_t>(r)]), Tr::zero()});
-    if (rows.back().softmax.empty) continue;
-    rows.back().delta = row_delta(do_rows[static_cast<std::size_t>(r)], o.data() + r * D);
-  }
-  return rows;
-}
-
-// Row i alone, qi and doi (D).
+// Row i, qi and doi (D): its softmax (softmax_rows on the row alone), O_i
+// from it (an empty row's P = 0: it contributes nothing), then D_i.
 template <class T>
 BackwardRow<T> backward_row(const View<const T>& qi /*(D)*/, const View<const T>& doi /*(D)*/,
                             const View<const T>& kh /*(M, D)*/, const View<const T>& vh /*(M, D)*/,
                             const T& scale, bool causal, extent_t i, extent_t N, extent_t M) {
-  return std::move(backward_rows<T>({&qi, 1}, {&doi, 1}, kh, vh, scale, causal, i, N, M)[0]);
+  std::vector<SoftmaxRow<T>> softmax = softmax_rows<T>({&qi, 1}, kh, scale, causal, i, N, M, M);
+  const std::vector<T> o = values_of_rows(softmax, vh, causal, i, N, M);  // (1, D)
+  BackwardRow<T> row{std::move(softmax[0]), ScalarTraits<T>::zero()};
+  if (!row.softmax.empty) row.delta = row_delta(doi, o.data());
+  return row;
 }
 
 // dS_ij = P_ij (dP_ij - D_i), dP_ij = dO_i · V_j, for a key j row i sees.
