@@ -310,56 +310,80 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
   return r;
 }
 
-Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const RoundingUnits& u, Mat* c_val,
-                bool store, const std::vector<std::uint8_t>* rows) {
+const double* MatrixRows::row(extent_t p, extent_t j0, extent_t w, double* buffer) const {
+  if (mat_) return row_of(*mat_, {p, j0});
+  tensor_->get_row({p, j0}, w, buffer);
+  return buffer;
+}
+
+Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const RoundingUnits& u,
+                Mat* c_val, bool store, const std::vector<std::uint8_t>* rows) {
   const extent_t m = a.shape()[0], k = a.shape()[1], n = bmat.shape()[1];
   Mat r(Shape{m, n});
   if (c_val) *c_val = Mat(Shape{m, n});
   const double gk = u.gamma(double(k));
-  // Blocks of columns of the rows asked, spread over threads: an MLP at its
-  // deployment width has few rows (T = 16) and very long ones. Each
-  // element's sums still run over p ascending.
-  constexpr extent_t kColumns = 1024;
+  // Tiles of the rows asked by blocks of columns, spread over threads: an
+  // MLP at its deployment width has few rows (T = 16) and very long ones,
+  // and its weights (10.5 GB of f32 at Dm = 16384, F = 53248) are read once
+  // per tile of rows, a row of a block at a time. Each element's sums still
+  // run over p ascending.
+  constexpr extent_t kColumns = 512, kRowsPerTile = 16;
   const extent_t blocks = (n + kColumns - 1) / kColumns;
   std::vector<extent_t> asked;
   for (extent_t i = 0; i < m; ++i)
     if (!rows || (*rows)[std::size_t(i)]) asked.push_back(i);
-  const auto work = static_cast<std::int64_t>(asked.size()) * blocks;
+  const auto tiles = (static_cast<std::int64_t>(asked.size()) + kRowsPerTile - 1) / kRowsPerTile;
+  const std::int64_t work = tiles * blocks;
 #pragma omp parallel
   {
-    std::vector<double> abs(kColumns), val(kColumns), prop(kColumns);  // one block
+    // One tile's sums, kColumns per row, and a block row of B.
+    std::vector<double> abs(kRowsPerTile * kColumns), val(abs.size()), prop(abs.size());
+    std::vector<double> b_row(kColumns);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t x = 0; x < work; ++x) {
-      const extent_t i = asked[std::size_t(x / blocks)], j0 = x % blocks * kColumns;
-      const extent_t w = std::min(kColumns, n - j0);
+      const std::size_t first = std::size_t(x / blocks * kRowsPerTile);
+      const std::size_t tile = std::min(std::size_t(kRowsPerTile), asked.size() - first);
+      const extent_t j0 = x % blocks * kColumns, w = std::min(kColumns, n - j0);
       std::fill(abs.begin(), abs.end(), 0.0);
       std::fill(val.begin(), val.end(), 0.0);
       std::fill(prop.begin(), prop.end(), 0.0);
       for (extent_t p = 0; p < k; ++p) {
-        const double av = a.view()(i, p), eav = ea ? ea->view()(i, p) : 0;
-        const double* bp = row_of(bmat, {p, j0});  // (w)
-        for (extent_t j = 0; j < w; ++j) {
-          const double bv = bp[j];
-          val[j] += av * bv;
-          abs[j] += std::fabs(av * bv);
+        const double* bp = bmat.row(p, j0, w, b_row.data());  // (w)
+        for (std::size_t t = 0; t < tile; ++t) {
+          const extent_t i = asked[first + t];
+          const double av = a.view()(i, p), eav = ea ? ea->view()(i, p) : 0;
+          double *vt = val.data() + t * kColumns, *at = abs.data() + t * kColumns;
+          for (extent_t j = 0; j < w; ++j) {
+            const double bv = bp[j];
+            vt[j] += av * bv;
+            at[j] += std::fabs(av * bv);
+          }
+          if (ea) {
+            double* pt = prop.data() + t * kColumns;
+            for (extent_t j = 0; j < w; ++j) pt[j] += bound_times(eav, std::fabs(bp[j]));
+          }
         }
-        if (ea)
-          for (extent_t j = 0; j < w; ++j) prop[j] += bound_times(eav, std::fabs(bp[j]));
       }
-      double* ri = row_of(r, {i, j0});
-      for (extent_t j = 0; j < w; ++j) {
-        double e = gk * (abs[j] + prop[j]) + prop[j] + double(k) * u.eta_a;
-        if (store) e = e * (1 + u.us) + u.us * std::fabs(val[j]) + u.eta_s / 2;
-        ri[j] = kEvalSlack * e;
+      for (std::size_t t = 0; t < tile; ++t) {
+        const extent_t i = asked[first + t];
+        const double *vt = val.data() + t * kColumns, *at = abs.data() + t * kColumns,
+                     *pt = prop.data() + t * kColumns;
+        double* ri = row_of(r, {i, j0});
+        for (extent_t j = 0; j < w; ++j) {
+          double e = gk * (at[j] + pt[j]) + pt[j] + double(k) * u.eta_a;
+          if (store) e = e * (1 + u.us) + u.us * std::fabs(vt[j]) + u.eta_s / 2;
+          ri[j] = kEvalSlack * e;
+        }
+        if (c_val) std::copy(vt, vt + w, row_of(*c_val, {i, j0}));
       }
-      if (c_val) std::copy(val.begin(), val.begin() + w, row_of(*c_val, {i, j0}));
     }
   }
   return r;
 }
 
-Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const RoundingUnits& u,
-               Mat* y_val, const Mat* ex, const std::vector<std::uint8_t>* rows) {
+Mat mlp_bounds(const Mat& x, const MatrixRows& w1, const MatrixRows& w3, const MatrixRows& w2,
+               const RoundingUnits& u, Mat* y_val, const Mat* ex,
+               const std::vector<std::uint8_t>* rows) {
   const extent_t T = x.shape()[0], F = w1.shape()[1];
   Mat g, up;
   const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false, rows);

@@ -106,9 +106,18 @@ void run_pass(const Case& c, std::span<const Unit> units, int threads, const Fas
       throw std::logic_error("oracle: block has no first pass (see passes.hpp)");
     }
   }
+  const int team = thread_count(threads);
+  // mlp.swiglu's rows: all at once, the weights streamed (fast_mlp.cpp).
+  if (kind == FirstPassKind::vectorised && !units.empty() && units[0].kind == UnitKind::mlp_row) {
+    {
+      UpwardRounding upward;
+      check_directed_rounding();
+    }
+    fast_mlp_rows(c, units, team, sink);
+    return;
+  }
   // One run of units at a time (for_each_chunk): their rows converted, then
   // the run's units spread over the threads.
-  const int team = thread_count(threads);
   const double limit =
       chunk_limit(largest_unit(c.problem, units), team, double(sizeof(FastInterval)));
   bool failed = false;

@@ -176,10 +176,18 @@ void DotsRows(const FastInterval* const* a, extent_t R, const FastInterval* x, e
         DotsOfKeys(a[r], x, row_stride, first, std::min(first + kKeysPerBlock, rows[r]), D, out[r]);
 }
 
+// A vector of points: both ends the loaded values (the weights of
+// mlp.swiglu, read from the case as doubles; AddBlock's X = double).
+HWY_INLINE Ends load(Lanes d, const double* p) {
+  const V v = hn::LoadU(d, p);
+  return {v, v};
+}
+
 // out += the block of rows [first, last), summed from zero: lanes along d,
-// j ascending.
-HWY_INLINE void AddBlock(const FastInterval* w, const FastInterval* x, extent_t row_stride,
-                         extent_t first, extent_t last, extent_t D, FastInterval* out) {
+// j ascending. x holds intervals, or points (X = double).
+template <class X>
+HWY_INLINE void AddBlock(const FastInterval* w, const X* x, extent_t row_stride, extent_t first,
+                         extent_t last, extent_t D, FastInterval* out) {
   const Lanes d;
   const auto L = static_cast<extent_t>(hn::Lanes(d));
   const extent_t body = D - D % L;
@@ -190,7 +198,7 @@ HWY_INLINE void AddBlock(const FastInterval* w, const FastInterval* x, extent_t 
     Ends acc0 = zero, acc1 = zero;
     for (extent_t j = first; j < last; ++j) {
       const Ends wj = broadcast(d, w[j]);
-      const FastInterval* xj = x + j * row_stride + k;
+      const X* xj = x + j * row_stride + k;
       acc0 = add(acc0, mul(d, wj, load(d, xj)));
       acc1 = add(acc1, mul(d, wj, load(d, xj + L)));
     }
@@ -205,7 +213,7 @@ HWY_INLINE void AddBlock(const FastInterval* w, const FastInterval* x, extent_t 
   }
   for (; k < D; ++k) {
     FastInterval acc(0.0);
-    for (extent_t j = first; j < last; ++j) acc += w[j] * x[j * row_stride + k];
+    for (extent_t j = first; j < last; ++j) acc += w[j] * FastInterval(x[j * row_stride + k]);
     out[k] += acc;
   }
 }
@@ -242,6 +250,14 @@ void WeightedSums(const FastInterval* const* w, const FastInterval* x, extent_t 
       if (rows[r] > first)
         AddBlock(w[r], x, row_stride, first, std::min(first + kBlock, rows[r]), D, out[r]);
   for (extent_t r = 0; r < R; ++r) FinishSums(D, out[r]);
+}
+
+// Each row r adds the block x (rows × D points) weighted by w[r]: one
+// block of a weighted sum that is WeightedSum's, block for block, with the
+// caller reading x a block at a time (fast_mlp.cpp).
+void AddPointBlock(const FastInterval* const* w, extent_t R, const double* x, extent_t row_stride,
+                   extent_t rows, extent_t D, FastInterval* const* out) {
+  for (extent_t r = 0; r < R; ++r) AddBlock(w[r], x, row_stride, 0, rows, D, out[r]);
 }
 
 FastInterval Sum(const FastInterval* x, extent_t n) {
@@ -347,6 +363,7 @@ HWY_EXPORT(Dots);
 HWY_EXPORT(DotsRows);
 HWY_EXPORT(WeightedSum);
 HWY_EXPORT(WeightedSums);
+HWY_EXPORT(AddPointBlock);
 HWY_EXPORT(Sum);
 HWY_EXPORT(ShiftedExps);
 
@@ -370,6 +387,12 @@ void interval_weighted_sums(const FastInterval* const* w, const FastInterval* x,
                             moa::extent_t row_stride, const moa::extent_t* rows, moa::extent_t R,
                             moa::extent_t D, FastInterval* const* out) {
   HWY_DYNAMIC_DISPATCH(WeightedSums)(w, x, row_stride, rows, R, D, out);
+}
+
+void interval_add_point_block(const FastInterval* const* w, moa::extent_t R, const double* x,
+                              moa::extent_t row_stride, moa::extent_t rows, moa::extent_t D,
+                              FastInterval* const* out) {
+  HWY_DYNAMIC_DISPATCH(AddPointBlock)(w, R, x, row_stride, rows, D, out);
 }
 
 FastInterval interval_sum(const FastInterval* x, moa::extent_t n) {

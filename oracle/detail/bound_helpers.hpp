@@ -162,17 +162,34 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
 Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& u, Mat* y_val,
                    const Mat* ex = nullptr);
 
+// The B of a product A B, read a piece of a row at a time: a Mat's row in
+// place, or a case's input widened to double into the caller's buffer
+// (mlp.swiglu's weights, which are never widened whole:
+// detail/streamed_mlp.hpp). Implicit from either, so callers pass a Mat.
+class MatrixRows {
+ public:
+  MatrixRows(const Mat& m) : mat_(&m) {}
+  MatrixRows(const AnyTensor& t) : tensor_(&t) {}
+  moa::Shape shape() const { return mat_ ? mat_->shape() : tensor_->shape(); }
+  // B[p, j0 .. j0 + w): in place, or widened into buffer (w doubles).
+  const double* row(moa::extent_t p, moa::extent_t j0, moa::extent_t w, double* buffer) const;
+
+ private:
+  const Mat* mat_ = nullptr;
+  const AnyTensor* tensor_ = nullptr;
+};
+
 // C = A B with a bound on C's error given bounds ea (and eb, optional) on
 // A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb). `rows` (optional)
 // limits the rows of C bounded; the others are left 0. Each row's sums run
-// over p ascending, B read row by row.
-Mat gemm_bounds(const Mat& a, const Mat& bmat, const Mat* ea, const RoundingUnits& u, Mat* c_val,
-                bool store = true, const std::vector<std::uint8_t>* rows = nullptr);
+// over p ascending, B read row by row, once per tile of rows.
+Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const RoundingUnits& u,
+                Mat* c_val, bool store = true, const std::vector<std::uint8_t>* rows = nullptr);
 
 // docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null;
 // rows: the rows t bounded (the sampled oracle's), or null for all.
-Mat mlp_bounds(const Mat& x, const Mat& w1, const Mat& w3, const Mat& w2, const RoundingUnits& u,
-               Mat* y_val, const Mat* ex = nullptr,
+Mat mlp_bounds(const Mat& x, const MatrixRows& w1, const MatrixRows& w3, const MatrixRows& w2,
+               const RoundingUnits& u, Mat* y_val, const Mat* ex = nullptr,
                const std::vector<std::uint8_t>* rows = nullptr);
 
 }  // namespace moacert::oracle::detail

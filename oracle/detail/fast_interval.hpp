@@ -4,9 +4,9 @@
 // instantiated with FastInterval encloses the exact real value of each
 // output (docs/oracle.md#first-pass).
 //
-// Only oracle/fast_pass.cpp and oracle/fast_reductions.cpp include this
-// header: they are compiled with -frounding-math and run these operations
-// under an UpwardRounding guard.
+// Only oracle/fast_pass.cpp, oracle/fast_mlp.cpp and
+// oracle/fast_reductions.cpp include this header: they are compiled with
+// -frounding-math and run these operations under an UpwardRounding guard.
 // Upper bounds are rounded up directly; lower bounds use the negation trick
 // down(x op y) = -up(-x op' y), so the whole pass runs in one rounding mode.
 #pragma once
@@ -243,6 +243,14 @@ void interval_dots_rows(const FastInterval* const* a, moa::extent_t R, const Fas
 void interval_weighted_sums(const FastInterval* const* w, const FastInterval* x,
                             moa::extent_t row_stride, const moa::extent_t* rows, moa::extent_t R,
                             moa::extent_t D, FastInterval* const* out);
+// One block of R weighted sums over points (mlp.swiglu's weights, read a
+// block of rows at a time): out[r]_d += (Σ_{j < rows} w[r]_j · x_jd, summed
+// from zero) for d < D, each element's operations those of a block of
+// interval_weighted_sum. NaN ends are left as the lanes made them: the
+// caller applies FastInterval::checked to each total.
+void interval_add_point_block(const FastInterval* const* w, moa::extent_t R, const double* x,
+                              moa::extent_t row_stride, moa::extent_t rows, moa::extent_t D,
+                              FastInterval* const* out);
 
 }  // namespace moacert::oracle::detail
 

@@ -43,6 +43,13 @@ void fast_pass_keeping(const Case& c, std::span<const Unit> units, int threads,
 std::int64_t fast_pass_given(const Case& c, std::span<const Unit> units, int threads,
                              const FastSink& sink, const ForwardMemo& given);
 
+// The vectorised first pass of mlp.swiglu's rows (fast_mlp.cpp): every
+// unit an mlp_row, all of them run at once, the weights streamed from the
+// case (detail/streamed_mlp.hpp), over `team` threads; `unit` in the sink
+// counts from the span's first. Call it under round-to-nearest: its
+// parallel regions set round-upward on their threads.
+void fast_mlp_rows(const Case& c, std::span<const Unit> units, int team, const FastSink& sink);
+
 // The first pass as first written: scalar loops, every exp bound from MPFR.
 // Not used by evaluate(); the yardstick of fast_pass's speed and decided
 // share (bench/oracle_bench, tests/oracle/test_fast_pass.cpp).

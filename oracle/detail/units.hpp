@@ -16,7 +16,9 @@
 //   attention.fwdbwd     fwd rows, then bwd groups (the DNF fwdbwd is the
 //                        two of them)
 //   attention.decode     one unit per (b, h)
-//   rmsnorm, mlp.swiglu  one unit per row t
+//   rmsnorm, mlp.swiglu  one unit per row t (mlp.swiglu's reads its row of
+//                        x alone: its weights are streamed from the case,
+//                        detail/streamed_mlp.hpp)
 //   block                one unit per batch b (attention mixes the rows)
 //
 // With a Selection (the sampled oracle, oracle/selection.hpp) only the units
@@ -39,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "oracle/detail/streamed_mlp.hpp"
 #include "oracle/ops/table.hpp"
 #include "oracle/selection.hpp"
 #include "reference/case.hpp"
@@ -266,6 +269,7 @@ struct Inputs {
   std::vector<Converted> t;  // ops-table order; lens' slot left empty
   moa::Tensor<std::int64_t> lens;
   double scale = 0;
+  const Case* source = nullptr;  // the case itself: mlp.swiglu streams its weights from it
 
   // The read's sub-array, strided as in the whole row-major input.
   // @pre every row of the read was kept (a unit among those make_inputs had)
@@ -291,6 +295,7 @@ template <class T>
 Inputs<T> make_inputs(const Case& c, std::span<const Unit> units, Inputs<T> recycled = {}) {
   Inputs<T> in;
   in.scale = c.problem.scale();
+  in.source = &c;
   RowsRead kept = rows_read(c.problem, units);
   // Reused only where every input's rows fit in what they held before: a
   // larger run drops the old storage first, so that a pass never holds two
@@ -362,8 +367,13 @@ inline std::size_t forward_run(std::span<const Unit> units, std::size_t first, s
 }
 
 // The most scratch one thread of the first pass holds for unit u: a
-// forward row's times the rows of its run (forward_run).
+// forward row's times the rows of its run (forward_run); mlp.swiglu's
+// rows all run at once (fast_mlp.cpp), at most T of them (counted per
+// thread: an upper bound), and each thread its block of a weight's rows
+// (doubles, counted as elements).
 inline double first_pass_scratch_elements(const Problem& p, const Unit& u) {
+  if (u.kind == UnitKind::mlp_row)
+    return double(p.dims.T) * unit_scratch_elements(p, u) + streamed_block_doubles(p.dims);
   const double rows = u.kind == UnitKind::fwd_row ? double(dnf::kStatisticsRows) : 1.0;
   return rows * unit_scratch_elements(p, u);
 }
@@ -520,15 +530,9 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
       for (extent_t c = 0; c < d.D; ++c) emit(y_out, t * d.D + c, y.view()(0, c));
       return;
     }
-    case UnitKind::mlp_row: {
-      const extent_t t = u.a;
-      const auto x = input("x");  // (1,Dm)
-      Tensor y(Shape{1, d.Dm});
-      dnf::mlp_swiglu<T>(x, input("w1"), input("w3"), input("w2"), y.view());
-      const int y_out = output("y");
-      for (extent_t c = 0; c < d.Dm; ++c) emit(y_out, t * d.Dm + c, y.view()(0, c));
+    case UnitKind::mlp_row:  // the weights streamed from the case, not converted
+      streamed_mlp_row<T>(*in.source, u.a, emit);
       return;
-    }
     case UnitKind::batch: {
       const extent_t b = u.a;
       const auto x = input("x");  // (1,N,Dm)

@@ -1,12 +1,14 @@
 // The row ops' rows of the oracle's op table (oracle/ops/table.hpp):
 // rmsnorm and mlp.swiglu, ops on independent rows t of x. A row is a query
-// row and one unit, which reads its row of x and every weight whole; the
-// bounds are docs/bounds.md#rmsnorm and #swiglu-mlp.
+// row and one unit, which reads its row of x and, for rmsnorm, its weight
+// whole (mlp.swiglu's units stream theirs); the bounds are
+// docs/bounds.md#rmsnorm and #swiglu-mlp.
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "oracle/detail/bound_helpers.hpp"
+#include "oracle/detail/streamed_mlp.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/ops/table.hpp"
 #include "reference/named.hpp"
@@ -34,19 +36,28 @@ std::vector<Unit> row_units(const Problem& p, const Selection* rows) {
   return units;
 }
 
-// Row t of x, then every weight whole.
-std::vector<Read> reads(const Problem& p, const Unit& u) {
-  const moa::extent_t width = input_shapes(p)[input_position(p.op, "x")][1];  // x: (T, width)
-  return detail::rows_of_x_and_every_weight(p, {u.a, 0}, {1, width});
+moa::extent_t x_width(const Problem& p) {  // x: (T, width)
+  return input_shapes(p)[input_position(p.op, "x")][1];
 }
 
-// The most scratch one row's DNF call holds: rmsnorm 2·D; mlp.swiglu its
-// hidden layer, 3·F + Dm.
+// rmsnorm: row t of x, then its weight whole.
+std::vector<Read> norm_reads(const Problem& p, const Unit& u) {
+  return detail::rows_of_x_and_every_weight(p, {u.a, 0}, {1, x_width(p)});
+}
+
+// mlp.swiglu: row t of x alone; the unit streams its weights from the case
+// (detail/streamed_mlp.hpp).
+std::vector<Read> mlp_reads(const Problem& p, const Unit& u) {
+  return {{static_cast<int>(input_position(p.op, "x")), {u.a, 0}, {1, x_width(p)}}};
+}
+
+// The most scratch one row's call holds: rmsnorm 2·D; mlp.swiglu its row
+// of x, the hidden layer, y and a weight's row (streamed_mlp_scratch).
 double norm_scratch(const Problem& p, const Unit&) {
   return 2.0 * double(p.dims.D);
 }
 double mlp_scratch(const Problem& p, const Unit&) {
-  return 3.0 * double(p.dims.F) + double(p.dims.Dm);
+  return detail::streamed_mlp_scratch(p.dims);
 }
 
 Bounds rmsnorm_bounds(const BoundCall& call) {
@@ -58,13 +69,16 @@ Bounds rmsnorm_bounds(const BoundCall& call) {
   return out;
 }
 
-// The selected rows only (call.only).
+// The selected rows only (call.only); x widened here, the weights read
+// from the case a row of a block at a time (bounds_widen_own_rows).
 Bounds mlp_bounds(const BoundCall& call) {
   const Problem& p = call.c.problem;
-  const auto x = inputs_by_name(p.op, call.widened);
+  const auto in = inputs_by_name(p.op, call.c.inputs);
+  detail::Mat x(in["x"].shape());
+  detail::widen_rows(in["x"], 0, x);
   Bounds out(info(p.op).outputs.size());
-  outputs_by_name(p.op, out)["y"] = rav(
-      detail::mlp_bounds(x["x"], x["w1"], x["w3"], x["w2"], call.u, nullptr, nullptr, call.only));
+  outputs_by_name(p.op, out)["y"] =
+      rav(detail::mlp_bounds(x, in["w1"], in["w3"], in["w2"], call.u, nullptr, nullptr, call.only));
   return out;
 }
 
@@ -78,7 +92,7 @@ OracleOp rmsnorm() {
           .key_outputs = {},
           .units = row_units<UnitKind::norm_row>,
           .unit_scratch_elements = norm_scratch,
-          .reads = reads,
+          .reads = norm_reads,
           .first_pass = true,
           .apriori_bounds = rmsnorm_bounds};
 }
@@ -89,9 +103,10 @@ OracleOp mlp_swiglu() {
           .key_outputs = {},
           .units = row_units<UnitKind::mlp_row>,
           .unit_scratch_elements = mlp_scratch,
-          .reads = reads,
+          .reads = mlp_reads,
           .first_pass = true,
-          .apriori_bounds = mlp_bounds};
+          .apriori_bounds = mlp_bounds,
+          .bounds_widen_own_rows = true};
 }
 
 }  // namespace ops
