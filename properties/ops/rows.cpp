@@ -50,9 +50,10 @@ Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
 Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
   const Dims& d = c.problem.dims;
   const auto in = inputs_by_name(c.problem.op, c.inputs);
-  const std::vector<double> x = dense(in["x"]), w1 = dense(in["w1"]), w3 = dense(in["w3"]);
+  const std::vector<double> x = dense(in["x"]);
   Regimes out;
-  classify_gates(x.data(), w1.data(), w3.data(), d.T, d.Dm, d.F, c.problem.format, l, out);
+  classify_gates(x.data(), rows_as_double(in["w1"]), rows_as_double(in["w3"]), d.T, d.Dm, d.F,
+                 c.problem.format, l, out);
   return out;
 }
 
