@@ -16,9 +16,9 @@
 //   attention.fwdbwd     fwd rows, then bwd groups (the DNF fwdbwd is the
 //                        two of them)
 //   attention.decode     one unit per (b, h)
-//   rmsnorm, mlp.swiglu  one unit per row t (mlp.swiglu's reads its row of
-//                        x alone: its weights are streamed from the case,
-//                        detail/streamed_mlp.hpp)
+//   rmsnorm, mlp.swiglu  one unit per row t (an mlp.swiglu unit reads its
+//                        row of x alone: its weights are streamed from the
+//                        case, detail/streamed_mlp.hpp)
 //   block                one unit per batch b (attention mixes the rows)
 //
 // With a Selection (the sampled oracle, oracle/selection.hpp) only the units
