@@ -4,7 +4,7 @@
 // case once per pass, widened to double a block of rows at a time, and
 // meets every selected row of x while it is in cache. Threads take blocks
 // of columns (of F for x W1 and x W3, of Dm for H W2), so that each owns
-// its sums. Each sum adds blocks of kRowsPerBlock terms, each block summed
+// its sums. Each sum adds blocks of kStreamedRowsPerBlock terms, each block summed
 // from zero in the order of p and then added to the total: the blocked
 // weighted sums of the pass's attention (fast_reductions.cpp), an order
 // other than the DNF's p-by-p that encloses the same exact sum more tightly.
@@ -29,9 +29,6 @@ namespace moacert::oracle::detail {
 
 namespace {
 
-constexpr extent_t kRowsPerBlock = kStreamedRowsPerBlock;
-constexpr extent_t kColumnsPerThread = kStreamedColumns;
-
 // sums[r] (R rows of `width` intervals, from column c0) += a[r] (R rows of
 // `depth` intervals) times the rows 0 .. depth - 1 of the weight m, columns
 // [c0, c0 + width): one call per block of weight rows.
@@ -41,8 +38,8 @@ void add_streamed(const AnyTensor& m, const std::vector<FastInterval*>& a, exten
   const auto R = static_cast<extent_t>(a.size());
   std::vector<const FastInterval*> weights(a.size());
   std::vector<FastInterval*> out(a.size());
-  for (extent_t p0 = 0; p0 < depth; p0 += kRowsPerBlock) {
-    const extent_t rows = std::min(kRowsPerBlock, depth - p0);
+  for (extent_t p0 = 0; p0 < depth; p0 += kStreamedRowsPerBlock) {
+    const extent_t rows = std::min(kStreamedRowsPerBlock, depth - p0);
     for (extent_t j = 0; j < rows; ++j) m.get_row({p0 + j, c0}, width, block.data() + j * width);
     for (extent_t r = 0; r < R; ++r) {
       weights[std::size_t(r)] = a[std::size_t(r)] + p0;
@@ -56,16 +53,17 @@ void add_streamed(const AnyTensor& m, const std::vector<FastInterval*>& a, exten
 // columns) weight of the case; out's rows `columns` intervals.
 void streamed_product(const AnyTensor& m, const std::vector<FastInterval*>& a, extent_t depth,
                       extent_t columns, std::vector<FastInterval*>& out, int team) {
-  const std::int64_t blocks = (columns + kColumnsPerThread - 1) / kColumnsPerThread;
+  const std::int64_t blocks = (columns + kStreamedColumns - 1) / kStreamedColumns;
   for (FastInterval* row : out) std::fill(row, row + columns, FastInterval(0.0));
 #pragma omp parallel num_threads(team)
   {
     UpwardRounding upward;
-    std::vector<double> block(std::size_t(kRowsPerBlock * std::min(kColumnsPerThread, columns)));
+    std::vector<double> block(
+        std::size_t(kStreamedRowsPerBlock * std::min(kStreamedColumns, columns)));
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t b = 0; b < blocks; ++b) {
-      const extent_t c0 = b * kColumnsPerThread;
-      add_streamed(m, a, depth, c0, std::min(kColumnsPerThread, columns - c0), out, block);
+      const extent_t c0 = b * kStreamedColumns;
+      add_streamed(m, a, depth, c0, std::min(kStreamedColumns, columns - c0), out, block);
     }
   }
   for (FastInterval* row : out)
@@ -81,13 +79,13 @@ void fast_mlp_rows(const Case& c, std::span<const Unit> units, int team, const F
   // Each row's x_t, gate, up and y, side by side.
   std::vector<FastInterval> x(R * std::size_t(d.Dm)), gate(R * std::size_t(d.F)),
       up(R * std::size_t(d.F)), y(R * std::size_t(d.Dm));
-  auto rows_of = [&](std::vector<FastInterval>& m, extent_t width) {
+  auto row_starts = [&](std::vector<FastInterval>& m, extent_t width) {
     std::vector<FastInterval*> rows(R);
     for (std::size_t r = 0; r < R; ++r) rows[r] = m.data() + r * std::size_t(width);
     return rows;
   };
-  std::vector<FastInterval*> xs = rows_of(x, d.Dm), gates = rows_of(gate, d.F),
-                             ups = rows_of(up, d.F), ys = rows_of(y, d.Dm);
+  std::vector<FastInterval*> xs = row_starts(x, d.Dm), gates = row_starts(gate, d.F),
+                             ups = row_starts(up, d.F), ys = row_starts(y, d.Dm);
   std::vector<double> widened(std::size_t(d.Dm));
   for (std::size_t r = 0; r < R; ++r) {
     if (units[r].kind != UnitKind::mlp_row)
@@ -106,7 +104,6 @@ void fast_mlp_rows(const Case& c, std::span<const Unit> units, int team, const F
     for (std::int64_t k = 0; k < hidden; ++k)
       gate[std::size_t(k)] = dnf::silu(gate[std::size_t(k)]) * up[std::size_t(k)];
   }
-  up = {};
   streamed_product(in["w2"], gates, d.F, d.Dm, ys, team);
 
   const int y_out = static_cast<int>(output_position(c.problem.op, "y"));
