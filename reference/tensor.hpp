@@ -12,6 +12,7 @@
 
 #include "reference/format.hpp"
 #include "reference/moa/moa.hpp"
+#include "reference/tensor_storage.hpp"
 
 namespace moacert {
 
@@ -66,7 +67,7 @@ class AnyTensor {
   AnyTensor() = default;
   AnyTensor(DType dtype, moa::Layout layout) : dtype_(dtype), layout_(std::move(layout)) {
     const std::size_t bytes = static_cast<std::size_t>(layout_.cosize()) * dtype_bytes(dtype_);
-    storage_.assign((bytes + 63) / 64, Line{});
+    storage_ = TensorStorage((bytes + 63) / 64 * 64);
   }
 
   DType dtype() const { return dtype_; }
@@ -75,7 +76,7 @@ class AnyTensor {
   moa::extent_t size() const { return layout_.size(); }
   void* data() { return storage_.data(); }
   const void* data() const { return storage_.data(); }
-  std::size_t storage_bytes() const { return storage_.size() * sizeof(Line); }
+  std::size_t storage_bytes() const { return storage_.size(); }
 
   TensorRef ref() { return {dtype_, data(), layout_}; }
   TensorRef ref() const { return {dtype_, const_cast<void*>(data()), layout_}; }
@@ -185,6 +186,36 @@ class AnyTensor {
     }
   }
 
+  // Stores `count` values along the last axis from `idx`, each as set()
+  // would (correctly rounded), with the layout and the type resolved once:
+  // the row-wise inverse of get_row, for generating cases of billions of
+  // elements.
+  // @pre idx.rank() >= 1
+  void set_row(moa::Index idx, moa::extent_t count, const double* values) {
+    const int last = idx.rank() - 1;
+    if (!layout_.is_flat()) {
+      for (moa::extent_t e = 0; e < count; ++e, ++idx[last]) set(idx, values[e]);
+      return;
+    }
+    std::byte* p = static_cast<std::byte*>(data()) + layout_(idx) * dtype_bytes(dtype_);
+    const std::ptrdiff_t step = std::ptrdiff_t(layout_.stride(last)) * dtype_bytes(dtype_);
+    auto narrow = [&](auto round) {
+      for (moa::extent_t e = 0; e < count; ++e, p += step) store(p, round(values[e]));
+    };
+    switch (dtype_) {
+      case DType::f64:
+        return narrow([](double v) { return v; });
+      case DType::f32:
+        return narrow([](double v) { return static_cast<float>(v); });
+      case DType::bf16:
+        return narrow([](double v) { return bf16::from_double(v); });
+      case DType::f16:
+        return narrow([](double v) { return f16::from_double(v); });
+      case DType::i64:
+        return narrow([](double v) { return static_cast<std::int64_t>(v); });
+    }
+  }
+
   // The same logical values in another layout.
   AnyTensor relayout(moa::Layout layout) const {
     AnyTensor out(dtype_, std::move(layout));
@@ -197,9 +228,6 @@ class AnyTensor {
   }
 
  private:
-  struct alignas(64) Line {
-    std::byte b[64];
-  };
   template <class T>
   static T load(const std::byte* p) {
     T v;
@@ -213,7 +241,7 @@ class AnyTensor {
 
   DType dtype_ = DType::f32;
   moa::Layout layout_;
-  std::vector<Line> storage_;
+  TensorStorage storage_;
 };
 
 }  // namespace moacert
