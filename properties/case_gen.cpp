@@ -405,6 +405,18 @@ double smallest_normal(Format f) {
   return std::ldexp(1.0, info(f).emin);
 }
 
+// Tensors from this many elements on are drawn on every thread.
+constexpr extent_t kParallelFillFrom = extent_t(1) << 20;
+
+// Whether a flat layout maps several indices to one element (a broadcast
+// axis); a tiled layout never does.
+bool has_zero_stride(const moa::Layout& layout) {
+  if (!layout.is_flat()) return false;
+  for (int a = 0; a < layout.shape().rank(); ++a)
+    if (layout.shape()[a] > 1 && layout.stride(a) == 0) return true;
+  return false;
+}
+
 // Fills one float input of the case.
 void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   const Problem& p = spec.problem;
@@ -507,8 +519,10 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   const bool rms_range = spec.values == Values::rms_range && in == "x";
 
   std::vector<double> key0;  // for ties: the values of key 0 of the current head
-  for (const moa::Index& i : moa::iota(shape)) {
-    double x = spec.values == Values::normal ? rng.normal() : rng.uniform();
+  // The value of element i (the draws in ι's order: a row's elements one
+  // after another).
+  auto draw = [&](const moa::Index& i, Stream& stream) {
+    double x = spec.values == Values::normal ? stream.normal() : stream.uniform();
     x *= factor;
     if (separated) {  // (b, head, row, d)
       if (i[3] == 0) {
@@ -533,7 +547,55 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
         x = key0[static_cast<std::size_t>(i[3])];
       }
     }
-    t.set(i, x);
+    return x;
+  };
+  // Row by row along the last axis, in ι's order: a row's draws, then one
+  // store of the row (a case of billions of elements spends its
+  // generation here).
+  if (t.size() == 0) return;
+  const extent_t rows = t.size() / row_width;
+  const std::uint64_t draws_per_element = spec.values == Values::normal ? 4 : 1;
+  const std::uint64_t first_state = rng.state;
+  auto fill_row = [&](moa::Index& i, Stream& stream, std::vector<double>& values) {
+    for (extent_t e = 0; e < row_width; ++e) {
+      i[last_axis] = e;
+      values[std::size_t(e)] = draw(i, stream);
+    }
+    i[last_axis] = 0;
+    t.set_row(i, row_width, values.data());
+  };
+  // SplitMix64 steps its state by a constant, so the stream of any row
+  // starts at a known state and rows can be drawn on several threads,
+  // bit for bit the one-thread stream. Not where rows depend on each
+  // other (ties repeat key 0's row) or share storage (a broadcast layout
+  // keeps the last row written).
+  const bool on_threads = !(kv_like && spec.values == Values::ties && in == "k") &&
+                                !has_zero_stride(t.layout()) && t.size() >= kParallelFillFrom;
+  if (on_threads) {
+#pragma omp parallel
+    {
+      std::vector<double> values(std::size_t(row_width), 0.0);
+      moa::Index i = moa::Index::filled(shape.rank(), 0);
+      Stream stream{{0}};
+#pragma omp for schedule(static)
+      for (extent_t row = 0; row < rows; ++row) {
+        for (extent_t rest = row, a = last_axis - 1; a >= 0; --a) {  // row's first element
+          i[int(a)] = rest % shape[int(a)];
+          rest /= shape[int(a)];
+        }
+        stream.state = first_state + std::uint64_t(row) * std::uint64_t(row_width) *
+                                         draws_per_element * kSplitMix64Gamma;
+        fill_row(i, stream, values);
+      }
+    }
+    rng.state = first_state + std::uint64_t(t.size()) * draws_per_element * kSplitMix64Gamma;
+    return;
+  }
+  std::vector<double> values(std::size_t(row_width), 0.0);
+  moa::Index i = moa::Index::filled(shape.rank(), 0);
+  for (extent_t row = 0; row < rows; ++row) {
+    fill_row(i, rng, values);
+    for (int a = last_axis - 1; a >= 0 && ++i[a] == shape[a]; --a) i[a] = 0;  // the next row
   }
 }
 
