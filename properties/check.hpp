@@ -11,17 +11,19 @@
 #include "kernels/registry.hpp"
 #include "oracle/oracle.hpp"
 #include "oracle/ulp.hpp"
-#include "results/results.hpp"
 #include "reference/case.hpp"
+#include "results/results.hpp"
 
 namespace moacert::properties {
 
 // "apriori", "max-ulp=K", "vs-torch=R"; nullopt when malformed.
 std::optional<Rule> parse_rule(const std::string& s);
 
-// FNV-1a of the inputs' bytes: the SIMT emulator's schedule seed of a case
-// and the sampled rows' seed, so that `reproduce`, which rebuilds the same
-// inputs, replays the same schedule and judges the same rows.
+// FNV-1a of the inputs' bytes (of their 8-byte words past kBytewiseUpTo
+// bytes in all): the SIMT emulator's schedule seed of a case and the
+// sampled rows' seed, so that `reproduce`, which rebuilds the same inputs,
+// replays the same schedule and judges the same rows.
+inline constexpr std::size_t kBytewiseUpTo = std::size_t(256) << 20;
 std::uint64_t schedule_seed_of(const std::vector<TensorRef>& inputs);
 
 // Runs `v` on `c` with `threads` threads into fresh row-major outputs. A
