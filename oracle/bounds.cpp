@@ -310,12 +310,6 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
   return r;
 }
 
-const double* MatrixRows::row(extent_t p, extent_t j0, extent_t w, double* buffer) const {
-  if (mat_) return row_of(*mat_, {p, j0});
-  tensor_->get_row({p, j0}, w, buffer);
-  return buffer;
-}
-
 Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const RoundingUnits& u,
                 Mat* c_val, bool store, const std::vector<std::uint8_t>* rows) {
   const extent_t m = a.shape()[0], k = a.shape()[1], n = bmat.shape()[1];

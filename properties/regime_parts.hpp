@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "properties/regimes.hpp"
+#include "reference/matrix_rows.hpp"
 
 namespace moacert::properties {
 
@@ -33,10 +34,10 @@ void classify_sums_of_squares(const double* x, moa::extent_t rows, moa::extent_t
                               const FormatLimits& l, Regimes& out);
 
 // The regimes of the gated MLP's GEMMs x W1, x W3 and of silu over its gate
-// arguments x W1: x (T, Dm) row-major, w1 and w3 (Dm, F) read a row at a
-// time.
-void classify_gates(const double* x, const RowsAsDouble& w1, const RowsAsDouble& w3,
-                    moa::extent_t T, moa::extent_t Dm, moa::extent_t F, Format f,
-                    const FormatLimits& l, Regimes& out);
+// arguments x W1: x (T, Dm) row-major, w1 and w3 (Dm, F) read a piece of a
+// row at a time.
+void classify_gates(const double* x, const MatrixRows& w1, const MatrixRows& w3, moa::extent_t T,
+                    moa::extent_t Dm, moa::extent_t F, Format f, const FormatLimits& l,
+                    Regimes& out);
 
 }  // namespace moacert::properties

@@ -14,6 +14,7 @@
 
 #include "oracle/bounds.hpp"
 #include "reference/case.hpp"
+#include "reference/matrix_rows.hpp"
 
 namespace moacert::oracle::detail {
 
@@ -161,23 +162,6 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
 // (first order in ex, doubled: see the block).
 Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& u, Mat* y_val,
                    const Mat* ex = nullptr);
-
-// The B of a product A B, read a piece of a row at a time: a Mat's row in
-// place, or a case's input widened to double into the caller's buffer
-// (mlp.swiglu's weights, which are never widened whole:
-// detail/streamed_mlp.hpp). Implicit from either, so callers pass a Mat.
-class MatrixRows {
- public:
-  MatrixRows(const Mat& m) : mat_(&m) {}
-  MatrixRows(const AnyTensor& t) : tensor_(&t) {}
-  moa::Shape shape() const { return mat_ ? mat_->shape() : tensor_->shape(); }
-  // B[p, j0 .. j0 + w): in place, or widened into buffer (w doubles).
-  const double* row(moa::extent_t p, moa::extent_t j0, moa::extent_t w, double* buffer) const;
-
- private:
-  const Mat* mat_ = nullptr;
-  const AnyTensor* tensor_ = nullptr;
-};
 
 // C = A B with a bound on C's error given bounds ea (and eb, optional) on
 // A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb). `rows` (optional)

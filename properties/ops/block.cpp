@@ -234,8 +234,8 @@ Regimes classify_block(const Case& c, const FormatLimits& l) {
                             k = heads_first(f.mid.k, d.B, d.N, d.Hkv, d.D);
   classify_softmax(rows_as_double(q, d.D), rows_as_double(k, d.D), self, /*causal=*/true,
                    dnf::block_scale(d.D), {}, l, out);
-  classify_gates(f.mid.h_normed.storage().data(), rows_as_double(in["w1"].storage(), d.F),
-                 rows_as_double(in["w3"].storage(), d.F), rows, d.Dm, d.F, p.format, l, out);
+  classify_gates(f.mid.h_normed.storage().data(), in["w1"], in["w3"], rows, d.Dm, d.F, p.format, l,
+                 out);
   return out;
 }
 

@@ -52,8 +52,7 @@ Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
   const auto in = inputs_by_name(c.problem.op, c.inputs);
   const std::vector<double> x = dense(in["x"]);
   Regimes out;
-  classify_gates(x.data(), rows_as_double(in["w1"]), rows_as_double(in["w3"]), d.T, d.Dm, d.F,
-                 c.problem.format, l, out);
+  classify_gates(x.data(), in["w1"], in["w3"], d.T, d.Dm, d.F, c.problem.format, l, out);
   return out;
 }
 
