@@ -133,9 +133,11 @@ int run_bench(const BenchArgs& a) {
   // Each variant's own scratch (its cost function's peak_extra_bytes: the
   // N×M scores of cpu.naive and LibTorch) on top of the tensors, refused
   // before any allocation rather than killed by the OOM killer.
+  std::vector<moa::Layout> row_major;  // bench::make_inputs's layouts
+  for (const moa::Shape& s : input_shapes(p)) row_major.push_back(moa::Layout::row_major(s));
   for (const kernels::Variant* v : variants)
     check_budget(p, max_memory, "bench: " + v->name + " on this problem",
-                 {.oracle = false, .variant = v});
+                 {.oracle = false, .variant = v, .layouts = &row_major});
 
   // The baseline at its best: glibc serves allocations from a heap it never
   // returns to the system, so a variant that allocates per call (LibTorch

@@ -2,23 +2,77 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "properties/ops/table.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::cli {
 
+namespace {
+
+// The copies one run of `v` makes before it starts, in bytes: row-major
+// copies of every input for a variant that reads only row-major tensors
+// (properties::run_variant), else of the tiled ones (cpu::with_flat_layouts);
+// the inputs and outputs again where the kernel runs in memory of its own
+// (a plugin's or a worker's shared segment, the emulator's device memory);
+// PyTorch's f32 copies of bf16 and f16 inputs, which it computes in f32.
+double run_copies(const kernels::Variant& v, const Problem& p, double in_bytes, double out_bytes,
+                  const std::vector<moa::Layout>* layouts) {
+  double tiled = in_bytes;
+  if (layouts) {
+    tiled = 0;
+    const auto shapes = input_shapes(p);
+    for (std::size_t k = 0; k < shapes.size() && k < layouts->size(); ++k)
+      if (!(*layouts)[k].is_flat())
+        tiled += element_count({shapes[k]}) * double(info(p.format).bytes);
+  }
+  double copies = v.accepts_strided ? tiled : in_bytes;
+  if (v.backend == "plugin" || v.backend == "worker" || v.backend == "simt")
+    copies += in_bytes + out_bytes;
+  if (v.role == kernels::Role::torch && info(p.format).bytes == 2) copies += 2 * in_bytes;
+  return copies;
+}
+
+}  // namespace
+
 Footprint footprint(const Problem& p, const BudgetParts& parts) {
   Footprint f;
-  f.tensors = double(info(p.format).bytes) *
-              (3 * element_count(input_shapes(p)) + 3 * element_count(output_shapes(p)));
+  const double bytes = double(info(p.format).bytes);
+  const double in = bytes * element_count(input_shapes(p));
+  const double out_elements = element_count(output_shapes(p));
+  const double out = bytes * out_elements;
+  if (!parts.variant) {
+    f.tensors = 3 * (in + out);
+  } else {
+    // The case; the outputs each run keeps (the judged run's, the
+    // determinism check's two, PyTorch's) and three doubles per output
+    // element (the bounds, the allowances, PyTorch's errors); and the
+    // largest of the passing copies: a run's, or a backward case's
+    // generation, which holds the forward's o and lse twice (made, then
+    // laid out as drawn).
+    const kernels::Variant& v = *parts.variant;
+    const int kept = 3 + (parts.beside ? 1 : 0);
+    double forward_inputs = 0;
+    for (std::string_view name : properties::property_op(p.op).forward_inputs)
+      forward_inputs += bytes * element_count({input_shapes(p)[input_position(p.op, name)]});
+    double passing = std::max(2 * forward_inputs, run_copies(v, p, in, out, parts.layouts));
+    if (parts.beside)
+      passing = std::max(passing, run_copies(*parts.beside, p, in, out, parts.layouts));
+    f.tensors = in + kept * out + 3 * 8 * out_elements + passing;
+  }
   if (parts.oracle)
     f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads, parts.sample,
                                      parts.oracle_digits);
-  if (parts.variant && parts.variant->cost) f.kernel = parts.variant->cost(p).peak_extra_bytes;
+  if (parts.scratch) {
+    for (const kernels::Variant* v : {parts.variant, parts.beside})
+      if (v && v->cost) f.kernel = std::max(f.kernel, v->cost(p).peak_extra_bytes);
+  }
   return f;
 }
 
@@ -80,18 +134,22 @@ void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& 
 }
 
 void check_budget_before_oracle(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                                const kernels::Variant& variant) {
+                                const BudgetParts& parts) {
   const auto refuse = [&](const Footprint& f, const std::string& terms) {
     return UsageError(fmt::format("{} needs over {} ({}), over --max-memory {}", what,
                                   bytes_text(f.total()), terms, bytes_text(double(max_bytes))));
   };
   // The tensors first: a variant's cost function may itself walk an axis
   // (the causal pairs of a query row block), too long past the budget.
-  Footprint f = footprint(p, {.oracle = false});
+  BudgetParts shape_only = parts;
+  shape_only.oracle = false;
+  shape_only.scratch = false;
+  Footprint f = footprint(p, shape_only);
   const std::string tensors = "tensors " + bytes_text(f.tensors);
   if (f.total() > double(max_bytes))
     throw refuse(f, tensors + ", before its scratch and the oracle's part");
-  f = footprint(p, {.oracle = false, .variant = &variant});
+  shape_only.scratch = true;
+  f = footprint(p, shape_only);
   if (f.total() > double(max_bytes))
     throw refuse(f,
                  tensors + " + its scratch " + bytes_text(f.kernel) + ", before the oracle's part");

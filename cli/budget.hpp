@@ -15,10 +15,10 @@
 namespace moacert::cli {
 
 // Bytes one case needs (docs/design.md, "Memory budget"): `tensors` the
-// case's inputs and outputs with the copies a run makes (a row-major copy
-// of the inputs, the outputs of two runs, a plugin's shared copy of all of
-// them); `oracle` what the oracle says it needs; `kernel` the variant's own
-// scratch.
+// case's inputs and outputs with the copies its runs make (the variant's,
+// and PyTorch's beside it: row-major copies, a plugin's shared memory, the
+// outputs each run keeps); `oracle` what the oracle says it needs;
+// `kernel` the variant's own scratch (the larger of the two runs').
 struct Footprint {
   double tensors = 0, oracle = 0, kernel = 0;
   double total() const { return tensors + oracle + kernel; }
@@ -33,7 +33,17 @@ struct BudgetParts {
   // (certify and reproduce: properties::sample_bound of the shape; oracle:
   // --rows).
   const oracle::SelectionBound* sample = nullptr;
-  const kernels::Variant* variant = nullptr;  // whose scratch counts, if any
+  // The variant run on the case, whose copies and scratch count; null: any
+  // (the tensors three times over, inputs and outputs alike).
+  const kernels::Variant* variant = nullptr;
+  bool scratch = true;  // its cost function's scratch counts (it may walk an axis)
+  // A variant run on the same case after it, for certify's equivalence
+  // report (PyTorch), or null.
+  const kernels::Variant* beside = nullptr;
+  // The inputs' layouts, where known (a generated case's, a case file's):
+  // a tiled one has no single stride per axis and a strided run may copy
+  // it. Null: every input may be tiled.
+  const std::vector<moa::Layout>* layouts = nullptr;
 };
 Footprint footprint(const Problem& p, const BudgetParts& parts = {});
 
@@ -55,10 +65,10 @@ void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& 
 // Throws UsageError "WHAT needs over X (tensors A + its scratch C, before
 // the oracle's part), over --max-memory M" when the parts known from the
 // shape alone already exceed `max_bytes` (the tensors, checked first, then
-// with the variant's scratch). Certify and reproduce check it
+// with the scratch of `parts`' variants). Certify and reproduce check it
 // before they choose the oracle's sample (properties::sample_bound), whose
 // rows for such a shape would themselves not fit.
 void check_budget_before_oracle(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                                const kernels::Variant& variant);
+                                const BudgetParts& parts);
 
 }  // namespace moacert::cli

@@ -118,19 +118,38 @@ kernels::Variant load_worker(const std::string& command, const std::string& plug
   return kernels::worker::load(command, op, variant, o, default_name);
 }
 
-// check_budget for a case certify or reproduce judges with `v`: the oracle
-// evaluates the sample its shape decides (properties::sample_bound; every
-// element where the whole oracle is cheap). The tensors and the kernel's
-// scratch, arithmetic on the shape, are checked first: the sample's row
-// spaces hold a count per query and key position (properties::RowSpace), so
-// choosing them for a shape past the budget (N = 99999999999) would itself
-// grow without bound before the refusal.
+// check_budget for a case certify or reproduce judges with `v` (and
+// `beside`, PyTorch where it runs too), its inputs laid out as `layouts`:
+// the oracle evaluates the sample its shape decides
+// (properties::sample_bound; every element where the whole oracle is
+// cheap). The tensors and the kernels' scratch, arithmetic on the shape,
+// are checked first: the sample's row spaces hold a count per query and key
+// position (properties::RowSpace), so choosing them for a shape past the
+// budget (N = 99999999999) would itself grow without bound before the
+// refusal.
 void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                       const kernels::Variant& v,
+                       const kernels::Variant& v, const std::vector<moa::Layout>& layouts,
+                       const kernels::Variant* beside,
                        double whole_work = properties::kWholeOracleWork) {
-  check_budget_before_oracle(p, max_bytes, what, v);
+  BudgetParts parts{.variant = &v, .beside = beside, .layouts = &layouts};
+  check_budget_before_oracle(p, max_bytes, what, parts);
   const auto sample = properties::sample_bound(p, v.tiles, whole_work);
-  check_budget(p, max_bytes, what, {.sample = sample ? &*sample : nullptr, .variant = &v});
+  parts.sample = sample ? &*sample : nullptr;
+  check_budget(p, max_bytes, what, parts);
+}
+
+// PyTorch's variant where certify runs it beside `v` on each case: for the
+// equivalence report (any variant but PyTorch's own) or the rule vs-torch.
+const kernels::Variant* torch_beside(const properties::CertifyOptions& o, const Problem& p) {
+  const bool runs = o.rule.kind == properties::Rule::vs_torch ||
+                    (o.equivalence && o.variant->role != kernels::Role::torch);
+  return runs ? properties::torch_for(p.op, p.format) : nullptr;
+}
+
+std::vector<moa::Layout> layouts_of(const Case& c) {
+  std::vector<moa::Layout> out;
+  for (const AnyTensor& t : c.inputs) out.push_back(t.layout());
+  return out;
 }
 
 // Every case certify will run fits the memory budget: the curated specs
@@ -142,16 +161,18 @@ void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max
   const kernels::Variant& v = *o.variant;
   const std::string shape = o.shape.empty() ? "" : " (--shape " + o.shape.str(v.op) + ")";
   const properties::GenSettings settings = properties::base_token(o).settings();
+  const auto check = [&](const properties::CaseSpec& spec, const std::string& what) {
+    check_case_budget(spec.problem, max_bytes, what + shape, v, spec.layouts,
+                      torch_beside(o, spec.problem), o.whole_oracle_work);
+  };
   const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
-    check_case_budget(curated[k].problem, max_bytes, "curated case " + std::to_string(k) + shape, v,
-                      o.whole_oracle_work);
+    check(curated[k], "curated case " + std::to_string(k));
   const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, o.format, settings);
   for (int i = 0; i < o.cases; ++i) {
     const auto s =
         gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), properties::size_for(i, o.cases));
-    check_case_budget(s.value().problem, max_bytes, "random case " + std::to_string(i) + shape, v,
-                      o.whole_oracle_work);
+    check(s.value(), "random case " + std::to_string(i));
   }
 }
 
@@ -318,7 +339,8 @@ void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
   const properties::CertifyOptions o = s.options_for(v);
   if (s.case_files.empty()) check_certify_budget(o, max_memory);
   for (const auto& [path, c] : s.case_files)
-    check_case_budget(c.problem, max_memory, "--case " + path, v, o.whole_oracle_work);
+    check_case_budget(c.problem, max_memory, "--case " + path, v, layouts_of(c),
+                      torch_beside(o, c.problem), o.whole_oracle_work);
 }
 
 // The root checks that every output can be written (the folder, a folder
@@ -606,8 +628,12 @@ int run_reproduce(const ReproduceArgs& a) {
   if (!v->supports(token->format)) {
     throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
   }
-  if (const auto spec = properties::spec_of(*token))
-    check_case_budget(spec->problem, max_memory, "the token's case", *v);
+  if (const auto spec = properties::spec_of(*token)) {
+    const kernels::Variant* torch = token->rule.kind == properties::Rule::vs_torch
+                                        ? properties::torch_for(token->op, token->format)
+                                        : nullptr;
+    check_case_budget(spec->problem, max_memory, "the token's case", *v, spec->layouts, torch);
+  }
   const properties::Replay r = properties::replay(*token, *v);
   if (!save.empty()) {
     // The case file of docs/design.md, e.g. for tests/regressions/.
