@@ -118,10 +118,11 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   constexpr double kTemporaries = 32;
   // The first pass of f32, bf16 and f16 targets runs consecutive forward
   // rows together (forward_run): its threads hold first_scratch.
-  auto pass = [&](double element_bytes, double unit_scratch) {
+  // `input_bytes` per converted input element (the MPFI pass holds them at
+  // kMpfiInputBits), `element_bytes` per element of its arithmetic.
+  auto pass = [&](double element_bytes, double unit_scratch, double input_bytes) {
     const double held =
-        std::min(converted, detail::chunk_limit(largest, int(workers), element_bytes)) *
-        element_bytes;
+        std::min(converted, detail::chunk_limit(largest, int(workers), input_bytes)) * input_bytes;
     return held + workers * (unit_scratch + kTemporaries) * element_bytes;
   };
   const bool f64 = p.format == Format::f64;
@@ -129,9 +130,10 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // The first pass: intervals of doubles (16 bytes), of double-doubles for
   // f64 targets (32); then, for the narrower targets, the double-double
   // narrowing of the pending units (32); then MPFI, at most at the cap.
-  const double first = first_pass ? (f64 ? pass(32, scratch) : pass(16, first_scratch)) : 0;
-  const double narrowing = first_pass && !f64 && exact_digits == 0 ? pass(32, scratch) : 0;
-  const double mpfi = pass(detail::mpfi_element_bytes(max_precision), scratch);
+  const double first = first_pass ? (f64 ? pass(32, scratch, 32) : pass(16, first_scratch, 16)) : 0;
+  const double narrowing = first_pass && !f64 && exact_digits == 0 ? pass(32, scratch, 32) : 0;
+  const double mpfi = pass(detail::mpfi_element_bytes(max_precision), scratch,
+                           detail::mpfi_element_bytes(detail::kMpfiInputBits));
 
   // Per output element, held from the driver's start to the answer
   // (oracle.cpp): the first pass's ends, unit, width (8 each) and refine

@@ -81,4 +81,13 @@ inline double heap_bytes(double n) {
 // object, and the limbs of its two ends on the heap.
 double mpfi_element_bytes(int bits);
 
+// The precision at which the MPFI pass holds the inputs it converts,
+// whatever its level: every input is a float of at most 53 bits, so 64
+// hold each exactly, and its arithmetic rounds to the level's precision
+// (each result is a new number, made at the default precision). At the
+// 1024-bit cap an input so takes about 128 bytes instead of 384, and the
+// inputs are most of what the pass holds (a decode kv head's K and V at
+// L = 131072 are 33.5 million elements).
+inline constexpr int kMpfiInputBits = 64;
+
 }  // namespace moacert::oracle::detail
