@@ -118,15 +118,26 @@ kernels::Variant load_worker(const std::string& command, const std::string& plug
   return kernels::worker::load(command, op, variant, o, default_name);
 }
 
+// Whether a case of `p` fits `max_bytes` with `parts` (the tensors and the
+// kernels' scratch first, arithmetic on the shape, then the oracle's
+// sample: properties::sample_bound, whose row spaces hold a count per query
+// and key position, so that a shape far past the budget, N = 99999999999,
+// is refused before they are chosen).
+bool case_fits(const Problem& p, std::uint64_t max_bytes, BudgetParts parts, double whole_work) {
+  parts.oracle = false;
+  if (footprint(p, parts).total() > double(max_bytes)) return false;
+  const auto sample = properties::sample_bound(p, parts.variant->tiles, whole_work);
+  parts.oracle = true;
+  parts.sample = sample ? &*sample : nullptr;
+  return footprint(p, parts).total() <= double(max_bytes);
+}
+
 // check_budget for a case certify or reproduce judges with `v` (and
 // `beside`, PyTorch where it runs too), its inputs laid out as `layouts`:
 // the oracle evaluates the sample its shape decides
 // (properties::sample_bound; every element where the whole oracle is
-// cheap). The tensors and the kernels' scratch, arithmetic on the shape,
-// are checked first: the sample's row spaces hold a count per query and key
-// position (properties::RowSpace), so choosing them for a shape past the
-// budget (N = 99999999999) would itself grow without bound before the
-// refusal.
+// cheap). The tensors and the kernels' scratch are checked first, for the
+// reason case_fits gives.
 void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
                        const kernels::Variant& v, const std::vector<moa::Layout>& layouts,
                        const kernels::Variant* beside,
@@ -138,12 +149,19 @@ void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::str
   check_budget(p, max_bytes, what, parts);
 }
 
-// PyTorch's variant where certify runs it beside `v` on each case: for the
-// equivalence report (any variant but PyTorch's own) or the rule vs-torch.
-const kernels::Variant* torch_beside(const properties::CertifyOptions& o, const Problem& p) {
-  const bool runs = o.rule.kind == properties::Rule::vs_torch ||
-                    (o.equivalence && o.variant->role != kernels::Role::torch);
-  return runs ? properties::torch_for(p.op, p.format) : nullptr;
+// PyTorch's variant where certify runs it beside `o`'s variant on a case:
+// always under the rule vs-torch, which needs it (its memory then counts
+// and may refuse the case); for the equivalence report (any variant but
+// PyTorch's own) where it fits the budget beside the variant, the report
+// being skipped for a case it does not fit.
+const kernels::Variant* torch_beside(const properties::CertifyOptions& o, const Problem& p,
+                                     const std::vector<moa::Layout>& layouts,
+                                     std::uint64_t max_bytes) {
+  if (o.rule.kind == properties::Rule::vs_torch) return properties::torch_for(p.op, p.format);
+  if (!o.equivalence || o.variant->role == kernels::Role::torch) return nullptr;
+  const kernels::Variant* torch = properties::torch_for(p.op, p.format);
+  const BudgetParts with_torch{.variant = o.variant, .beside = torch, .layouts = &layouts};
+  return torch && case_fits(p, max_bytes, with_torch, o.whole_oracle_work) ? torch : nullptr;
 }
 
 std::vector<moa::Layout> layouts_of(const Case& c) {
@@ -163,7 +181,7 @@ void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max
   const properties::GenSettings settings = properties::base_token(o).settings();
   const auto check = [&](const properties::CaseSpec& spec, const std::string& what) {
     check_case_budget(spec.problem, max_bytes, what + shape, v, spec.layouts,
-                      torch_beside(o, spec.problem), o.whole_oracle_work);
+                      torch_beside(o, spec.problem, spec.layouts, max_bytes), o.whole_oracle_work);
   };
   const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
@@ -249,6 +267,7 @@ struct CertifySettings {
   properties::Rule rule;
   std::uint64_t seed = 0;
   int cases = 0;
+  std::uint64_t max_memory = 0;  // --max-memory's bytes
 
   // --dtype's format, else f32 where the variant has it, else its first.
   Format format_of(const kernels::Variant& v) const {
@@ -262,6 +281,10 @@ struct CertifySettings {
     o.seed = seed;
     o.rule = rule;
     o.shape = shape;
+    // The same decision as the budget's check before the run (torch_beside).
+    o.equivalence_fits = [o, max = max_memory](const Case& c) {
+      return torch_beside(o, c.problem, layouts_of(c), max) != nullptr;
+    };
     return o;
   }
 };
@@ -295,6 +318,7 @@ CertifySettings certify_settings(const CertifyArgs& a, Op op) {
   s.case_files = read_case_files(a, op, s.format);
   if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
   s.cases = a.cases;
+  s.max_memory = max_memory_of(a.max_memory);
   if (!a.shape.empty() && !s.case_files.empty())
     throw UsageError("give --shape or --case, not both (a case file fixes its shape)");
   s.shape = parse_shape_constraints(op, a.shape, "certify");
@@ -340,7 +364,7 @@ void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
   if (s.case_files.empty()) check_certify_budget(o, max_memory);
   for (const auto& [path, c] : s.case_files)
     check_case_budget(c.problem, max_memory, "--case " + path, v, layouts_of(c),
-                      torch_beside(o, c.problem), o.whole_oracle_work);
+                      torch_beside(o, c.problem, layouts_of(c), max_memory), o.whole_oracle_work);
 }
 
 // The root checks that every output can be written (the folder, a folder

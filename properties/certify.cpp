@@ -351,8 +351,8 @@ class CaseRun {
     for (moa::extent_t Dims::*field : kDimFields) r_.extents.push_back(c.problem.dims.*field);
     r_.generation_seconds += seconds_since(classifying);
     if (counting) counting->take_launch_counts();
-    Judged j =
-        judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence_, o_.whole_oracle_work);
+    const bool equivalence = equivalence_ && (!o_.equivalence_fits || o_.equivalence_fits(c));
+    Judged j = judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence, o_.whole_oracle_work);
     r_.refused = j.refused;
     if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);

@@ -34,6 +34,12 @@ struct CertifyOptions {
   // format) on every case too, for the equivalence report; the vs-torch
   // rule runs it anyway.
   bool equivalence = true;
+  // Whether PyTorch's run for the equivalence report fits a case (certify
+  // --max-memory: cli/budget.cpp); null: every case. A case it does not fit
+  // is judged without the report (PyTorch's attention holds the N×M
+  // scores: 32 GiB for the backward at N = M = 16384 with 8 heads), and
+  // the certificate's vs_torch_cases counts the cases that had it.
+  std::function<bool(const Case&)> equivalence_fits;
   // Case files to judge instead of the curated and random cases (certify
   // --case): each is judged as a random case would be, but has no token;
   // the certificate names the file instead.

@@ -1,0 +1,32 @@
+# PyTorch's equivalence report within --max-memory (docs/design.md,
+# "Memory budget"): attention.fwd at N = M = 2048 with cpu.flash needs 54
+# MiB, and 88 MiB with PyTorch beside it (its 2048 x 2048 scores). Under
+# 70M every case is judged and none has the report, where refusing the
+# whole certify for a report would deny the certificate; under 200M every
+# case has it.
+#   cmake -DMOACERT=... -DOUT=dir -P equivalence_budget_check.cmake
+foreach(max 70M 200M)
+  file(REMOVE_RECURSE "${OUT}/${max}")
+  execute_process(COMMAND ${MOACERT} certify attention.fwd --variant cpu.flash
+                          --shape B=1,H=1,Hkv=1,N=2048,M=2048,D=64 --cases 1 --seed 1
+                          --max-memory ${max} --out ${OUT}/${max}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "--max-memory ${max}: certify exited ${rc}: ${out}${err}")
+  endif()
+  file(READ "${OUT}/${max}/certificate.json" json)
+  string(JSON curated GET "${json}" cases curated)
+  string(JSON random GET "${json}" cases random)
+  math(EXPR cases "${curated} + ${random}")
+  string(JSON compared ERROR_VARIABLE missing GET "${json}" vs_torch cases)
+  if(missing)  # vs_torch is null: no case had the report
+    set(compared 0)
+  endif()
+  if(max STREQUAL "70M" AND NOT compared EQUAL 0)
+    message(FATAL_ERROR "--max-memory 70M: PyTorch ran beside on ${compared} cases, over the budget")
+  endif()
+  if(max STREQUAL "200M" AND NOT compared EQUAL cases)
+    message(FATAL_ERROR "--max-memory 200M: the report on ${compared} of ${cases} cases")
+  endif()
+  message(STATUS "--max-memory ${max}: ${cases} cases judged, ${compared} with PyTorch's report")
+endforeach()
