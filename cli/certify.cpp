@@ -118,13 +118,16 @@ kernels::Variant load_worker(const std::string& command, const std::string& plug
   return kernels::worker::load(command, op, variant, o, default_name);
 }
 
-// Whether a case of `p` fits `max_bytes` with `parts` (the tensors and the
-// kernels' scratch first, arithmetic on the shape, then the oracle's
-// sample: properties::sample_bound, whose row spaces hold a count per query
-// and key position, so that a shape far past the budget, N = 99999999999,
-// is refused before they are chosen).
+// Whether a case of `p` fits `max_bytes` with `parts`: the tensors first,
+// arithmetic on the shape; then the kernels' scratch, whose cost functions
+// may walk an axis; then the oracle's sample (properties::sample_bound),
+// whose row spaces hold a count per query and key position. So a shape far
+// past the budget (N = 99999999999) is refused before either grows with it.
 bool case_fits(const Problem& p, std::uint64_t max_bytes, BudgetParts parts, double whole_work) {
   parts.oracle = false;
+  parts.scratch = false;
+  if (footprint(p, parts).total() > double(max_bytes)) return false;
+  parts.scratch = true;
   if (footprint(p, parts).total() > double(max_bytes)) return false;
   const auto sample = properties::sample_bound(p, parts.variant->tiles, whole_work);
   parts.oracle = true;

@@ -570,7 +570,7 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   // other (ties repeat key 0's row) or share storage (a broadcast layout
   // keeps the last row written).
   const bool on_threads = !(kv_like && spec.values == Values::ties && in == "k") &&
-                                !has_zero_stride(t.layout()) && t.size() >= kParallelFillFrom;
+                          !has_zero_stride(t.layout()) && t.size() >= kParallelFillFrom;
   if (on_threads) {
 #pragma omp parallel
     {

@@ -38,7 +38,7 @@ struct CertifyOptions {
   // --max-memory: cli/budget.cpp); null: every case. A case it does not fit
   // is judged without the report (PyTorch's attention holds the N×M
   // scores: 32 GiB for the backward at N = M = 16384 with 8 heads), and
-  // the certificate's vs_torch_cases counts the cases that had it.
+  // the certificate's vs_torch.cases counts the cases that had it.
   std::function<bool(const Case&)> equivalence_fits;
   // Case files to judge instead of the curated and random cases (certify
   // --case): each is judged as a random case would be, but has no token;

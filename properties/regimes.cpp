@@ -190,6 +190,7 @@ void classify_gates(const double* x, const MatrixRows& w1, const MatrixRows& w3,
   const double kappa = std::ldexp(1.0, (info(f).precision + 1) / 2);
   const std::vector<extent_t> rows = classified_rows(x, T, Dm);
   const std::size_t R = rows.size();
+  if (R == 0) return;  // no row to classify: no weight need be read
   // The classified rows' sums over k ascending, by blocks of columns spread
   // over threads: a block's sums stay in cache while every weight row
   // passes (the whole width's, 27 MB at T = 16, F = 53248, would be

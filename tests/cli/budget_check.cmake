@@ -15,7 +15,7 @@ function(run_certify max out_var rc_var)
 endfunction()
 
 run_certify(${FIRST_MAX} err rc)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "needs ([0-9.]+) GiB \\(tensors [0-9.]+ [GMK]iB \\+ oracle [0-9.]+ GiB")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "needs ([0-9.]+) GiB \\(tensors [0-9.]+ [GMK]iB \\+ oracle [0-9.]+ [GMK]iB")
   message(FATAL_ERROR "--max-memory ${FIRST_MAX}: expected a refusal stating GiB, got exit ${rc}: ${err}")
 endif()
 set(need ${CMAKE_MATCH_1})

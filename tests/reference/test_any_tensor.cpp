@@ -20,13 +20,19 @@ using moa::extent_t;
 using moa::Layout;
 using moa::Shape;
 
+// The tests' tensor: every storage type, every kind of layout (flat
+// strides in several orders, padded, tiled).
+const Shape kShape{3, 4, 10};
+constexpr DType kTypes[] = {DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64};
+std::vector<Layout> every_kind_of_layout() {
+  return {Layout::row_major(kShape), Layout::col_major(kShape), Layout::permuted(kShape, {2, 0, 1}),
+          Layout::padded(kShape, Shape{0, 1, 3}), Layout::tiled(kShape, Shape{1, 2, 5})};
+}
+
 TEST(AnyTensor, GetRowIsGetAlongTheLastAxis) {
-  const Shape shape{3, 4, 10};
-  const std::vector<Layout> layouts{
-      Layout::row_major(shape), Layout::col_major(shape), Layout::permuted(shape, {2, 0, 1}),
-      Layout::padded(shape, Shape{0, 1, 3}), Layout::tiled(shape, Shape{1, 2, 5})};
-  for (const DType type : {DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64}) {
-    for (const Layout& layout : layouts) {
+  const Shape shape = kShape;
+  for (const DType type : kTypes) {
+    for (const Layout& layout : every_kind_of_layout()) {
       SCOPED_TRACE(std::to_string(int(type)) + " " + layout.str());
       AnyTensor t(type, layout);
       double x = 0.3;  // distinct values, exact in every type after set()
@@ -62,12 +68,9 @@ TEST(AnyTensor, GetRowIsGetAlongTheLastAxis) {
 // set_row stores what set() stores, element by element: the same rounding
 // (values between representable ones) through every layout.
 TEST(AnyTensor, SetRowIsSetAlongTheLastAxis) {
-  const Shape shape{3, 4, 10};
-  const std::vector<Layout> layouts{
-      Layout::row_major(shape), Layout::col_major(shape), Layout::permuted(shape, {2, 0, 1}),
-      Layout::padded(shape, Shape{0, 1, 3}), Layout::tiled(shape, Shape{1, 2, 5})};
-  for (const DType type : {DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64}) {
-    for (const Layout& layout : layouts) {
+  const Shape shape = kShape;
+  for (const DType type : kTypes) {
+    for (const Layout& layout : every_kind_of_layout()) {
       SCOPED_TRACE(std::to_string(int(type)) + " " + layout.str());
       AnyTensor by_row(type, layout), by_element(type, layout);
       std::vector<double> row(static_cast<std::size_t>(shape[2]));
