@@ -44,7 +44,8 @@ double run_copies(const kernels::Variant& v, const Problem& p, double in_bytes, 
 Footprint footprint(const Problem& p, const BudgetParts& parts) {
   Footprint f;
   const double bytes = double(info(p.format).bytes);
-  const double in = bytes * element_count(input_shapes(p));
+  const auto shapes = input_shapes(p);
+  const double in = bytes * element_count(shapes);
   const double out_elements = element_count(output_shapes(p));
   const double out = bytes * out_elements;
   if (!parts.variant) {
@@ -60,7 +61,7 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
     const int kept = 3 + (parts.beside ? 1 : 0);
     double forward_inputs = 0;
     for (std::string_view name : properties::property_op(p.op).forward_inputs)
-      forward_inputs += bytes * element_count({input_shapes(p)[input_position(p.op, name)]});
+      forward_inputs += bytes * element_count({shapes[input_position(p.op, name)]});
     double passing = std::max(2 * forward_inputs, run_copies(v, p, in, out, parts.layouts));
     if (parts.beside)
       passing = std::max(passing, run_copies(*parts.beside, p, in, out, parts.layouts));

@@ -15,10 +15,10 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <rapidcheck.h>
 
 #include "cli/budget.hpp"
 #include "cli/certificate_files.hpp"
+#include "cli/certify_budget.hpp"
 #include "cli/commands.hpp"
 #include "cli/numbers.hpp"
 #include "cli/ranks.hpp"
@@ -30,7 +30,6 @@
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
-#include "properties/sample.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
@@ -116,85 +115,6 @@ kernels::Variant load_worker(const std::string& command, const std::string& plug
   kernels::worker::LoadOptions o;
   o.timeout_s = timeout;
   return kernels::worker::load(command, op, variant, o, default_name);
-}
-
-// Whether a case of `p` fits `max_bytes` with `parts`: the tensors first,
-// arithmetic on the shape; then the kernels' scratch, whose cost functions
-// may walk an axis; then the oracle's sample (properties::sample_bound),
-// whose row spaces hold a count per query and key position. So a shape far
-// past the budget (N = 99999999999) is refused before either grows with it.
-bool case_fits(const Problem& p, std::uint64_t max_bytes, BudgetParts parts, double whole_work) {
-  parts.oracle = false;
-  parts.scratch = false;
-  if (footprint(p, parts).total() > double(max_bytes)) return false;
-  parts.scratch = true;
-  if (footprint(p, parts).total() > double(max_bytes)) return false;
-  const auto sample = properties::sample_bound(p, parts.variant->tiles, whole_work);
-  parts.oracle = true;
-  parts.sample = sample ? &*sample : nullptr;
-  return footprint(p, parts).total() <= double(max_bytes);
-}
-
-// check_budget for a case certify or reproduce judges with `v` (and
-// `beside`, PyTorch where it runs too), its inputs laid out as `layouts`:
-// the oracle evaluates the sample its shape decides
-// (properties::sample_bound; every element where the whole oracle is
-// cheap). The tensors and the kernels' scratch are checked first, for the
-// reason case_fits gives.
-void check_case_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
-                       const kernels::Variant& v, const std::vector<moa::Layout>& layouts,
-                       const kernels::Variant* beside,
-                       double whole_work = properties::kWholeOracleWork) {
-  BudgetParts parts{.variant = &v, .beside = beside, .layouts = &layouts};
-  check_budget_before_oracle(p, max_bytes, what, parts);
-  const auto sample = properties::sample_bound(p, v.tiles, whole_work);
-  parts.sample = sample ? &*sample : nullptr;
-  check_budget(p, max_bytes, what, parts);
-}
-
-// PyTorch's variant where certify runs it beside `o`'s variant on a case:
-// always under the rule vs-torch, which needs it (its memory then counts
-// and may refuse the case); for the equivalence report (any variant but
-// PyTorch's own) where it fits the budget beside the variant, the report
-// being skipped for a case it does not fit.
-const kernels::Variant* torch_beside(const properties::CertifyOptions& o, const Problem& p,
-                                     const std::vector<moa::Layout>& layouts,
-                                     std::uint64_t max_bytes) {
-  if (o.rule.kind == properties::Rule::vs_torch) return properties::torch_for(p.op, p.format);
-  if (!o.equivalence || o.variant->role == kernels::Role::torch) return nullptr;
-  const kernels::Variant* torch = properties::torch_for(p.op, p.format);
-  const BudgetParts with_torch{.variant = o.variant, .beside = torch, .layouts = &layouts};
-  return torch && case_fits(p, max_bytes, with_torch, o.whole_oracle_work) ? torch : nullptr;
-}
-
-std::vector<moa::Layout> layouts_of(const Case& c) {
-  std::vector<moa::Layout> out;
-  for (const AnyTensor& t : c.inputs) out.push_back(t.layout());
-  return out;
-}
-
-// Every case certify will run fits the memory budget: the curated specs
-// and each random case's spec (shrinks only get smaller), generated
-// without their data.
-// A refusal names the axes --shape fixed or bounded ("curated case 0
-// (--shape N=99999999999) needs ..."), the ones that made the case too big.
-void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max_bytes) {
-  const kernels::Variant& v = *o.variant;
-  const std::string shape = o.shape.empty() ? "" : " (--shape " + o.shape.str(v.op) + ")";
-  const properties::GenSettings settings = properties::base_token(o).settings();
-  const auto check = [&](const properties::CaseSpec& spec, const std::string& what) {
-    check_case_budget(spec.problem, max_bytes, what + shape, v, spec.layouts,
-                      torch_beside(o, spec.problem, spec.layouts, max_bytes), o.whole_oracle_work);
-  };
-  const auto curated = properties::curated_specs(v.op, o.format, settings);
-  for (std::size_t k = 0; k < curated.size(); ++k)
-    check(curated[k], "curated case " + std::to_string(k));
-  const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, o.format, settings);
-  for (int i = 0; i < o.cases; ++i) {
-    const auto s =
-        gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), properties::size_for(i, o.cases));
-    check(s.value(), "random case " + std::to_string(i));
-  }
 }
 
 // The output folders certify created before its work: removed again (those
