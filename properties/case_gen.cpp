@@ -549,54 +549,41 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
     }
     return x;
   };
-  // Row by row along the last axis, in ι's order: a row's draws, then one
-  // store of the row (a case of billions of elements spends its
-  // generation here).
+  // Row by row along the last axis: a row's draws, then one store of the
+  // row (a case of billions of elements spends its generation here).
+  // SplitMix64 steps its state by a constant, so each row's stream starts
+  // at a state its index gives, and rows can be drawn on several threads,
+  // bit for bit the one stream in ι's order. One thread, in order, where
+  // rows depend on each other (ties repeat key 0's row), share storage (a
+  // broadcast layout keeps the last row written), or are few.
   if (t.size() == 0) return;
   const extent_t rows = t.size() / row_width;
   const std::uint64_t draws_per_element = spec.values == Values::normal ? 4 : 1;
   const std::uint64_t first_state = rng.state;
-  auto fill_row = [&](moa::Index& i, Stream& stream, std::vector<double>& values) {
-    for (extent_t e = 0; e < row_width; ++e) {
-      i[last_axis] = e;
-      values[std::size_t(e)] = draw(i, stream);
-    }
-    i[last_axis] = 0;
-    t.set_row(i, row_width, values.data());
-  };
-  // SplitMix64 steps its state by a constant, so the stream of any row
-  // starts at a known state and rows can be drawn on several threads,
-  // bit for bit the one-thread stream. Not where rows depend on each
-  // other (ties repeat key 0's row) or share storage (a broadcast layout
-  // keeps the last row written).
   const bool on_threads = !(kv_like && spec.values == Values::ties && in == "k") &&
                           !has_zero_stride(t.layout()) && t.size() >= kParallelFillFrom;
-  if (on_threads) {
-#pragma omp parallel
-    {
-      std::vector<double> values(std::size_t(row_width), 0.0);
-      moa::Index i = moa::Index::filled(shape.rank(), 0);
-      Stream stream{{0}};
+#pragma omp parallel if (on_threads)
+  {
+    std::vector<double> values(std::size_t(row_width), 0.0);
+    moa::Index i = moa::Index::filled(shape.rank(), 0);
+    Stream stream{{0}};
 #pragma omp for schedule(static)
-      for (extent_t row = 0; row < rows; ++row) {
-        for (extent_t rest = row, a = last_axis - 1; a >= 0; --a) {  // row's first element
-          i[int(a)] = rest % shape[int(a)];
-          rest /= shape[int(a)];
-        }
-        stream.state = first_state + std::uint64_t(row) * std::uint64_t(row_width) *
-                                         draws_per_element * kSplitMix64Gamma;
-        fill_row(i, stream, values);
+    for (extent_t row = 0; row < rows; ++row) {
+      for (extent_t rest = row, a = last_axis - 1; a >= 0; --a) {  // row's first element
+        i[int(a)] = rest % shape[int(a)];
+        rest /= shape[int(a)];
       }
+      stream.state = first_state + std::uint64_t(row) * std::uint64_t(row_width) *
+                                       draws_per_element * kSplitMix64Gamma;
+      for (extent_t e = 0; e < row_width; ++e) {
+        i[last_axis] = e;
+        values[std::size_t(e)] = draw(i, stream);
+      }
+      i[last_axis] = 0;
+      t.set_row(i, row_width, values.data());
     }
-    rng.state = first_state + std::uint64_t(t.size()) * draws_per_element * kSplitMix64Gamma;
-    return;
   }
-  std::vector<double> values(std::size_t(row_width), 0.0);
-  moa::Index i = moa::Index::filled(shape.rank(), 0);
-  for (extent_t row = 0; row < rows; ++row) {
-    fill_row(i, rng, values);
-    for (int a = last_axis - 1; a >= 0 && ++i[a] == shape[a]; --a) i[a] = 0;  // the next row
-  }
+  rng.state = first_state + std::uint64_t(t.size()) * draws_per_element * kSplitMix64Gamma;
 }
 
 }  // namespace
