@@ -11,17 +11,26 @@
 #include "cli/commands.hpp"
 #include "properties/ops/table.hpp"
 #include "reference/named.hpp"
+#include "simt/shadow_size.hpp"
 
 namespace moacert::cli {
 
 namespace {
+
+// Variants whose kernels the emulator runs, in this process: kernels/cuda/'s
+// simt.* ONFs.
+bool emulated(const kernels::Variant& v) {
+  return v.backend == "simt";
+}
 
 // The copies one run of `v` makes before it starts, in bytes: row-major
 // copies of every input for a variant that reads only row-major tensors
 // (properties::run_variant), else of the tiled ones (cpu::with_flat_layouts);
 // the inputs and outputs again where the kernel runs in memory of its own
 // (a plugin's or a worker's shared segment, the emulator's device memory);
-// PyTorch's f32 copies of bf16 and f16 inputs, which it computes in f32.
+// PyTorch's f32 copies of bf16 and f16 inputs, which it computes in f32;
+// and the emulator's race shadow of every byte of its device memory, with
+// the spare shadows it keeps (simt/shadow_size.hpp).
 double run_copies(const kernels::Variant& v, const Problem& p, double in_bytes, double out_bytes,
                   const std::vector<moa::Layout>* layouts) {
   double tiled = in_bytes;
@@ -35,6 +44,9 @@ double run_copies(const kernels::Variant& v, const Problem& p, double in_bytes, 
   double copies = v.accepts_strided ? tiled : in_bytes;
   if (v.backend == "plugin" || v.backend == "worker" || v.backend == "simt")
     copies += in_bytes + out_bytes;
+  if (emulated(v))
+    copies += double(simt::kShadowBytesPerByte) * (in_bytes + out_bytes) +
+              double(simt::kSpareShadowBytes);
   if (v.role == kernels::Role::torch && info(p.format).bytes == 2) copies += 2 * in_bytes;
   return copies;
 }
@@ -72,7 +84,11 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
                                      parts.oracle_digits);
   if (parts.scratch) {
     for (const kernels::Variant* v : {parts.variant, parts.beside})
-      if (v && v->cost) f.kernel = std::max(f.kernel, v->cost(p).peak_extra_bytes);
+      if (v && v->cost) {
+        // The emulator shadows the kernel's device scratch too.
+        const double shadowed = emulated(*v) ? 1.0 + double(simt::kShadowBytesPerByte) : 1.0;
+        f.kernel = std::max(f.kernel, shadowed * v->cost(p).peak_extra_bytes);
+      }
   }
   return f;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -62,6 +63,40 @@ Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
   return most;
 }
 
+// The largest scratches among the units, as many as there are threads:
+// each thread holds one unit's at a time, so the threads together hold at
+// most the sum of these (a fused case's one kv group beside its forward
+// rows holds one group's, not one per thread).
+class LargestScratches {
+ public:
+  explicit LargestScratches(int threads) : threads_(std::size_t(std::max(1, threads))) {}
+  // `count` more units of `elements` each.
+  void add(double elements, double count = 1) {
+    for (double k = 0; k < count && k < double(threads_); ++k) {
+      if (largest_.size() == threads_ && elements <= largest_.back()) return;
+      largest_.insert(
+          std::upper_bound(largest_.begin(), largest_.end(), elements, std::greater<>()), elements);
+      if (largest_.size() > threads_) largest_.pop_back();
+    }
+  }
+  // The largest unit grows (key rows joining their kv head's unit).
+  void grow_largest(double elements) {
+    if (largest_.empty()) largest_.push_back(0);
+    largest_.front() += elements;
+  }
+  double largest() const { return largest_.empty() ? 0 : largest_.front(); }
+  // What `busy` threads hold together.
+  double held(double busy) const {
+    double sum = 0;
+    for (std::size_t k = 0; k < largest_.size() && double(k) < busy; ++k) sum += largest_[k];
+    return sum;
+  }
+
+ private:
+  std::size_t threads_;
+  std::vector<double> largest_;  // descending
+};
+
 }  // namespace
 
 double memory_needed(const Problem& p, int max_precision, int threads, const SelectionBound* sample,
@@ -74,11 +109,12 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   const std::vector<Unit> units = detail::units_of(p, rows ? &*rows : nullptr);
   const RowsRead kept = detail::rows_read(p, units);
   const std::vector<moa::Shape> shapes = input_shapes(p);
-  double converted = converted_elements(shapes, kept), scratch = 0, bookkeeping = 0;
-  double largest = detail::largest_unit(p, units), keys = 0, first_scratch = 0;
+  double converted = converted_elements(shapes, kept), bookkeeping = 0;
+  double largest = detail::largest_unit(p, units), keys = 0;
+  LargestScratches scratch{int(workers)}, first_scratch{int(workers)};
   for (const Unit& u : units) {
-    scratch = std::max(scratch, detail::unit_scratch_elements(p, u));
-    first_scratch = std::max(first_scratch, detail::first_pass_scratch_elements(p, u));
+    scratch.add(detail::unit_scratch_elements(p, u));
+    first_scratch.add(detail::first_pass_scratch_elements(p, u));
     keys += double(u.keys.size());
   }
   double unit_count = double(units.size());
@@ -92,12 +128,12 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
       if (more <= 0) continue;
       const Addition a = most_one_row_adds(p, kept, key);
       converted += double(more) * a.elements;
-      scratch = std::max(scratch, a.scratch);
-      first_scratch = std::max(first_scratch, a.first_scratch);
+      scratch.add(a.scratch, double(more));
+      first_scratch.add(a.first_scratch, double(more));
       largest = std::max(largest, a.largest);
       // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows.
       if (key) {
-        scratch += 2.0 * double(more) * double(p.dims.D);
+        scratch.grow_largest(2.0 * double(more) * double(p.dims.D));
         keys += double(more);
       }
       unit_count += double(more);
@@ -120,10 +156,13 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // rows together (forward_run): its threads hold first_scratch.
   // `input_bytes` per converted input element (the MPFI pass holds them at
   // kMpfiInputBits), `element_bytes` per element of its arithmetic.
-  auto pass = [&](double element_bytes, double unit_scratch, double input_bytes) {
+  // A unit runs on one thread: a case of fewer units than threads (a
+  // backward's one kv group) keeps the others idle, without scratch.
+  const double busy = std::min(workers, std::max(1.0, unit_count));
+  auto pass = [&](double element_bytes, const LargestScratches& unit_scratch, double input_bytes) {
     const double held =
         std::min(converted, detail::chunk_limit(largest, int(workers), input_bytes)) * input_bytes;
-    return held + workers * (unit_scratch + kTemporaries) * element_bytes;
+    return held + (unit_scratch.held(busy) + busy * kTemporaries) * element_bytes;
   };
   const bool f64 = p.format == Format::f64;
   const bool first_pass = oracle_op(p.op).first_pass;

@@ -12,7 +12,9 @@ namespace moacert::simt::detail {
 // Shadows of unregistered buffers, kept for the next ones: a plugin's
 // worker registers fresh tensors for every call, and zeroing 80 bytes of
 // shadow per byte each time would cost more than the checks. No clearing is
-// needed: an entry is tagged with the launch that wrote it.
+// needed: an entry is tagged with the launch that wrote it. At most
+// kSpareShadowBytes are kept, so that what a large case's buffers needed is
+// not held through the cases after it, beyond what --max-memory counts.
 std::vector<ByteShadow> shadow_for(std::size_t bytes) {
   for (auto& spare : runtime.spare_shadows)
     if (spare.size() >= bytes) {
@@ -26,11 +28,21 @@ std::vector<ByteShadow> shadow_for(std::size_t bytes) {
 
 namespace {
 
+std::size_t shadow_bytes(const std::vector<ByteShadow>& shadow) {
+  return shadow.capacity() * sizeof(ByteShadow);
+}
+
 void keep_spare(std::vector<ByteShadow>&& shadow) {
-  if (shadow.empty()) return;
-  if (runtime.spare_shadows.size() >= 16)
-    runtime.spare_shadows.erase(runtime.spare_shadows.begin());
-  runtime.spare_shadows.push_back(std::move(shadow));
+  const std::size_t bytes = shadow_bytes(shadow);
+  if (shadow.empty() || bytes > kSpareShadowBytes) return;  // freed with its buffer
+  auto& spares = runtime.spare_shadows;
+  std::size_t held = 0;
+  for (const auto& spare : spares) held += shadow_bytes(spare);
+  while (!spares.empty() && (spares.size() >= 16 || held + bytes > kSpareShadowBytes)) {
+    held -= shadow_bytes(spares.front());
+    spares.erase(spares.begin());
+  }
+  spares.push_back(std::move(shadow));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "include/moacert/splitmix64.hpp"
 #include "simt/runtime.hpp"
+#include "simt/shadow_size.hpp"
 
 namespace moacert::simt::detail {
 
@@ -87,6 +88,7 @@ struct ByteShadow {
   std::uint32_t written = 0;
   Record writer, reader, other_reader;
 };
+static_assert(sizeof(ByteShadow) == kShadowBytesPerByte, "the budget counts the shadow's size");
 
 struct Buffer {
   std::uintptr_t lo, hi;

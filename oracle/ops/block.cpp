@@ -44,11 +44,15 @@ std::vector<Unit> batch_units(const Problem& p, const Selection* rows) {
   return units;
 }
 
-// A batch's attention and MLP.
+// A batch's attention and MLP: its scores, then the rows the DNF holds
+// (dnf/block.hpp): x, rmsnorm(x), h, rmsnorm(h) and the MLP's output (Dm
+// each), q, k, v and o (at most H·D each), lse (H), and the MLP's hidden
+// layer.
 double batch_scratch(const Problem& p, const Unit&) {
   const Dims& d = p.dims;
   return 2.0 * double(d.H) * double(d.N) * double(d.N) +
-         double(d.N) * (4.0 * double(d.H) * double(d.D) + 3.0 * double(d.F) + 4.0 * double(d.Dm));
+         double(d.N) * (4.0 * double(d.H) * double(d.D) + double(d.H) + 3.0 * double(d.F) +
+                        5.0 * double(d.Dm));
 }
 
 // Batch b of x, then every weight whole.
