@@ -208,6 +208,9 @@ struct CertifySettings {
     o.equivalence_fits = [o, max = max_memory](const Case& c) {
       return torch_beside(o, c.problem, layouts_of(c), max) != nullptr;
     };
+    o.fits = [o, max = max_memory](const properties::CaseSpec& spec) {
+      return case_fits(o, spec, max);
+    };
     return o;
   }
 };
@@ -477,6 +480,16 @@ void print_uncrossed_thresholds(const std::vector<properties::Certificate>& cert
   });
 }
 
+// Random cases past --max-memory, drawn but never started (discarded:
+// CertifyOptions::fits), per variant.
+void print_discarded(const std::vector<properties::Certificate>& certs, std::uint64_t max_memory) {
+  for (const properties::Certificate& cert : certs)
+    if (cert.discarded > 0)
+      fmt::print("{}: {} of {} random cases need more than --max-memory {}: not run\n",
+                 cert.variant, cert.discarded, cert.discarded + cert.random_run,
+                 bytes_text(double(max_memory)));
+}
+
 // The root's files: each certificate (in a folder per variant when there
 // are several, with their summary beside), and the JUnit XML.
 void write_outputs(const CertifyArgs& a, const std::vector<properties::Certificate>& certs,
@@ -528,6 +541,7 @@ int run_certify(const CertifyArgs& a) {
   if (!world.root()) return world.share(0);  // the root's status, on every rank
   print_unreached_regimes(certs);
   print_uncrossed_thresholds(certs);
+  print_discarded(certs, settings.max_memory);
   write_outputs(a, certs, simt_counters, variants, provenance);
   created.keep();
   const bool all_hold = std::all_of(certs.begin(), certs.end(),

@@ -1,5 +1,7 @@
 #include "cli/certify_budget.hpp"
 
+#include <optional>
+
 #include <rapidcheck.h>
 
 #include "cli/commands.hpp"
@@ -51,11 +53,31 @@ void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max
   const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
     check(curated[k], "curated case " + std::to_string(k));
+  // A random case past the budget is discarded (case_fits); only when none
+  // is left is the request itself too large.
   const rc::Gen<properties::CaseSpec> gen = properties::gen_case_spec(v.op, o.format, settings);
+  std::optional<UsageError> first_refusal;
   for (int i = 0; i < o.cases; ++i) {
     const auto s =
         gen(rc::Random({o.seed, std::uint64_t(i), 0, 0}), properties::size_for(i, o.cases));
-    check(s.value(), "random case " + std::to_string(i));
+    try {
+      check(s.value(), "random case " + std::to_string(i));
+      return;
+    } catch (const UsageError& e) {
+      if (!first_refusal) first_refusal = e;
+    }
+  }
+  if (first_refusal) throw *first_refusal;
+}
+
+bool case_fits(const properties::CertifyOptions& o, const properties::CaseSpec& spec,
+               std::uint64_t max_bytes) {
+  try {
+    check_case_budget(spec.problem, max_bytes, "", *o.variant, spec.layouts,
+                      torch_beside(o, spec.problem, spec.layouts, max_bytes), o.whole_oracle_work);
+    return true;
+  } catch (const UsageError&) {
+    return false;
   }
 }
 

@@ -38,11 +38,16 @@ const kernels::Variant* torch_beside(const properties::CertifyOptions& o, const 
 // The layouts of a case's inputs.
 std::vector<moa::Layout> layouts_of(const Case& c);
 
-// Every case certify will run fits the memory budget: the curated specs
-// and each random case's spec (shrinks only get smaller), generated
-// without their data. A refusal names the axes --shape fixed or bounded
-// ("curated case 0 (--shape N=99999999999) needs ..."), the ones that made
-// the case too big.
+// The cases certify will run fit the memory budget: every curated spec,
+// and at least one random case's (those past it are discarded, case_fits;
+// shrinks only get smaller), generated without their data. A refusal
+// names the axes --shape fixed or bounded ("curated case 0 (--shape
+// N=99999999999) needs ..."), the ones that made the case too big.
 void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max_bytes);
+
+// Whether a case of `spec` fits the budget with the runs certify makes of
+// it (check_case_budget): CertifyOptions::fits.
+bool case_fits(const properties::CertifyOptions& o, const properties::CaseSpec& spec,
+               std::uint64_t max_bytes);
 
 }  // namespace moacert::cli

@@ -55,6 +55,7 @@ void fields(Io& io, P& p) requires std::is_same_v<std::remove_const_t<P>, CasePl
 template <class Io, class R>
 void fields(Io& io, R& r) requires std::is_same_v<std::remove_const_t<R>, CaseRecord> {
   io(r.position), io(r.kind), io(r.holds), io(r.determinism_failed), io(r.refused);
+  io(r.over_budget);
   io(r.accumulated);
   io(r.tensors), io(r.sampled), io(r.strata), io(r.has_equivalence), io(r.equivalence);
   io(r.ratio), io(r.token), io(r.why), io(r.failure_case), io(r.failure_elements);

@@ -33,6 +33,9 @@ struct CaseRecord {
   // The kernel refused it outside its envelope (holds is true; nothing
   // else judged): counted in the certificate, never a counterexample.
   bool refused = false;
+  // A random case drawn but not run: it would need more memory than the
+  // budget allows (CertifyOptions::fits). Nothing else is set.
+  bool over_budget = false;
   // Whether `tensors` joins the run's statistics: not when the kernel threw
   // (it has none), nor for a random case whose determinism check failed.
   // A failing random case's statistics are those of its shrunk case.

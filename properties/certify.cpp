@@ -310,6 +310,13 @@ class CaseRun {
   // shrunk when it fails, checked for determinism when `determinism_due`.
   // A case whose determinism check fails keeps no statistics
   // (CaseRecord::accumulated).
+  // A random case past the memory budget: drawn, never started.
+  CaseRecord over_budget() && {
+    r_.kind = CaseRecord::random;
+    r_.over_budget = true;
+    return std::move(r_);
+  }
+
   CaseRecord random(rc::Shrinkable<CaseSpec> s, Token token, bool determinism_due) && {
     r_.kind = CaseRecord::random;
     Judged j = judge_generated(s.value());
@@ -530,8 +537,9 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
   Token t = base_;
   t.index = i;
   t.size = size_for(i, o_.cases);
-  return std::move(run).random(random_case(o_, base_, i), t,
-                               o_.variant->deterministic && i % 10 == 0);
+  rc::Shrinkable<CaseSpec> drawn = random_case(o_, base_, i);
+  if (o_.fits && !o_.fits(drawn.value())) return std::move(run).over_budget();
+  return std::move(run).random(std::move(drawn), t, o_.variant->deterministic && i % 10 == 0);
 }
 
 namespace {
@@ -591,6 +599,10 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     const CaseRecord& r = records[k];
     if (r.position != int(k))
       throw std::logic_error("certificate: no record of case " + std::to_string(k));
+    if (r.over_budget) {  // never started: nothing judged, never the worst case
+      ++cert.discarded;
+      continue;
+    }
     ++(r.kind == CaseRecord::curated  ? cert.curated_run
        : r.kind == CaseRecord::random ? cert.random_run
                                       : cert.case_files_run);

@@ -40,6 +40,12 @@ struct CertifyOptions {
   // scores: 32 GiB for the backward at N = M = 16384 with 8 heads), and
   // the certificate's vs_torch.cases counts the cases that had it.
   std::function<bool(const Case&)> equivalence_fits;
+  // Whether a random case fits the memory budget (certify --max-memory:
+  // cli/certify_budget.cpp); null: every case. One that does not is drawn
+  // but never started, and counted as discarded: the deployment-scale
+  // draws of the backward ops need some 12 GiB at their largest, over
+  // half of a 24 GiB machine.
+  std::function<bool(const CaseSpec&)> fits;
   // Case files to judge instead of the curated and random cases (certify
   // --case): each is judged as a random case would be, but has no token;
   // the certificate names the file instead.

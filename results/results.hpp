@@ -128,6 +128,8 @@ struct Certificate {
   std::uint64_t seed = 0;
   std::string shape;  // certify --shape, as given ("N=4096,M=1..8192"); "" when none
   bool holds = true;
+  // discarded: random cases drawn but not run, past the memory budget
+  // (CertifyOptions::fits).
   int curated_run = 0, random_run = 0, discarded = 0;
   int case_files_run = 0;  // certify --case: files judged instead of generated cases
   // Cases the kernel refused outside its declared envelope (plugin ABI 2's
