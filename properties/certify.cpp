@@ -306,10 +306,6 @@ class CaseRun {
     return std::move(r_);
   }
 
-  // A random case (drawn with its shrink tree `s`, named by `token`):
-  // shrunk when it fails, checked for determinism when `determinism_due`.
-  // A case whose determinism check fails keeps no statistics
-  // (CaseRecord::accumulated).
   // A random case past the memory budget: drawn, never started.
   CaseRecord over_budget() && {
     r_.kind = CaseRecord::random;
@@ -317,6 +313,10 @@ class CaseRun {
     return std::move(r_);
   }
 
+  // A random case (drawn with its shrink tree `s`, named by `token`):
+  // shrunk when it fails, checked for determinism when `determinism_due`.
+  // A case whose determinism check fails keeps no statistics
+  // (CaseRecord::accumulated).
   CaseRecord random(rc::Shrinkable<CaseSpec> s, Token token, bool determinism_due) && {
     r_.kind = CaseRecord::random;
     Judged j = judge_generated(s.value());
