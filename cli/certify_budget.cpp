@@ -42,13 +42,24 @@ std::vector<moa::Layout> layouts_of(const Case& c) {
   return out;
 }
 
+namespace {
+
+// check_case_budget for a generated case of `o`, with the runs certify
+// makes of it.
+void check_spec_budget(const properties::CertifyOptions& o, const properties::CaseSpec& spec,
+                       std::uint64_t max_bytes, const std::string& what) {
+  check_case_budget(spec.problem, max_bytes, what, *o.variant, spec.layouts,
+                    torch_beside(o, spec.problem, spec.layouts, max_bytes), o.whole_oracle_work);
+}
+
+}  // namespace
+
 void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max_bytes) {
   const kernels::Variant& v = *o.variant;
   const std::string shape = o.shape.empty() ? "" : " (--shape " + o.shape.str(v.op) + ")";
   const properties::GenSettings settings = properties::base_token(o).settings();
   const auto check = [&](const properties::CaseSpec& spec, const std::string& what) {
-    check_case_budget(spec.problem, max_bytes, what + shape, v, spec.layouts,
-                      torch_beside(o, spec.problem, spec.layouts, max_bytes), o.whole_oracle_work);
+    check_spec_budget(o, spec, max_bytes, what + shape);
   };
   const auto curated = properties::curated_specs(v.op, o.format, settings);
   for (std::size_t k = 0; k < curated.size(); ++k)
@@ -73,8 +84,7 @@ void check_certify_budget(const properties::CertifyOptions& o, std::uint64_t max
 bool case_fits(const properties::CertifyOptions& o, const properties::CaseSpec& spec,
                std::uint64_t max_bytes) {
   try {
-    check_case_budget(spec.problem, max_bytes, "", *o.variant, spec.layouts,
-                      torch_beside(o, spec.problem, spec.layouts, max_bytes), o.whole_oracle_work);
+    check_spec_budget(o, spec, max_bytes, "");
     return true;
   } catch (const UsageError&) {
     return false;

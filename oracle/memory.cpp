@@ -84,7 +84,6 @@ class LargestScratches {
     if (largest_.empty()) largest_.push_back(0);
     largest_.front() += elements;
   }
-  double largest() const { return largest_.empty() ? 0 : largest_.front(); }
   // What `busy` threads hold together.
   double held(double busy) const {
     double sum = 0;
