@@ -478,17 +478,13 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
       return;
     }
     case UnitKind::bwd_query_row: {
-      // dq row (b, h, i): the DNF backward on that query row against the
-      // keys it sees (as fwd_row); the dk, dv it also computes are partial
-      // and dropped.
+      // dq row (b, h, i): the DNF backward's dQ row against the keys it
+      // sees (as fwd_row), (1,1,1,D) against (1,1,seen,D).
       const extent_t b = u.a, h = u.b, i = u.c;
       const Backward bwd = backward();
-      // (1,1,1,D), (1,1,seen,D)
-      Tensor dq(bwd.q.shape()), dk(bwd.k.shape()), dv(bwd.k.shape());
-      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, /*causal=*/false, dq.view(),
-                            dk.view(), dv.view());
-      for (extent_t x = 0; x < d.D; ++x)
-        emit(bwd.dq, flat(bwd.dq, {b, h, i, x}), dq.view()(0, 0, 0, x));
+      Tensor dq(Shape{d.D});
+      dnf::attention_bwd_query_row<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, dq.view());
+      for (extent_t x = 0; x < d.D; ++x) emit(bwd.dq, flat(bwd.dq, {b, h, i, x}), dq.view()(x));
       return;
     }
     case UnitKind::bwd_key_rows: {

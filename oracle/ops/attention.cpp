@@ -110,9 +110,10 @@ std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // on
                          " is not a unit of attention");
 }
 
-// A query row's scores and probabilities (and, for a dQ row, the partial
-// dK, dV it drops), a kv group's probabilities and their gradients, the key
-// rows' dK, dV with a block of query rows' statistics.
+// A query row's scores and probabilities (and, for a dQ row, its D_i and
+// dQ row); a kv group's dQ, dK and dV with one query row's
+// softmax at a time (dnf::attention_bwd walks the rows, holding no N x M
+// array); the key rows' dK, dV with a block of query rows' statistics.
 double unit_scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
@@ -122,9 +123,9 @@ double unit_scratch_elements(const Problem& p, const Unit& u) {
     case UnitKind::decode_head:
       return row;
     case UnitKind::bwd_group:
-      return 4.0 * group * double(d.N) * double(d.M) + 4.0 * group * double(d.N) * double(d.D);
+      return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row;
     case UnitKind::bwd_query_row:
-      return row + 2.0 * double(d.M) * double(d.D);
+      return row + double(d.D);
     case UnitKind::bwd_key_rows:  // kStatisticsRows query rows' softmax at once
       return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D);
     case UnitKind::norm_row:

@@ -277,6 +277,28 @@ void accumulate_key_row(View<T> dk_j /*(D)*/, View<T> dv_j /*(D)*/, const T& sca
   }
 }
 
+// Query row i's share of the backward: its dQ row dq_i (D) and, where
+// `key_terms`, its terms of the dK and dV rows (dk_h, dv_h: (M, D)) of every
+// key it sees. The terms change nothing in dq_i: a dQ row alone (the
+// sampled oracle's) is the same operations without them.
+template <class T, bool key_terms>
+void backward_query_row(const View<const T>& qi /*(D)*/, const View<const T>& doi /*(D)*/,
+                        const View<const T>& kh /*(M, D)*/, const View<const T>& vh /*(M, D)*/,
+                        const T& scale, bool causal, extent_t i, extent_t N, extent_t M,
+                        View<T> dq_i, View<T> dk_h, View<T> dv_h) {
+  const BackwardRow<T> row = backward_row(qi, doi, kh, vh, scale, causal, i, N, M);
+  const extent_t D = qi.shape()[0];
+  for (extent_t d = 0; d < D; ++d) dq_i(d) = ScalarTraits<T>::zero();
+  if (row.softmax.empty) return;
+  for (extent_t j = 0; j < M; ++j) {
+    if (!visible(causal, i, j, N, M)) continue;
+    const T ds = backward_ds(row.softmax.p[j], row.delta, doi, vh, j);
+    for (extent_t d = 0; d < D; ++d) dq_i(d) += scale * ds * kh(j, d);
+    if constexpr (key_terms)
+      accumulate_key_row(dk_h.sub({j}), dv_h.sub({j}), scale, ds, row.softmax.p[j], qi, doi);
+  }
+}
+
 // attention.bwd: dq (B,H,N,D), dk, dv (B,Hkv,M,D), the exact derivative of
 // attention.fwd given dO. o and lse are recomputed, not read: the exact
 // answer depends on q, k, v and dO alone (docs/design.md).
@@ -293,21 +315,25 @@ void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const
     for (extent_t h = 0; h < s.H; ++h) {
       const extent_t g = h / group;
       const View<const T> kh = k.sub({b, g}), vh = v.sub({b, g});  // (M, D)
-      for (extent_t i = 0; i < s.N; ++i) {
-        const View<const T> qi = q.sub({b, h, i}), doi = dout.sub({b, h, i});  // (D)
-        const BackwardRow<T> row = backward_row(qi, doi, kh, vh, scale, causal, i, s.N, s.M);
-        for (extent_t d = 0; d < s.D; ++d) dq(b, h, i, d) = Tr::zero();
-        if (row.softmax.empty) continue;
-        for (extent_t j = 0; j < s.M; ++j) {
-          if (!visible(causal, i, j, s.N, s.M)) continue;
-          const T ds = backward_ds(row.softmax.p[j], row.delta, doi, vh, j);
-          for (extent_t d = 0; d < s.D; ++d) dq(b, h, i, d) += scale * ds * kh(j, d);
-          accumulate_key_row(dk.sub({b, g, j}), dv.sub({b, g, j}), scale, ds, row.softmax.p[j], qi,
-                             doi);
-        }
-      }
+      for (extent_t i = 0; i < s.N; ++i)
+        backward_query_row<T, true>(q.sub({b, h, i}), dout.sub({b, h, i}), kh, vh, scale, causal, i,
+                                    s.N, s.M, dq.sub({b, h, i}), dk.sub({b, g}), dv.sub({b, g}));
     }
   }
+}
+
+// attention.bwd's dQ row of one query row alone: q, dout (1,1,1,D) against
+// the keys and values it sees, k, v (1,1,M',D), non-causal; dq_row (D).
+// Bit for bit attention_bwd's dq of that row (backward_query_row), without
+// the dK and dV terms it would also compute: the sampled oracle's dQ rows
+// hold O(M + D), not the M×D of partial key rows they would drop.
+template <class T>
+void attention_bwd_query_row(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
+                             double scale_d, View<T> dq_row) {
+  const Dims s = attention_dims(q, k);
+  backward_query_row<T, false>(q.sub({0, 0, 0}), dout.sub({0, 0, 0}), k.sub({0, 0}), v.sub({0, 0}),
+                               ScalarTraits<T>::from_double(scale_d), /*causal=*/false, 0, 1, s.M,
+                               dq_row, {}, {});
 }
 
 // The forward rows i0 .. i0 + R - 1 of query head h (of q's heads), as
