@@ -79,15 +79,19 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
       passing = std::max(passing, run_copies(*parts.beside, p, in, out, parts.layouts));
     f.tensors = in + kept * out + 3 * 8 * out_elements + passing;
   }
-  if (parts.oracle)
+  if (parts.oracle) {
     f.oracle = oracle::memory_needed(p, parts.oracle_precision, parts.oracle_threads, parts.sample,
                                      parts.oracle_digits);
+    f.answer = oracle::held_after(p, parts.oracle_digits);
+  }
   if (parts.scratch) {
     for (const kernels::Variant* v : {parts.variant, parts.beside})
       if (v && v->cost) {
+        const kernels::Cost c = v->cost(p);
         // The emulator shadows the kernel's device scratch too.
         const double shadowed = emulated(*v) ? 1.0 + double(simt::kShadowBytesPerByte) : 1.0;
-        f.kernel = std::max(f.kernel, shadowed * v->cost(p).peak_extra_bytes);
+        f.kernel = std::max(f.kernel, shadowed * c.peak_extra_bytes);
+        f.kept += c.kept_bytes;  // both runs' workspaces, held together
       }
   }
   return f;
@@ -144,8 +148,15 @@ void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& 
                                  bytes_text(f.total()), bytes_text(double(max_bytes))));
   }
   std::string terms = "tensors " + bytes_text(f.tensors);
-  if (f.oracle > 0) terms += " + oracle " + bytes_text(f.oracle);
-  if (f.kernel > 0) terms += " + its scratch " + bytes_text(f.kernel);
+  if (f.oracle > 0 && f.kernel > 0) {
+    const std::string kept = f.kept > 0 ? " + kept workspaces " + bytes_text(f.kept) : "";
+    terms += " + max(oracle " + bytes_text(f.oracle) + kept + ", its scratch " +
+             bytes_text(f.kernel) + " + the answer " + bytes_text(f.answer) + ")";
+  } else if (f.oracle > 0) {
+    terms += " + oracle " + bytes_text(f.oracle);
+  } else if (f.kernel > 0) {
+    terms += " + its scratch " + bytes_text(f.kernel);
+  }
   throw UsageError(fmt::format("{} needs {} ({}), over --max-memory {}", what,
                                bytes_text(f.total()), terms, bytes_text(double(max_bytes))));
 }

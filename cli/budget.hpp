@@ -2,9 +2,10 @@
 // scratch would not fit is refused up front with the figure (exit 2),
 // rather than killed by the OOM killer half-way. Each part states its own
 // need: the oracle (oracle/memory.hpp), the kernel (its registry cost
-// function's peak_extra_bytes); this file only adds them up and compares.
+// function's peak_extra_bytes); this file only combines them and compares.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -17,11 +18,15 @@ namespace moacert::cli {
 // Bytes one case needs (docs/design.md, "Memory budget"): `tensors` the
 // case's inputs and outputs with the copies its runs make (the variant's,
 // and PyTorch's beside it: row-major copies, a plugin's shared memory, the
-// outputs each run keeps); `oracle` what the oracle says it needs;
-// `kernel` the variant's own scratch (the larger of the two runs').
+// outputs each run keeps); `oracle` what the oracle says it needs, of which
+// `answer` is still held once it returns; `kernel` the variant's own
+// scratch (the larger of the two runs'), of which `kept` stays allocated
+// from one call to the next. The oracle runs first and frees its passes
+// before the kernels run (properties/certify.cpp, prepare_case): the case
+// needs the larger of its two phases, never their sum.
 struct Footprint {
-  double tensors = 0, oracle = 0, kernel = 0;
-  double total() const { return tensors + oracle + kernel; }
+  double tensors = 0, oracle = 0, answer = 0, kernel = 0, kept = 0;
+  double total() const { return tensors + std::max(oracle + kept, answer + kernel); }
 };
 
 struct BudgetParts {
@@ -56,9 +61,9 @@ std::uint64_t parse_bytes(const std::string& text);
 // "144.1 TiB", "37.2 GiB", "512 MiB", "800 B".
 std::string bytes_text(double bytes);
 
-// Throws UsageError "WHAT needs X (tensors A + oracle B + its scratch C),
-// over --max-memory M", naming the parts that count, when the footprint
-// exceeds `max_bytes`.
+// Throws UsageError "WHAT needs X (tensors A + max(oracle B, its scratch C
+// + the answer D)), over --max-memory M", naming the parts that count, when
+// the footprint exceeds `max_bytes`.
 void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& what,
                   const BudgetParts& parts = {});
 

@@ -30,6 +30,10 @@ struct Cost {
   double bytes_written = 0;
   double atomics = 0;           // atomic read-modify-writes
   double peak_extra_bytes = 0;  // scratch beyond inputs and outputs, all threads
+  // Of that scratch, what stays allocated after the call returns: workspaces
+  // kept for the next call (the budget counts them beside the oracle of the
+  // next case, cli/budget.cpp).
+  double kept_bytes = 0;
 };
 
 // A kernel that crashed, hung, returned an error or wrote outside its

@@ -175,29 +175,31 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
 
   // Per output element, held from the driver's start to the answer
   // (oracle.cpp): the first pass's ends, unit, width (8 each) and refine
-  // flag; the answer's rounded value (8), DD (16) and evaluated and
-  // undetermined flags; the narrowing's flag; f64's double-double ends (32);
-  // with exact digits asked, each element's decimal string.
-  double per_output = 8 + 8 + 8 + 8 + 1 + 8 + 16 + 1 + 1 + 1 + (f64 ? 32 : 0);
-  if (exact_digits > 0) {
-    // "-d.ddd...e-NNNNN": a heap copy past std::string's 15 inline characters.
-    const double length = exact_digits + 10;
-    per_output += double(sizeof(std::string)) + (length > 15 ? detail::heap_bytes(length + 1) : 0);
-  }
+  // flag; the narrowing's flag; f64's double-double ends (32); and the
+  // answer itself (held_after).
+  const double per_output = 8 + 8 + 8 + 8 + 1 + 1 + (f64 ? 32 : 0);
   // Rows: rows_read's prefix counts (8 bytes) twice at once (make_inputs'
   // copy and the run's), for_each_chunk's marks (4); the units, their key
   // lists, and the Ziv loop's copy of the pending ones.
   for (const auto& prefix : kept) bookkeeping += 20.0 * double(prefix.size());
   bookkeeping += 2 * (double(sizeof(Unit)) * unit_count + 8 * keys);
 
-  // A generated backward's forward rows, kept by its generation for its key
-  // rows (detail/forward_memo.hpp): only the first pass of the narrower
-  // targets keeps them.
-  const double memo =
-      p.op == Op::attention_bwd && first_pass && !f64 ? detail::forward_memo_bytes(p) : 0;
+  return element_count(output_shapes(p)) * per_output + held_after(p, exact_digits) +
+         std::max({first, narrowing, mpfi}) + bookkeeping;
+}
 
-  return element_count(output_shapes(p)) * per_output + std::max({first, narrowing, mpfi}) +
-         bookkeeping + memo;
+double held_after(const Problem& p, int exact_digits) {
+  double per_output = 8 + 16 + 1 + 1;
+  if (exact_digits > 0) {
+    // "-d.ddd...e-NNNNN": a heap copy past std::string's 15 inline characters.
+    const double length = exact_digits + 10;
+    per_output += double(sizeof(std::string)) + (length > 15 ? detail::heap_bytes(length + 1) : 0);
+  }
+  // A generated backward's forward rows, kept by its generation for its key
+  // rows: only the first pass of the narrower targets keeps them.
+  const bool memo =
+      p.op == Op::attention_bwd && oracle_op(p.op).first_pass && p.format != Format::f64;
+  return element_count(output_shapes(p)) * per_output + (memo ? detail::forward_memo_bytes(p) : 0);
 }
 
 }  // namespace moacert::oracle

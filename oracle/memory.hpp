@@ -34,4 +34,12 @@ struct SelectionBound {
 double memory_needed(const Problem& p, int max_precision = Options{}.max_precision, int threads = 0,
                      const SelectionBound* sample = nullptr, int exact_digits = 0);
 
+// Of memory_needed, what is still held once evaluate has returned and its
+// passes have freed theirs: the Answer (per output element, sampled or not,
+// the rounded value, 8 bytes, the double-double, 16, and the evaluated and
+// undetermined flags; with exact digits asked, each element's decimal
+// string), and a generated backward's forward rows, which the process
+// keeps (detail/forward_memo.hpp). The kernels run beside these.
+double held_after(const Problem& p, int exact_digits = 0);
+
 }  // namespace moacert::oracle

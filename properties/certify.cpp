@@ -1,5 +1,9 @@
 #include "properties/certify.hpp"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +29,20 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Hands the pages the heap has freed back to the system. The budget counts
+// a case's oracle and its kernels as two phases, the larger of them
+// (cli/budget.hpp, Footprint): glibc keeps what the bounds' and the
+// oracle's threads freed resident in their arenas for reuse, while the
+// kernels' large buffers are mapped afresh, so that freed heap would sit
+// under PyTorch's scores. Once per case, after the oracle: the oracle
+// itself reuses what the bounds freed, and pages handed back are faulted
+// in again when next touched.
+void release_freed_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 // Everything one judged case yields.
@@ -71,6 +89,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   // against `exact` itself, and under max-ulp it is ulps: the ulp alone.
   j.exact = oracle::evaluate(
       j.c, {.allowed = rule.kind == Rule::apriori ? &j.bounds : nullptr, .rows = j.sample.rows});
+  release_freed_heap();
   j.oracle_seconds = sample_seconds + seconds_since(phase);
   phase = Clock::now();
   const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);

@@ -3,7 +3,8 @@
 #         -P budget_check.cmake
 # 1. --max-memory FIRST_MAX (above the tensors, below the whole need; the
 #    tensors past the budget are refused before the oracle's part is
-#    counted): refused (exit 2) with "needs X GiB (tensors A + oracle B ...)";
+#    counted): refused (exit 2) with "needs X GiB (tensors A + max(oracle B
+#    ...)";
 # 2. --max-memory X + 0.2 GiB: passes the budget, refused at --out UNWRITABLE;
 # 3. --max-memory X - 0.2 GiB: refused, naming the same X.
 string(REPLACE "|" ";" args "${ARGS}")
@@ -15,7 +16,7 @@ function(run_certify max out_var rc_var)
 endfunction()
 
 run_certify(${FIRST_MAX} err rc)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "needs ([0-9.]+) GiB \\(tensors [0-9.]+ [GMK]iB \\+ oracle [0-9.]+ [GMK]iB")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "needs ([0-9.]+) GiB \\(tensors [0-9.]+ [GMK]iB \\+ max\\(oracle [0-9.]+ [GMK]iB")
   message(FATAL_ERROR "--max-memory ${FIRST_MAX}: expected a refusal stating GiB, got exit ${rc}: ${err}")
 endif()
 set(need ${CMAKE_MATCH_1})

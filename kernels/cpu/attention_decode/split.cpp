@@ -527,6 +527,7 @@ Cost split_cost(const Problem& p) {
   const double partials = acc_bytes * d.B * d.H * chunks * (double(d.D) + 2);
   const double per_thread = acc_bytes * (G * d.D + G * double(SplitTiles::split_len) + d.D);
   c.peak_extra_bytes = partials + per_thread * thread_count(/*requested=*/0);
+  c.kept_bytes = partials;                   // split_run's workspace
   c.atomics = double(d.B) * d.Hkv * chunks;  // one countdown per task
   return c;
 }
