@@ -510,14 +510,38 @@ void write_outputs(const CertifyArgs& a, const std::vector<properties::Certifica
   if (!a.junit.empty()) files::write_atomically(a.junit, reports::to_junit(certs, build_info()));
 }
 
+// Without --variant, the op's variants that do not run the format asked
+// (--dtype, or the case files') are left out of `variants`, not refused:
+// `certify attention.fwd --dtype f64` certifies every variant that runs
+// f64. Returns the line naming them (empty when none is left out); throws
+// UsageError when no variant runs the format.
+std::string leave_out_other_formats(const CertifyArgs& a, const CertifySettings& s,
+                                    std::vector<const kernels::Variant*>& variants) {
+  if (!a.variant.empty() || !a.plugin.empty() || !a.worker.empty() || !s.format) return "";
+  std::vector<std::string> others;
+  std::erase_if(variants, [&](const kernels::Variant* v) {
+    if (v->supports(*s.format)) return false;
+    std::vector<std::string_view> formats;
+    for (const Format f : v->formats) formats.push_back(name(f));
+    others.push_back(fmt::format("{} ({})", v->name, fmt::join(formats, ", ")));
+    return true;
+  });
+  const std::string f(name(*s.format));
+  if (variants.empty())
+    throw UsageError("no variant of " + a.op + " runs " + f + " (moacert list)");
+  if (others.empty()) return "";
+  return fmt::format("{}: not certified, without {}: {}\n", a.op, f, fmt::join(others, ", "));
+}
+
 int run_certify(const CertifyArgs& a) {
   const std::optional<Op> op = parse_op(a.op);
   if (!op) throw UsageError("unknown op '" + a.op + "' (moacert list shows the ops)");
   check_timeout(a.timeout);
   const std::uint64_t max_memory = max_memory_of(a.max_memory);
   std::optional<kernels::Variant> plugin;
-  const std::vector<const kernels::Variant*> variants = chosen_variants(a, *op, plugin);
+  std::vector<const kernels::Variant*> variants = chosen_variants(a, *op, plugin);
   const CertifySettings settings = certify_settings(a, *op);
+  const std::string left_out = leave_out_other_formats(a, settings, variants);
   for (const kernels::Variant* v : variants) refuse_what_cannot_run(settings, *v, max_memory);
   // Under mpirun the ranks share each variant's cases (cli/shared_certify.hpp)
   // and the root alone checks and writes the files, after every variant is
@@ -527,6 +551,7 @@ int run_certify(const CertifyArgs& a) {
   refuse_unwritable_outputs(a, variants, world, created);
   const reports::Provenance provenance =
       world.root() ? reports::gather_provenance(command_line()) : reports::Provenance{};
+  if (world.root()) fmt::print("{}", left_out);
   std::vector<properties::Certificate> certs;
   std::vector<std::string> simt_counters;
   for (const kernels::Variant* v : variants) {
