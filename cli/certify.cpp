@@ -510,27 +510,38 @@ void write_outputs(const CertifyArgs& a, const std::vector<properties::Certifica
   if (!a.junit.empty()) files::write_atomically(a.junit, reports::to_junit(certs, build_info()));
 }
 
-// Without --variant, the op's variants that do not run the format asked
-// (--dtype, or the case files') are left out of `variants`, not refused:
-// `certify attention.fwd --dtype f64` certifies every variant that runs
-// f64. Returns the line naming them (empty when none is left out); throws
-// UsageError when no variant runs the format.
-std::string leave_out_other_formats(const CertifyArgs& a, const CertifySettings& s,
-                                    std::vector<const kernels::Variant*>& variants) {
-  if (!a.variant.empty() || !a.plugin.empty() || !a.worker.empty() || !s.format) return "";
-  std::vector<std::string> others;
+// Without --variant, the op's variants that cannot run what was asked —
+// the format (--dtype, or the case files') or the --shape, past their
+// envelope — are left out of `variants`, not refused: `certify
+// attention.fwd --dtype f64` certifies every variant that runs f64, and
+// `--shape D=256` every one whose envelope holds it. Returns a line per
+// variant left out, why (empty when none is); throws UsageError, with the
+// first variant's reason, when none is left.
+std::string leave_out_what_cannot_run(const CertifyArgs& a, const CertifySettings& s,
+                                      std::vector<const kernels::Variant*>& variants) {
+  if (!a.variant.empty() || !a.plugin.empty() || !a.worker.empty()) return "";
+  std::string lines, first_reason;
   std::erase_if(variants, [&](const kernels::Variant* v) {
-    if (v->supports(*s.format)) return false;
-    std::vector<std::string_view> formats;
-    for (const Format f : v->formats) formats.push_back(name(f));
-    others.push_back(fmt::format("{} ({})", v->name, fmt::join(formats, ", ")));
+    std::string why;
+    if (s.format && !v->supports(*s.format)) {
+      std::vector<std::string_view> formats;
+      for (const Format f : v->formats) formats.push_back(name(f));
+      why = fmt::format("it runs {}, not {}", fmt::join(formats, ", "), name(*s.format));
+    } else {
+      try {
+        properties::within_variant(s.shape, *v);
+      } catch (const std::invalid_argument& e) {
+        why = e.what();
+      }
+    }
+    if (why.empty()) return false;
+    if (first_reason.empty()) first_reason = why;
+    lines += fmt::format("{}: {} not certified: {}\n", a.op, v->name, why);
     return true;
   });
-  const std::string f(name(*s.format));
   if (variants.empty())
-    throw UsageError("no variant of " + a.op + " runs " + f + " (moacert list)");
-  if (others.empty()) return "";
-  return fmt::format("{}: not certified, without {}: {}\n", a.op, f, fmt::join(others, ", "));
+    throw UsageError("no variant of " + a.op + " can run what was asked: " + first_reason);
+  return lines;
 }
 
 int run_certify(const CertifyArgs& a) {
@@ -541,7 +552,7 @@ int run_certify(const CertifyArgs& a) {
   std::optional<kernels::Variant> plugin;
   std::vector<const kernels::Variant*> variants = chosen_variants(a, *op, plugin);
   const CertifySettings settings = certify_settings(a, *op);
-  const std::string left_out = leave_out_other_formats(a, settings, variants);
+  const std::string left_out = leave_out_what_cannot_run(a, settings, variants);
   for (const kernels::Variant* v : variants) refuse_what_cannot_run(settings, *v, max_memory);
   // Under mpirun the ranks share each variant's cases (cli/shared_certify.hpp)
   // and the root alone checks and writes the files, after every variant is
