@@ -87,11 +87,9 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
   if (parts.scratch) {
     for (const kernels::Variant* v : {parts.variant, parts.beside})
       if (v && v->cost) {
-        const kernels::Cost c = v->cost(p);
         // The emulator shadows the kernel's device scratch too.
         const double shadowed = emulated(*v) ? 1.0 + double(simt::kShadowBytesPerByte) : 1.0;
-        f.kernel = std::max(f.kernel, shadowed * c.peak_extra_bytes);
-        f.kept += c.kept_bytes;  // both runs' workspaces, held together
+        f.kernel = std::max(f.kernel, shadowed * v->cost(p).peak_extra_bytes);
       }
   }
   return f;
@@ -149,9 +147,8 @@ void check_budget(const Problem& p, std::uint64_t max_bytes, const std::string& 
   }
   std::string terms = "tensors " + bytes_text(f.tensors);
   if (f.oracle > 0 && f.kernel > 0) {
-    const std::string kept = f.kept > 0 ? " + kept workspaces " + bytes_text(f.kept) : "";
-    terms += " + max(oracle " + bytes_text(f.oracle) + kept + ", its scratch " +
-             bytes_text(f.kernel) + " + the answer " + bytes_text(f.answer) + ")";
+    terms += " + max(oracle " + bytes_text(f.oracle) + ", its scratch " + bytes_text(f.kernel) +
+             " + the answer " + bytes_text(f.answer) + ")";
   } else if (f.oracle > 0) {
     terms += " + oracle " + bytes_text(f.oracle);
   } else if (f.kernel > 0) {

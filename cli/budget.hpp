@@ -20,13 +20,13 @@ namespace moacert::cli {
 // and PyTorch's beside it: row-major copies, a plugin's shared memory, the
 // outputs each run keeps); `oracle` what the oracle says it needs, of which
 // `answer` is still held once it returns; `kernel` the variant's own
-// scratch (the larger of the two runs'), of which `kept` stays allocated
-// from one call to the next. The oracle runs first and frees its passes
+// scratch (the larger of the two runs'), none of it kept past its call
+// (RunOptions::keep_workspaces). The oracle runs first and frees its passes
 // before the kernels run (properties/certify.cpp, prepare_case): the case
 // needs the larger of its two phases, never their sum.
 struct Footprint {
-  double tensors = 0, oracle = 0, answer = 0, kernel = 0, kept = 0;
-  double total() const { return tensors + std::max(oracle + kept, answer + kernel); }
+  double tensors = 0, oracle = 0, answer = 0, kernel = 0;
+  double total() const { return tensors + std::max(oracle, answer + kernel); }
 };
 
 struct BudgetParts {

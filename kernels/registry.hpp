@@ -30,10 +30,6 @@ struct Cost {
   double bytes_written = 0;
   double atomics = 0;           // atomic read-modify-writes
   double peak_extra_bytes = 0;  // scratch beyond inputs and outputs, all threads
-  // Of that scratch, what stays allocated after the call returns: workspaces
-  // kept for the next call (the budget counts them beside the oracle of the
-  // next case, cli/budget.cpp).
-  double kept_bytes = 0;
 };
 
 // A kernel that crashed, hung, returned an error or wrote outside its
@@ -72,6 +68,12 @@ struct RunOptions {
   // kernel built against moacert/simt.h: derived from the case, so that
   // `reproduce TOKEN` replays it (docs/simt.md#schedule).
   std::uint64_t schedule_seed = 0;
+  // A kernel may keep its scratch for the next call (bench's repeated calls
+  // of one shape, spared the first-touch page faults of fresh buffers).
+  // certify calls once per case and asks it not to: the memory budget
+  // counts a case's scratch only while its kernels run (cli/budget.hpp),
+  // and a large case's, kept, would sit under the next case's oracle.
+  bool keep_workspaces = true;
 };
 
 // Runs one call. Inputs and outputs come in the ops-table order with the

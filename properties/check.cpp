@@ -73,7 +73,10 @@ std::vector<AnyTensor> run_variant(const kernels::Variant& v, const Case& c, int
   // to seed; the hash reads every input byte (12 s of mlp.swiglu's 10.5 GB
   // at Llama 3.1 405B's widths), so the others skip it.
   const bool seeded = v.backend == "simt" || v.backend == "plugin";
-  v.run(c.problem, in, outs, kernels::RunOptions{threads, seeded ? schedule_seed_of(in) : 0});
+  v.run(c.problem, in, outs,
+        kernels::RunOptions{.threads = threads,
+                            .schedule_seed = seeded ? schedule_seed_of(in) : 0,
+                            .keep_workspaces = false});
   return out;
 }
 

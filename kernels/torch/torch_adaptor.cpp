@@ -110,12 +110,14 @@ struct Attention {
 // softmax(scale · Q Kᵀ, masked) V and the log-sum-exp of the scaled, masked
 // scores, differentiable when autograd is on. q (B,H,N,D), k, v (B,Hkv,M,D)
 // in the compute type. Without autograd, S and P live in workspaces kept
-// across calls: a fresh (B,H,N,M) tensor per call costs more in first-touch
-// page faults than the matmul itself on this kind of machine (measured: 0.7 s
-// against 0.13 s at N = M = 2048), and the baseline should be LibTorch at its
-// best. Both paths call the same ATen kernels in the same order, so
+// across calls where the caller asks (RunOptions::keep_workspaces: bench):
+// a fresh (B,H,N,M) tensor per call costs more in first-touch page faults
+// than the matmul itself on this kind of machine (measured: 0.7 s against
+// 0.13 s at N = M = 2048), and the baseline should be LibTorch at its best.
+// Both paths call the same ATen kernels in the same order, so
 // attention.fwdbwd's o and lse are bitwise attention.fwd's.
-Attention attention(torch::Tensor q, torch::Tensor k, torch::Tensor v, double scale, bool causal) {
+Attention attention(torch::Tensor q, torch::Tensor k, torch::Tensor v, double scale, bool causal,
+                    bool keep_workspaces = false) {
   const int64_t H = q.size(1), Hkv = k.size(1), N = q.size(2), M = k.size(2);
   if (Hkv != H) {  // GQA/MQA: kv head g serves the H/Hkv consecutive query heads
     k = k.repeat_interleave(H / Hkv, /*dim=*/1);
@@ -130,11 +132,17 @@ Attention attention(torch::Tensor q, torch::Tensor k, torch::Tensor v, double sc
     static thread_local torch::Tensor s_ws, p_ws;
     for (torch::Tensor* ws : {&s_ws, &p_ws}) {
       if (!ws->defined() || ws->scalar_type() != q.scalar_type() ||
-          ws->sizes() != torch::IntArrayRef(s_shape))
+          ws->sizes() != torch::IntArrayRef(s_shape)) {
+        *ws = torch::Tensor();  // the old one freed first, never both held
         *ws = torch::empty(s_shape, q.options());
+      }
     }
     s = s_ws;
     p = p_ws;
+    if (!keep_workspaces) {  // s and p hold the only references once the call returns
+      s_ws = torch::Tensor();
+      p_ws = torch::Tensor();
+    }
     torch::matmul_out(s, q, k.transpose(-2, -1));
   }
   s.mul_(scale);         // S = scale · Q Kᵀ (the product's backward needs neither)
@@ -164,7 +172,7 @@ void run_attention_fwd(const Problem& pr, std::span<const TensorRef> inputs,
   run_torch(inputs, outputs, opt, /*grad=*/false,
             [&](std::span<const TensorRef> in, std::span<const TensorRef> out) {
               const Attention a = attention(compute(in[0]), compute(in[1]), compute(in[2]),
-                                            pr.scale(), pr.causal());
+                                            pr.scale(), pr.causal(), opt.keep_workspaces);
               wrap(out[0]).copy_(a.o);
               wrap(out[1]).copy_(a.lse);
             });

@@ -86,7 +86,6 @@ Cost attention_fwd_cost(const Problem& p) {
   const double acc = p.format == Format::f64 ? 8 : 4;
   c.peak_extra_bytes =
       2.0 * acc * nm + double(d.N) * d.M + (d.Hkv != d.H ? 2.0 * acc * d.B * d.H * d.M * d.D : 0.0);
-  c.kept_bytes = 2.0 * acc * nm;  // S and P: attention()'s workspaces, kept without autograd
   return c;
 }
 

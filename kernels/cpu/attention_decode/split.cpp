@@ -358,9 +358,9 @@ void split_run(const DecodeArgs& a) {
   // count, and the merge runs in ascending chunk order: deterministic.
   const std::size_t chunks = (cache_length + a.split_len - 1) / a.split_len;
   // The partial triples live in a per-calling-thread workspace kept across
-  // calls: freshly mapped megabytes cost first-touch page faults on every
-  // call (about a tenth of the call at the bench shape). Every slot read is
-  // written first in this call.
+  // calls (RunOptions::keep_workspaces): freshly mapped megabytes cost
+  // first-touch page faults on every call (about a tenth of the call at the
+  // bench shape). Every slot read is written first in this call.
   static thread_local std::vector<T> workspace;
   const std::size_t slots = B * H * chunks;
   if (workspace.size() < slots * (dp + 2)) workspace.resize(slots * (dp + 2));
@@ -423,6 +423,7 @@ void split_run(const DecodeArgs& a) {
       }
     }
   }
+  if (!a.keep_workspace) std::vector<T>().swap(workspace);
 }
 
 void SplitF64(const DecodeArgs& a) {
@@ -489,6 +490,7 @@ void run_split(const Problem& p, std::span<const TensorRef> inputs,
                       a.split_len = SplitTiles::split_len;
                       a.scale = p.scale();
                       a.threads = thread_count(opt.threads);
+                      a.keep_workspace = opt.keep_workspaces;
                       a.q = strided_in<4>(in[0]);
                       a.k = strided_in<4>(in[1]);
                       a.v = strided_in<4>(in[2]);
@@ -527,7 +529,6 @@ Cost split_cost(const Problem& p) {
   const double partials = acc_bytes * d.B * d.H * chunks * (double(d.D) + 2);
   const double per_thread = acc_bytes * (G * d.D + G * double(SplitTiles::split_len) + d.D);
   c.peak_extra_bytes = partials + per_thread * thread_count(/*requested=*/0);
-  c.kept_bytes = partials;                   // split_run's workspace
   c.atomics = double(d.B) * d.Hkv * chunks;  // one countdown per task
   return c;
 }
