@@ -82,10 +82,11 @@ Cost attention_fwd_cost(const Problem& p) {
   c.bytes_read = bytes * (double(d.B) * d.H * d.N * d.D + 2.0 * d.B * d.Hkv * d.M * d.D);
   c.bytes_written = bytes * (double(d.B) * d.H * d.N * d.D + double(d.B) * d.H * d.N);
   // S and P (B,H,N,M) in the compute type (f32 for bf16 and f16, as the
-  // copies of their inputs), the mask, the lse, and the repeated K and V.
+  // copies of their inputs) and, beside them, logsumexp's shifted copy of S
+  // (ATen's exp(S - max)); the mask, the lse, and the repeated K and V.
   const double acc = p.format == Format::f64 ? 8 : 4;
   c.peak_extra_bytes =
-      2.0 * acc * nm + double(d.N) * d.M + (d.Hkv != d.H ? 2.0 * acc * d.B * d.H * d.M * d.D : 0.0);
+      3.0 * acc * nm + double(d.N) * d.M + (d.Hkv != d.H ? 2.0 * acc * d.B * d.H * d.M * d.D : 0.0);
   return c;
 }
 

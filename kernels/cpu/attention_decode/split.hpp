@@ -32,7 +32,7 @@ struct DecodeArgs {
   std::size_t split_len = SplitTiles::split_len;  // cache positions per chunk
   double scale = 1;
   int threads = 1;
-  bool keep_workspace = true;  // RunOptions::keep_workspaces
+  bool keep_workspace = true;           // RunOptions::keep_workspaces
   Strided<const void, 4> q, k, v;       // (B, H, 1, D), (B, Hkv, L, D) twice
   Strided<const std::int64_t, 1> lens;  // (B)
   Strided<void, 4> o;                   // (B, H, 1, D)
