@@ -6,23 +6,31 @@
 # the whole certify for a report would deny the certificate; under 300M
 # every case has it.
 #   cmake -DMOACERT=... -DOUT=dir -P equivalence_budget_check.cmake
-foreach(max 100M 300M)
-  file(REMOVE_RECURSE "${OUT}/${max}")
-  execute_process(COMMAND ${MOACERT} certify attention.fwd --variant cpu.flash
-                          --shape B=1,H=1,Hkv=1,N=4096,M=4096,D=16 --cases 1 --seed 1
-                          --max-memory ${max} --out ${OUT}/${max}
+# Certifies VARIANT of OP at SHAPE under --max-memory MAX into OUT/NAME and
+# sets `cases` (judged) and `compared` (with PyTorch's report) in the
+# caller.
+function(certify_counting_reports name op variant shape max)
+  file(REMOVE_RECURSE "${OUT}/${name}")
+  execute_process(COMMAND ${MOACERT} certify ${op} --variant ${variant} --shape ${shape}
+                          --cases 1 --seed 1 --max-memory ${max} --out ${OUT}/${name}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "--max-memory ${max}: certify exited ${rc}: ${out}${err}")
+    message(FATAL_ERROR "${op} --max-memory ${max}: certify exited ${rc}: ${out}${err}")
   endif()
-  file(READ "${OUT}/${max}/certificate.json" json)
+  file(READ "${OUT}/${name}/certificate.json" json)
   string(JSON curated GET "${json}" cases curated)
   string(JSON random GET "${json}" cases random)
-  math(EXPR cases "${curated} + ${random}")
-  string(JSON compared ERROR_VARIABLE missing GET "${json}" vs_torch cases)
+  math(EXPR judged "${curated} + ${random}")
+  string(JSON reports ERROR_VARIABLE missing GET "${json}" vs_torch cases)
   if(missing)  # vs_torch is null: no case had the report
-    set(compared 0)
+    set(reports 0)
   endif()
+  set(cases ${judged} PARENT_SCOPE)
+  set(compared ${reports} PARENT_SCOPE)
+endfunction()
+
+foreach(max 100M 300M)
+  certify_counting_reports(${max} attention.fwd cpu.flash B=1,H=1,Hkv=1,N=4096,M=4096,D=16 ${max})
   if(max STREQUAL "100M" AND NOT compared EQUAL 0)
     message(FATAL_ERROR "--max-memory 100M: PyTorch ran beside on ${compared} cases, over the budget")
   endif()
@@ -37,21 +45,8 @@ endforeach()
 # two heads of 16 needs 76.6 MiB with PyTorch beside (tensors 4.6 + max(the
 # oracle's 72.0, PyTorch's 32.0 MiB of scores + the answer's 3.4)), where
 # the sum would be 108.6 MiB. Under 90M every case has the report.
-set(dir "${OUT}/bwd_90M")
-file(REMOVE_RECURSE "${dir}")
-execute_process(COMMAND ${MOACERT} certify attention.bwd --variant cpu.flash_bwd
-                        --shape B=1,H=2,Hkv=2,N=1024,M=1024,D=16 --cases 1 --seed 1
-                        --max-memory 90M --out ${dir}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "attention.bwd --max-memory 90M: certify exited ${rc}: ${out}${err}")
-endif()
-file(READ "${dir}/certificate.json" json)
-string(JSON curated GET "${json}" cases curated)
-string(JSON random GET "${json}" cases random)
-math(EXPR cases "${curated} + ${random}")
-string(JSON compared ERROR_VARIABLE missing GET "${json}" vs_torch cases)
-if(missing OR NOT compared EQUAL cases)
+certify_counting_reports(bwd_90M attention.bwd cpu.flash_bwd B=1,H=2,Hkv=2,N=1024,M=1024,D=16 90M)
+if(NOT compared EQUAL cases)
   message(FATAL_ERROR "attention.bwd --max-memory 90M: the report on ${compared} of ${cases} "
                       "cases; the phases fit with PyTorch beside")
 endif()
