@@ -70,7 +70,7 @@ struct RunOptions {
   std::uint64_t schedule_seed = 0;
   // A kernel may keep its scratch for the next call (bench's repeated calls
   // of one shape, spared the first-touch page faults of fresh buffers).
-  // certify calls once per case and asks it not to: the memory budget
+  // certify (properties::run_variant) asks it not to: the memory budget
   // counts a case's scratch only while its kernels run (cli/budget.hpp),
   // and a large case's, kept, would sit under the next case's oracle.
   bool keep_workspaces = true;
