@@ -6,14 +6,9 @@
 # do not. The run holds, says how many it left out, and counts them as
 # discarded; the others are judged.
 #   cmake -DMOACERT=... -DOUT=dir -P discard_budget_check.cmake
-file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND ${MOACERT} certify attention.fwd --variant cpu.flash --cases 30 --seed 1
-                        --max-memory 20M --out ${OUT}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "certify exited ${rc}, where cases past the budget are left out: ${out}${err}")
-endif()
-file(READ "${OUT}/certificate.json" json)
+include(${CMAKE_CURRENT_LIST_DIR}/certify_json.cmake)
+certify_expecting_success("cases past the budget are left out" ${OUT}
+                          attention.fwd --variant cpu.flash --cases 30 --seed 1 --max-memory 20M)
 string(JSON discarded GET "${json}" cases discarded)
 string(JSON random GET "${json}" cases random)
 math(EXPR drawn "${discarded} + ${random}")

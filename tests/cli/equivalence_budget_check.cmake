@@ -6,18 +6,14 @@
 # the whole certify for a report would deny the certificate; under 300M
 # every case has it.
 #   cmake -DMOACERT=... -DOUT=dir -P equivalence_budget_check.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/certify_json.cmake)
+
 # Certifies VARIANT of OP at SHAPE under --max-memory MAX into OUT/NAME and
 # sets `cases` (judged) and `compared` (with PyTorch's report) in the
 # caller.
 function(certify_counting_reports name op variant shape max)
-  file(REMOVE_RECURSE "${OUT}/${name}")
-  execute_process(COMMAND ${MOACERT} certify ${op} --variant ${variant} --shape ${shape}
-                          --cases 1 --seed 1 --max-memory ${max} --out ${OUT}/${name}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${op} --max-memory ${max}: certify exited ${rc}: ${out}${err}")
-  endif()
-  file(READ "${OUT}/${name}/certificate.json" json)
+  certify_expecting_success("${op} --max-memory ${max}" ${OUT}/${name} ${op} --variant ${variant}
+                            --shape ${shape} --cases 1 --seed 1 --max-memory ${max})
   string(JSON curated GET "${json}" cases curated)
   string(JSON random GET "${json}" cases random)
   math(EXPR judged "${curated} + ${random}")
