@@ -97,6 +97,40 @@ struct SoftmaxRow {
   bool empty;                // the row sees no key
 };
 
+// A row's softmax before its scores: P = 0 over M keys and LSE = -inf,
+// what a row that sees no key (`seen` == 0) keeps.
+template <class T>
+SoftmaxRow<T> unscored_row(extent_t M, extent_t seen) {
+  using Tr = ScalarTraits<T>;
+  return {std::vector<T>(static_cast<std::size_t>(M), Tr::zero()),
+          Tr::neg_inf(),
+          {Tr::zero(), Tr::zero()},
+          seen == 0};
+}
+
+// A row's softmax from its dots Σ_d Q_id K_jd, held in row.p[0, n) for the
+// n keys it sees: the scores S_ij = scale · dot, then P (to `len`), its
+// normaliser and LSE, in place. Whatever computes the dots (softmax_rows,
+// or the MPFI pass's decode, a block of keys at a time:
+// oracle/detail/streamed_decode.hpp), the softmax is these operations.
+template <class T>
+void softmax_of_dots(SoftmaxRow<T>& row, extent_t n, extent_t len, const T& scale) {
+  using Tr = ScalarTraits<T>;
+  using std::log;
+  if (row.empty) return;
+  std::vector<T>& p = row.p;
+  for (extent_t j = 0; j < n; ++j) p[j] = scale * p[j];
+  // row_max, then the shifted exponentials and their sum
+  T m = Tr::neg_inf();
+  for (extent_t j = 0; j < n; ++j) m = Tr::max(m, p[j]);
+  const T shift = Tr::shift(m);
+  Reductions<T>::shifted_exps(p.data(), n, shift);
+  const T l = Reductions<T>::sum(p.data(), n);
+  for (extent_t j = 0; j < len; ++j) p[j] /= l;
+  row.lse = shift + log(l);
+  row.normaliser = {shift, l};
+}
+
 // The rows i0 .. i0 + R - 1 of one query head at once, q_rows[r] (D) row
 // i0 + r: each row's softmax_row, computed by the same operations (the
 // scores of every row first, through RowReductions, which may share the
@@ -106,8 +140,6 @@ std::vector<SoftmaxRow<T>> softmax_rows(std::span<const View<const T>> q_rows,
                                         const View<const T>& k /*(M, D)*/, const T& scale,
                                         bool causal, extent_t i0, extent_t N, extent_t M,
                                         extent_t len) {
-  using Tr = ScalarTraits<T>;
-  using std::log;
   const auto R = static_cast<extent_t>(q_rows.size());
   std::vector<SoftmaxRow<T>> rows;
   std::vector<extent_t> seen;  // the keys each row sees
@@ -115,31 +147,14 @@ std::vector<SoftmaxRow<T>> softmax_rows(std::span<const View<const T>> q_rows,
   rows.reserve(static_cast<std::size_t>(R));
   for (extent_t r = 0; r < R; ++r) {
     seen.push_back(visible_keys(causal, i0 + r, N, M, len));
-    // No visible key: P = 0, LSE = -inf.
-    rows.push_back({std::vector<T>(static_cast<std::size_t>(M), Tr::zero()),
-                    Tr::neg_inf(),
-                    {Tr::zero(), Tr::zero()},
-                    seen.back() == 0});
+    rows.push_back(unscored_row<T>(M, seen.back()));
     scores.push_back(rows.back().p.data());
   }
   // scores: S_ij = scale · Σ_d Q_id K_jd
   RowReductions<T>::dots(q_rows, k, seen.data(), scores.data());
-  for (extent_t r = 0; r < R; ++r) {
-    SoftmaxRow<T>& row = rows[static_cast<std::size_t>(r)];
-    const extent_t n = seen[static_cast<std::size_t>(r)];
-    if (row.empty) continue;
-    std::vector<T>& p = row.p;
-    for (extent_t j = 0; j < n; ++j) p[j] = scale * p[j];
-    // row_max, then the shifted exponentials and their sum
-    T m = Tr::neg_inf();
-    for (extent_t j = 0; j < n; ++j) m = Tr::max(m, p[j]);
-    const T shift = Tr::shift(m);
-    Reductions<T>::shifted_exps(p.data(), n, shift);
-    const T l = Reductions<T>::sum(p.data(), n);
-    for (extent_t j = 0; j < len; ++j) p[j] /= l;
-    row.lse = shift + log(l);
-    row.normaliser = {shift, l};
-  }
+  for (extent_t r = 0; r < R; ++r)
+    softmax_of_dots(rows[static_cast<std::size_t>(r)], seen[static_cast<std::size_t>(r)], len,
+                    scale);
   return rows;
 }
 

@@ -15,6 +15,7 @@
 // lane, so that its enclosures are the plain loops' bit for bit.
 #pragma once
 
+#include <algorithm>
 #include <span>
 
 #include "reference/dnf/scalar.hpp"
@@ -43,15 +44,27 @@ void plain_dots(const moa::View<const T>& a, const moa::View<const T>& x, moa::e
   }
 }
 
-// @pre w has `rows` elements, x (>= rows, D), out has room for D
+// out_d += Σ_j w_j · x_jd, j ascending, each sum going on from out_d: the
+// loops of plain_weighted_sum, continued over further rows of x. A sum
+// taken a block of rows at a time this way is the same operations in the
+// same order as taken whole (the MPFI pass's decode reads its kv head's
+// values a block at a time: oracle/detail/streamed_decode.hpp).
+// @pre w has `rows` elements, x (>= rows, D), out holds D sums
 template <class T>
-void plain_weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {
+void plain_weighted_sum_onto(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {
   const moa::extent_t D = x.shape()[1];
   for (moa::extent_t d = 0; d < D; ++d) {
-    T acc = ScalarTraits<T>::zero();
+    T acc = out[d];
     for (moa::extent_t j = 0; j < rows; ++j) acc += w[j] * x(j, d);
     out[d] = acc;
   }
+}
+
+// @pre w has `rows` elements, x (>= rows, D), out has room for D
+template <class T>
+void plain_weighted_sum(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {
+  std::fill(out, out + x.shape()[1], ScalarTraits<T>::zero());
+  plain_weighted_sum_onto(w, x, rows, out);
 }
 
 // x_j = exp(x_j - shift) for j < n (the softmax's numerators), in place.
