@@ -5,8 +5,11 @@
 // oracle::memory_needed states for the sample (the one judged, and the
 // bound certify checks from the shape alone) and for the whole oracle.
 //
-//   oracle_memory_bench OP B H HKV N M D [THREADS]
+//   oracle_memory_bench OP B H HKV N M D [THREADS] [DIGITS]
 //
+// DIGITS asks that many exact digits of every sampled element
+// (Options::exact_digits), which sends each through the MPFI pass: its
+// peak, where a default run decides every element before it.
 // attention.decode reads M as L. The sample is certify's (sample_rows of the
 // common tiles). Prints one line; exits 2 on bad arguments, 1 when the oracle throws.
 #include <sys/resource.h>
@@ -32,7 +35,7 @@ double peak_rss_mib() {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-void measure(const Problem& p, int threads) {
+void measure(const Problem& p, int threads, int digits) {
   properties::CaseSpec spec;
   spec.problem = p;
   for (const moa::Shape& s : input_shapes(p)) {
@@ -45,7 +48,8 @@ void measure(const Problem& p, int threads) {
   const Case c = properties::make_case(spec);
   const properties::Sample sample = properties::sample_rows(c, {});
   const double before = peak_rss_mib();
-  const oracle::Answer a = oracle::evaluate(c, {.threads = threads, .rows = sample.rows});
+  const oracle::Answer a =
+      oracle::evaluate(c, {.threads = threads, .exact_digits = digits, .rows = sample.rows});
   const double after = peak_rss_mib();
 
   const std::optional<oracle::SelectionBound> bound = properties::sample_bound(p, {});
@@ -53,7 +57,8 @@ void measure(const Problem& p, int threads) {
       sample.rows ? std::optional(oracle::SelectionBound{*sample.rows}) : std::nullopt;
   const oracle::Options defaults;
   auto stated = [&](const std::optional<oracle::SelectionBound>& s) {
-    return oracle::memory_needed(p, defaults.max_precision, threads, s ? &*s : nullptr) / kMiB;
+    return oracle::memory_needed(p, defaults.max_precision, threads, s ? &*s : nullptr, digits) /
+           kMiB;
   };
   std::printf(
       "%s B=%lld H=%lld Hkv=%lld N=%lld M=%lld D=%lld: %lld of %lld query rows, %lld key rows; "
@@ -72,7 +77,7 @@ void measure(const Problem& p, int threads) {
 
 int main(int argc, char** argv) {
   if (argc < 8) {
-    std::fprintf(stderr, "usage: %s OP B H HKV N M D [THREADS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OP B H HKV N M D [THREADS] [DIGITS]\n", argv[0]);
     return 2;
   }
   const std::optional<Op> op = parse_op(argv[1]);
@@ -90,6 +95,7 @@ int main(int argc, char** argv) {
             .M = std::atol(argv[6]),
             .D = std::atol(argv[7])};
   const int threads = argc > 8 ? std::atoi(argv[8]) : 1;
+  const int digits = argc > 9 ? std::atoi(argv[9]) : 0;
   try {
     validate(p);
   } catch (const std::exception& e) {
@@ -97,7 +103,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    measure(p, threads);
+    measure(p, threads, digits);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "oracle_memory_bench: %s\n", e.what());
     return 1;
