@@ -100,14 +100,15 @@ void dd_pass(const Case& c, std::span<const Unit> units, int threads, const DDSi
   // One run of units at a time (for_each_chunk): their rows converted, then
   // the run's units spread over the threads.
   const int team = thread_count(threads);
+  const Conversion converts = Conversion::every_read;  // no op streams at this pass
   const double limit =
-      chunk_limit(largest_unit(c.problem, units), team, double(sizeof(DDInterval)));
+      chunk_limit(largest_unit(c.problem, units, converts), team, double(sizeof(DDInterval)));
   bool failed = false;
   std::string error;
   Inputs<DDInterval> in;  // each run's, its storage lent to the next (make_inputs)
-  for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
+  for_each_chunk(c.problem, units, converts, limit, [&](std::size_t first, std::size_t count) {
     if (failed) return;
-    in = make_inputs<DDInterval>(c, units.subspan(first, count), std::move(in));
+    in = make_inputs<DDInterval>(c, units.subspan(first, count), converts, std::move(in));
     const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
 #pragma omp parallel num_threads(team)
     {

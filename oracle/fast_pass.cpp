@@ -118,14 +118,15 @@ void run_pass(const Case& c, std::span<const Unit> units, int threads, const Fas
   }
   // One run of units at a time (for_each_chunk): their rows converted, then
   // the run's units spread over the threads.
+  const Conversion converts = Conversion::every_read;  // no op streams at this pass
   const double limit =
-      chunk_limit(largest_unit(c.problem, units), team, double(sizeof(FastInterval)));
+      chunk_limit(largest_unit(c.problem, units, converts), team, double(sizeof(FastInterval)));
   bool failed = false;
   std::string error;
   Inputs<FastInterval> in;  // each run's, its storage lent to the next (make_inputs)
-  for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
+  for_each_chunk(c.problem, units, converts, limit, [&](std::size_t first, std::size_t count) {
     if (failed) return;
-    in = make_inputs<FastInterval>(c, units.subspan(first, count), std::move(in));
+    in = make_inputs<FastInterval>(c, units.subspan(first, count), converts, std::move(in));
     // The chunk's units in runs (forward_run: consecutive forward rows of
     // one head run as one call), {first unit, count}.
     std::vector<std::pair<std::size_t, std::size_t>> runs;

@@ -17,6 +17,7 @@ namespace moacert::oracle {
 
 namespace {
 
+using detail::Conversion;
 using detail::RowsRead;
 using detail::Unit;
 
@@ -36,7 +37,8 @@ double converted_elements(const std::vector<moa::Shape>& shapes, const RowsRead&
 struct Addition {
   double elements = 0, scratch = 0, first_scratch = 0, largest = 0;  // largest: one unit's reads
 };
-Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
+Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key,
+                           Conversion conversion) {
   const std::vector<moa::Shape> shapes = input_shapes(p);
   Addition most;
   const moa::extent_t count = key ? key_row_count(p) : query_row_count(p);
@@ -47,8 +49,8 @@ Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key) {
     for (const Unit& u : detail::units_of(p, &one)) {
       most.scratch = std::max(most.scratch, detail::unit_scratch_elements(p, u));
       most.first_scratch = std::max(most.first_scratch, detail::first_pass_scratch_elements(p, u));
-      most.largest = std::max(most.largest, detail::read_elements(p, u));
-      for (const detail::Read& read : detail::reads_of(p, u)) {
+      most.largest = std::max(most.largest, detail::read_elements(p, u, conversion));
+      for (const detail::Read& read : detail::reads_of(p, u, conversion)) {
         const auto& prefix = kept[static_cast<std::size_t>(read.input)];
         const moa::Shape& shape = shapes[static_cast<std::size_t>(read.input)];
         const detail::RowRun run = detail::rows_of(shape, read);
@@ -106,10 +108,8 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   std::optional<Selection> rows;
   if (sample) rows = normalised(sample->rows, p);
   const std::vector<Unit> units = detail::units_of(p, rows ? &*rows : nullptr);
-  const RowsRead kept = detail::rows_read(p, units);
   const std::vector<moa::Shape> shapes = input_shapes(p);
-  double converted = converted_elements(shapes, kept), bookkeeping = 0;
-  double largest = detail::largest_unit(p, units), keys = 0;
+  double bookkeeping = 0, keys = 0;
   LargestScratches scratch{int(workers)}, first_scratch{int(workers)};
   for (const Unit& u : units) {
     scratch.add(detail::unit_scratch_elements(p, u));
@@ -117,19 +117,47 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
     keys += double(u.keys.size());
   }
   double unit_count = double(units.size());
+  const bool more_rows = sample && (sample->more_query_rows > 0 || sample->more_key_rows > 0);
 
-  if (sample && (sample->more_query_rows > 0 || sample->more_key_rows > 0)) {
+  // What a kind of pass converts (detail::Conversion; the MPFI pass leaves
+  // out the inputs its op streams): the elements of the rows it keeps, and
+  // the largest unit's reads; for the further rows of a SelectionBound,
+  // the most any of them could add (`added`, per kind of row: query, key).
+  struct Converted {
+    RowsRead kept;
+    double elements = 0, largest = 0;
+    Addition added[2];
+  };
+  auto converted_by = [&](Conversion conversion) {
+    Converted c{detail::rows_read(p, units, conversion)};
+    c.elements = converted_elements(shapes, c.kept);
+    c.largest = detail::largest_unit(p, units, conversion);
+    if (!more_rows) return c;
     double inputs = 0;  // no read goes past the inputs themselves
     for (std::size_t k = 0; k < shapes.size(); ++k)
       if (!is_index_input(p, static_cast<int>(k))) inputs += double(moa::tau(shapes[k]));
     for (const bool key : {false, true}) {
       const moa::extent_t more = key ? sample->more_key_rows : sample->more_query_rows;
       if (more <= 0) continue;
-      const Addition a = most_one_row_adds(p, kept, key);
-      converted += double(more) * a.elements;
+      const Addition& a = c.added[key] = most_one_row_adds(p, c.kept, key, conversion);
+      c.elements += double(more) * a.elements;
+      c.largest = std::max(c.largest, a.largest);
+    }
+    c.elements = std::min(c.elements, inputs);
+    return c;
+  };
+  const Converted every_read = converted_by(Conversion::every_read);
+  const Converted mpfi_reads =
+      oracle_op(p.op).streamed_at_mpfi.empty() ? every_read : converted_by(Conversion::mpfi);
+
+  // The further rows' units: their scratch, and their count.
+  if (more_rows) {
+    for (const bool key : {false, true}) {
+      const moa::extent_t more = key ? sample->more_key_rows : sample->more_query_rows;
+      if (more <= 0) continue;
+      const Addition& a = every_read.added[key];
       scratch.add(a.scratch, double(more));
       first_scratch.add(a.first_scratch, double(more));
-      largest = std::max(largest, a.largest);
       // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows.
       if (key) {
         scratch.grow_largest(2.0 * double(more) * double(p.dims.D));
@@ -137,7 +165,6 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
       }
       unit_count += double(more);
     }
-    converted = std::min(converted, inputs);
   }
 
   // Each pass converts its units' rows one run of units at a time
@@ -158,9 +185,12 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // A unit runs on one thread: a case of fewer units than threads (a
   // backward's one kv group) keeps the others idle, without scratch.
   const double busy = std::min(workers, std::max(1.0, unit_count));
-  auto pass = [&](double element_bytes, const LargestScratches& unit_scratch, double input_bytes) {
+  auto pass = [&](const Converted& converted, double element_bytes,
+                  const LargestScratches& unit_scratch, double input_bytes) {
     const double held =
-        std::min(converted, detail::chunk_limit(largest, int(workers), input_bytes)) * input_bytes;
+        std::min(converted.elements,
+                 detail::chunk_limit(converted.largest, int(workers), input_bytes)) *
+        input_bytes;
     return held + (unit_scratch.held(busy) + busy * kTemporaries) * element_bytes;
   };
   const bool f64 = p.format == Format::f64;
@@ -168,9 +198,12 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // The first pass: intervals of doubles (16 bytes), of double-doubles for
   // f64 targets (32); then, for the narrower targets, the double-double
   // narrowing of the pending units (32); then MPFI, at most at the cap.
-  const double first = first_pass ? (f64 ? pass(32, scratch, 32) : pass(16, first_scratch, 16)) : 0;
-  const double narrowing = first_pass && !f64 && exact_digits == 0 ? pass(32, scratch, 32) : 0;
-  const double mpfi = pass(detail::mpfi_element_bytes(max_precision), scratch,
+  const double first = !first_pass ? 0
+                       : f64       ? pass(every_read, 32, scratch, 32)
+                                   : pass(every_read, 16, first_scratch, 16);
+  const double narrowing =
+      first_pass && !f64 && exact_digits == 0 ? pass(every_read, 32, scratch, 32) : 0;
+  const double mpfi = pass(mpfi_reads, detail::mpfi_element_bytes(max_precision), scratch,
                            detail::mpfi_element_bytes(detail::kMpfiInputBits));
 
   // Per output element, held from the driver's start to the answer
@@ -181,7 +214,7 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // Rows: rows_read's prefix counts (8 bytes) twice at once (make_inputs'
   // copy and the run's), for_each_chunk's marks (4); the units, their key
   // lists, and the Ziv loop's copy of the pending ones.
-  for (const auto& prefix : kept) bookkeeping += 20.0 * double(prefix.size());
+  for (const auto& prefix : every_read.kept) bookkeeping += 20.0 * double(prefix.size());
   bookkeeping += 2 * (double(sizeof(Unit)) * unit_count + 8 * keys);
 
   return element_count(output_shapes(p)) * per_output + held_after(p, exact_digits) +

@@ -101,19 +101,21 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
   const int used = static_cast<int>(mpfi_get_prec(Mpfi(0).backend().data()));
 
   // One run of units at a time (for_each_chunk): their rows converted at
-  // kMpfiInputBits, then the run's units spread over the threads at this
-  // precision. Converting every pending unit's rows at once would hold a
-  // decode sample's kv heads.
+  // kMpfiInputBits, but those the op streams from the case
+  // (OracleOp::streamed_at_mpfi), then the run's units spread over the
+  // threads at this precision. Converting every pending unit's rows at
+  // once would hold a decode sample's kv heads.
   const int team = thread_count(threads);
-  const double limit =
-      chunk_limit(largest_unit(c.problem, units), team, mpfi_element_bytes(kMpfiInputBits));
+  const Conversion converts = Conversion::mpfi;  // but what the op streams (decode's cache)
+  const double limit = chunk_limit(largest_unit(c.problem, units, converts), team,
+                                   mpfi_element_bytes(kMpfiInputBits));
   bool failed = false;
   std::string error;
   Inputs<Mpfi> in;  // each run's, its storage lent to the next (make_inputs)
-  for_each_chunk(c.problem, units, limit, [&](std::size_t first, std::size_t count) {
+  for_each_chunk(c.problem, units, converts, limit, [&](std::size_t first, std::size_t count) {
     if (failed) return;
     Mpfi::default_precision(digits10_for(kMpfiInputBits));
-    in = make_inputs<Mpfi>(c, units.subspan(first, count), std::move(in));
+    in = make_inputs<Mpfi>(c, units.subspan(first, count), converts, std::move(in));
     Mpfi::default_precision(digits10);
     const auto begin = static_cast<std::int64_t>(first), end = begin + std::int64_t(count);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)

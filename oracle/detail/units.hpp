@@ -15,7 +15,9 @@
 //                        query heads that share g (dk, dv sum over them)
 //   attention.fwdbwd     fwd rows, then bwd groups (the DNF fwdbwd is the
 //                        two of them)
-//   attention.decode     one unit per (b, h)
+//   attention.decode     one unit per (b, h) (at the MPFI pass a unit reads
+//                        q alone: its kv head's cache is streamed from the
+//                        case, detail/streamed_decode.hpp)
 //   rmsnorm, mlp.swiglu  one unit per row t (an mlp.swiglu unit reads its
 //                        row of x alone: its weights are streamed from the
 //                        case, detail/streamed_mlp.hpp)
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "oracle/detail/streamed_decode.hpp"
 #include "oracle/detail/streamed_mlp.hpp"
 #include "oracle/ops/table.hpp"
 #include "oracle/selection.hpp"
@@ -69,10 +72,23 @@ inline double unit_scratch_elements(const Problem& p, const Unit& u) {
   return oracle_op(p.op).unit_scratch_elements(p, u);
 }
 
-// The reads of one unit: one per input its DNF call takes (run_unit finds
-// each by the input's name).
-inline std::vector<Read> reads_of(const Problem& p, const Unit& u) {
-  return oracle_op(p.op).reads(p, u);
+// Whether the pass of `conversion` streams `input` from the case rather
+// than converting its rows (OracleOp::streamed_at_mpfi).
+inline bool streamed(const Problem& p, Conversion conversion, std::string_view input) {
+  if (conversion != Conversion::mpfi) return false;
+  const auto& names = oracle_op(p.op).streamed_at_mpfi;
+  return std::find(names.begin(), names.end(), input) != names.end();
+}
+
+// The reads of one unit a pass converts: one per input its DNF call takes
+// (run_unit finds each by the input's name), but those the pass streams.
+inline std::vector<Read> reads_of(const Problem& p, const Unit& u,
+                                  Conversion conversion = Conversion::every_read) {
+  std::vector<Read> reads = oracle_op(p.op).reads(p, u);
+  std::erase_if(reads, [&](const Read& r) {
+    return streamed(p, conversion, info(p.op).inputs[static_cast<std::size_t>(r.input)]);
+  });
+  return reads;
 }
 
 // Calls f(r) for each query row r (flat, as in selection.hpp) that is
@@ -125,7 +141,8 @@ inline extent_t row_count(const Shape& input) {
 // that kept[k][r + n] - kept[k][r] == n says rows r .. r + n - 1 are all
 // read). Index inputs (decode's lens) have none: they are kept whole.
 using RowsRead = std::vector<std::vector<extent_t>>;
-inline RowsRead rows_read(const Problem& p, std::span<const Unit> units) {
+inline RowsRead rows_read(const Problem& p, std::span<const Unit> units,
+                          Conversion conversion = Conversion::every_read) {
   const std::vector<Shape> shapes = input_shapes(p);
   RowsRead kept(shapes.size());
   // Each read adds 1 over its run (a difference array), then the runs
@@ -134,7 +151,7 @@ inline RowsRead rows_read(const Problem& p, std::span<const Unit> units) {
     if (!is_index_input(p, static_cast<int>(k)))
       kept[k].assign(static_cast<std::size_t>(row_count(shapes[k]) + 1), 0);
   for (const Unit& u : units) {
-    for (const Read& r : reads_of(p, u)) {
+    for (const Read& r : reads_of(p, u, conversion)) {
       const RowRun run = rows_of(shapes[static_cast<std::size_t>(r.input)], r);
       auto& diff = kept[static_cast<std::size_t>(r.input)];
       diff[static_cast<std::size_t>(run.first)] += 1;
@@ -154,9 +171,10 @@ inline RowsRead rows_read(const Problem& p, std::span<const Unit> units) {
 
 // The elements of the input rows one unit reads (index inputs aside: kept
 // whole, and tiny).
-inline double read_elements(const Problem& p, const Unit& u) {
+inline double read_elements(const Problem& p, const Unit& u,
+                            Conversion conversion = Conversion::every_read) {
   double n = 0;
-  for (const Read& r : reads_of(p, u))
+  for (const Read& r : reads_of(p, u, conversion))
     if (!is_index_input(p, r.input)) n += double(moa::tau(r.extent));
   return n;
 }
@@ -186,7 +204,8 @@ inline double chunk_limit(double largest_unit, int threads, double element_bytes
 // f(first, count) for each run in order. A run holds at least one unit, so
 // `limit` should be at least the largest unit's read_elements.
 template <class F>
-void for_each_chunk(const Problem& p, std::span<const Unit> units, double limit, F&& f) {
+void for_each_chunk(const Problem& p, std::span<const Unit> units, Conversion conversion,
+                    double limit, F&& f) {
   const std::vector<Shape> shapes = input_shapes(p);
   // The run each row was last counted in (0: none yet).
   std::vector<std::vector<std::uint32_t>> seen(shapes.size());
@@ -197,7 +216,7 @@ void for_each_chunk(const Problem& p, std::span<const Unit> units, double limit,
   std::size_t first = 0;
   double held = 0;
   for (std::size_t u = 0; u < units.size(); ++u) {
-    const std::vector<Read> reads = reads_of(p, units[u]);
+    const std::vector<Read> reads = reads_of(p, units[u], conversion);
     // The elements unit u adds to the run: its rows the run does not hold.
     auto adds = [&] {
       double n = 0;
@@ -232,9 +251,10 @@ void for_each_chunk(const Problem& p, std::span<const Unit> units, double limit,
 }
 
 // The largest read_elements of `units` (0 for none).
-inline double largest_unit(const Problem& p, std::span<const Unit> units) {
+inline double largest_unit(const Problem& p, std::span<const Unit> units,
+                           Conversion conversion = Conversion::every_read) {
   double most = 0;
-  for (const Unit& u : units) most = std::max(most, read_elements(p, u));
+  for (const Unit& u : units) most = std::max(most, read_elements(p, u, conversion));
   return most;
 }
 
@@ -269,7 +289,8 @@ struct Inputs {
   std::vector<Converted> t;  // ops-table order; lens' slot left empty
   moa::Tensor<std::int64_t> lens;
   double scale = 0;
-  const Case* source = nullptr;  // the case itself: mlp.swiglu streams its weights from it
+  const Case* source = nullptr;  // the case itself: the inputs streamed are read from it
+  Conversion conversion = Conversion::every_read;  // which reads were converted
 
   // The read's sub-array, strided as in the whole row-major input.
   // @pre every row of the read was kept (a unit among those make_inputs had)
@@ -292,11 +313,13 @@ struct Inputs {
 // project's machines, memory past about 2 GiB resident took 5-8 s per GiB
 // to fault in (docs/performance-history.md, "Fresh pages").
 template <class T>
-Inputs<T> make_inputs(const Case& c, std::span<const Unit> units, Inputs<T> recycled = {}) {
+Inputs<T> make_inputs(const Case& c, std::span<const Unit> units, Conversion conversion,
+                      Inputs<T> recycled = {}) {
   Inputs<T> in;
+  in.conversion = conversion;
   in.scale = c.problem.scale();
   in.source = &c;
-  RowsRead kept = rows_read(c.problem, units);
+  RowsRead kept = rows_read(c.problem, units, conversion);
   // Reused only where every input's rows fit in what they held before: a
   // larger run drops the old storage first, so that a pass never holds two
   // runs at once (the memory statement, oracle/memory.cpp).
@@ -394,7 +417,7 @@ void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Uni
   std::vector<View<const T>> q_rows;
   View<const T> kh, vh;
   for (const Unit& u : run) {
-    for (const Read& r : reads_of(p, u)) {
+    for (const Read& r : reads_of(p, u, in.conversion)) {
       if (r.input == q_input) q_rows.push_back(in.view(r).sub({0, 0, 0}));  // (D)
       if (&u != &run.back()) continue;
       if (r.input == k_input) kh = in.view(r).sub({0, 0});  // (seen, D)
@@ -427,7 +450,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
               const dnf::GivenForwardRows<T>& given = {}) {
   using Tensor = moa::Tensor<T>;
   const Dims& d = p.dims;
-  const std::vector<Read> reads = reads_of(p, u);
+  const std::vector<Read> reads = reads_of(p, u, in.conversion);
   // The unit's read of input `name` (reads_of: one per input it reads).
   auto input = [&](std::string_view name) {
     const auto k = static_cast<int>(input_position(p.op, name));
@@ -505,11 +528,18 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
     }
     case UnitKind::decode_head: {
       const extent_t b = u.a, h = u.b;
-      const auto q = input("q"), k = input("k"), v = input("v");  // (1,1,1,D), (1,1,L,D)
+      const auto q = input("q");  // (1,1,1,D)
       const View<const std::int64_t> lens =
           slice(View<const std::int64_t>(in.lens.view()), {b}, {1});
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
-      dnf::attention_decode<T>(q, k, v, lens, in.scale, o.view(), lse.view());
+      if (streamed(p, in.conversion, "k")) {  // the MPFI pass: the cache read from the case
+        streamed_decode_head<T>(*in.source, q.sub({0, 0, 0}),
+                                dnf::ScalarTraits<T>::from_double(in.scale), b, h, lens(0),
+                                o.storage().data(), lse.storage()[0]);
+      } else {
+        const auto k = input("k"), v = input("v");  // (1,1,L,D)
+        dnf::attention_decode<T>(q, k, v, lens, in.scale, o.view(), lse.view());
+      }
       // o (B,H,1,D) and lse (B,H,1), row-major: head b·H + h.
       const extent_t head = b * d.H + h;
       const int o_out = output("o"), lse_out = output("lse");

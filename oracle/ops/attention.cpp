@@ -120,8 +120,9 @@ double unit_scratch_elements(const Problem& p, const Unit& u) {
   const double row = 4.0 * double(d.M) + 2.0 * double(d.D);  // one query row's softmax
   switch (u.kind) {
     case UnitKind::fwd_row:
-    case UnitKind::decode_head:
       return row;
+    case UnitKind::decode_head:  // and, at the MPFI pass, its block of the cache
+      return row + detail::streamed_decode_scratch(d);
     case UnitKind::bwd_group:
       return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row;
     case UnitKind::bwd_query_row:
@@ -573,6 +574,7 @@ OracleOp attention_decode() {
           .units = decode_units,
           .unit_scratch_elements = unit_scratch_elements,
           .reads = reads,
+          .streamed_at_mpfi = {"k", "v"},
           .first_pass = true,
           .apriori_bounds = decode_bounds,
           .bounds_widen_own_rows = true};

@@ -49,6 +49,12 @@ struct Read {
   moa::Shape extent;
 };
 
+// Which of a unit's reads a pass converts into its enclosure type: every
+// one (the first pass, the double-double pass), or the MPFI pass's, which
+// leaves out the inputs its op streams from the case
+// (OracleOp::streamed_at_mpfi).
+enum class Conversion : std::uint8_t { every_read, mpfi };
+
 // The key row count of the ops that have none.
 inline moa::extent_t no_key_rows(const Problem&) {
   return 0;
@@ -70,6 +76,11 @@ struct OracleOp {
   std::vector<detail::Unit> (*units)(const Problem&, const Selection*);
   double (*unit_scratch_elements)(const Problem&, const detail::Unit&);
   std::vector<detail::Read> (*reads)(const Problem&, const detail::Unit&);
+  // The inputs whose rows the MPFI pass reads from the case a block at a
+  // time instead of converting them (Conversion::mpfi): decode's k and v
+  // (detail/streamed_decode.hpp). Converted at 64 bits, a kv head's cache
+  // at L = 131072 was 4 GiB of MPFI, four times the case's own K and V.
+  std::vector<std::string_view> streamed_at_mpfi;
   // Whether the first pass (doubles or double-doubles) may run the op's
   // units: block's DNF computes its attention scale inside the template,
   // which under round-upward would be another double (detail/passes.hpp).

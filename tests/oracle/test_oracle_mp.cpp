@@ -18,6 +18,7 @@
 #include <boost/multiprecision/mpfr.hpp>
 
 #include "oracle/detail/passes.hpp"
+#include "oracle/detail/streamed_decode.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/oracle.hpp"
 #include "oracle/rounding.hpp"
@@ -404,6 +405,42 @@ TEST_P(EveryOp, RoundsCorrectlyAgainst2000Bits) {
       }
     }
   }
+}
+
+// The MPFI pass's decode reads its kv head's cache from the case a block of
+// keys at a time (detail/streamed_decode.hpp). It must be the DNF's
+// operations in the DNF's order: at 20 bits, where a sum taken in another
+// order rounds differently, every head equals dnf::attention_decode's bit
+// for bit. L = 150 leaves a short last block, and lens cuts caches within
+// a block.
+TEST(StreamedDecode, IsTheDNFBitForBit) {
+  const Precision precision(20);
+  Problem p;
+  p.op = Op::attention_decode;
+  p.format = Format::f32;
+  p.dims = {.B = 4, .H = 4, .Hkv = 2, .N = 1, .M = 150, .D = 8};
+  const Case c = make_case(p, 11);
+  const auto whole = dnf_outputs(c);
+  const auto in = inputs_by_name(p.op, c.inputs);
+  bool cut_in_a_block = false;
+  for (moa::extent_t b = 0; b < p.dims.B; ++b) {
+    const auto len = static_cast<moa::extent_t>(in["lens"].get({b}));
+    cut_in_a_block |= len < p.dims.M && len % detail::kStreamedKeys != 0;
+    for (moa::extent_t h = 0; h < p.dims.H; ++h) {
+      Tensor<Real> q(Shape{p.dims.D});
+      for (moa::extent_t x = 0; x < p.dims.D; ++x) q.view()(x) = Real(in["q"].get({b, h, 0, x}));
+      std::vector<Real> o(static_cast<std::size_t>(p.dims.D));
+      Real lse;
+      detail::streamed_decode_head<Real>(c, moa::View<const Real>(q.view()),
+                                         dnf::ScalarTraits<Real>::from_double(p.scale()), b, h, len,
+                                         o.data(), lse);
+      for (moa::extent_t x = 0; x < p.dims.D; ++x)
+        EXPECT_EQ(o[static_cast<std::size_t>(x)], whole[0].view()(b, h, 0, x))
+            << "o[" << b << "," << h << ",0," << x << "]";
+      EXPECT_EQ(lse, whole[1].view()(b, h, 0)) << "lse[" << b << "," << h << "]";
+    }
+  }
+  EXPECT_TRUE(cut_in_a_block) << "no cache of seed 11 ends within a block";
 }
 
 // L = Σ dO · O; its gradient is (dq, dk, dv). A central difference with

@@ -309,7 +309,8 @@ TEST(SampledOracle, ConvertsOnlyTheRowsItsUnitsRead) {
   const Dims d{.B = 1, .H = 2, .Hkv = 2, .N = 5, .M = 6, .D = 3};
   auto converted = [](const Case& c, const Selection* rows) {
     const std::vector<detail::Unit> units = detail::units_of(c.problem, rows);
-    const detail::Inputs<double> in = detail::make_inputs<double>(c, units);
+    const detail::Inputs<double> in =
+        detail::make_inputs<double>(c, units, detail::Conversion::every_read);
     std::vector<std::size_t> n;
     for (const auto& t : in.t) n.push_back(t.rows.size());
     return n;
@@ -344,7 +345,8 @@ TEST(SampledOracle, RefusesAViewOfRowsNotConverted) {
   const Case c = test::make_case(Op::attention_fwd, Format::f32, d, 3);
   const Selection row_7{{7}, {}};
   const std::vector<detail::Unit> units = detail::units_of(c.problem, &row_7);
-  const detail::Inputs<double> in = detail::make_inputs<double>(c, units);
+  const detail::Inputs<double> in =
+      detail::make_inputs<double>(c, units, detail::Conversion::every_read);
   const detail::Unit other{detail::UnitKind::fwd_row, 0, 0, 1};  // head 0: not converted
   for (const detail::Read& r : detail::reads_of(c.problem, other))
     EXPECT_THROW((void)in.view(r), std::logic_error) << "input " << r.input;
