@@ -257,6 +257,17 @@ CertifySettings certify_settings(const CertifyArgs& a, Op op) {
   return s;
 }
 
+// The first --case file outside v's envelope, as one line naming the
+// envelope and why ("" when every file is inside it). A case file outside
+// it is bad input, as a --shape outside it is: the kernel never claimed it.
+std::string case_outside_envelope(const CertifySettings& s, const kernels::Variant& v) {
+  for (const auto& [path, c] : s.case_files)
+    if (const std::string why = v.envelope.why_outside(c.problem); !why.empty())
+      return v.name + " supports " + v.envelope.str() + " (its envelope); --case " + path +
+             " is outside it: " + why;
+  return "";
+}
+
 // Refuses, before the output folder is created, what a variant cannot
 // run: a format it lacks, vs-torch without PyTorch, a --shape past its
 // extents, a case past the memory budget. A refused run leaves nothing
@@ -280,12 +291,7 @@ void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  // A case file outside the kernel's envelope is bad input, as a --shape
-  // outside it is: the kernel never claimed it.
-  for (const auto& [path, c] : s.case_files)
-    if (const std::string why = v.envelope.why_outside(c.problem); !why.empty())
-      throw UsageError(v.name + " supports " + v.envelope.str() + " (its envelope); --case " +
-                       path + " is outside it: " + why);
+  if (const std::string why = case_outside_envelope(s, v); !why.empty()) throw UsageError(why);
   const properties::CertifyOptions o = s.options_for(v);
   if (s.case_files.empty()) check_certify_budget(o, max_memory);
   for (const auto& [path, c] : s.case_files)
@@ -511,10 +517,10 @@ void write_outputs(const CertifyArgs& a, const std::vector<properties::Certifica
 }
 
 // Without --variant, the op's variants that cannot run what was asked —
-// the format (--dtype, or the case files') or the --shape, past their
-// envelope — are left out of `variants`, not refused: `certify
-// attention.fwd --dtype f64` certifies every variant that runs f64, and
-// `--shape D=256` every one whose envelope holds it. Returns a line per
+// the format (--dtype, or the case files') or the --shape or a --case
+// file, past their envelope — are left out of `variants`, not refused:
+// `certify attention.fwd --dtype f64` certifies every variant that runs
+// f64, and `--shape D=256` every one whose envelope holds it. Returns a line per
 // variant left out, why (empty when none is); throws UsageError, with the
 // first variant's reason, when none is left.
 std::string leave_out_what_cannot_run(const CertifyArgs& a, const CertifySettings& s,
@@ -533,6 +539,7 @@ std::string leave_out_what_cannot_run(const CertifyArgs& a, const CertifySetting
       } catch (const std::invalid_argument& e) {
         why = e.what();
       }
+      if (why.empty()) why = case_outside_envelope(s, *v);
     }
     if (why.empty()) return false;
     if (first_reason.empty()) first_reason = why;
