@@ -180,6 +180,48 @@ HISTORY_SECTIONS = [
 ]
 
 
+# The records that followed a section's first, each a clause continuing its
+# "The dated record: [...]" sentence (the first line starts with the
+# punctuation that follows the link).
+LATER_RECORDS = {
+    "Planted tiled kernels": [
+        ',',
+        "and for the kernels at the deployment envelope and certify-all's cost with",
+        'generation 5: [Planted at the envelope](performance-history.md#planted-at-the-envelope-issue-29).',
+    ],
+    "The backward at scale (issue #29, item 3)": [
+        ',',
+        'the figures at 4096 (one sampled attention.bwd at B=1, H=8, N=M=4096,',
+        'D=128 in 51.5 s, attention.fwdbwd in 40.3 s, decode at L=131072 in 9.2 s):',
+        '[Allowances and blocked sums](performance-history.md#allowances-and-blocked-sums-issue-29-item-3-5-december-2026);',
+        'and the latest, with query rows in blocks (another machine: at 4096, bwd',
+        '70.1 -> 45.3 s and fwdbwd 52.4 -> 37.1 s, one pair each; at 16384,',
+        "**attention.fwdbwd in 449.8 s**, within the issue's 10 minutes, and",
+        '**attention.bwd in 645.3 s**, over them):',
+        '[Query rows in blocks](performance-history.md#query-rows-in-blocks-issue-29-item-3-5-december-2026);',
+        "with the generation's forward kept for the backward's key rows,",
+        '**attention.bwd at 16384 in 493.8 s** (oracle 207 -> 71 s):',
+        "[The generation's forward kept](performance-history.md#the-generations-forward-kept-issue-29-item-3-5-december-2026).",
+        'mlp.swiglu with its weights streamed: T=16, Dm=16384, F=53248 in',
+        '114.9 s, at T=16, Dm=4096, F=14336 in 6.0 s (oracle 848 s before):',
+        "[mlp.swiglu's weights streamed](performance-history.md#mlpswiglus-weights-streamed-issue-29-item-3-6-december-2026);",
+        'with huge pages, rows drawn on every thread and the classifier blocked,',
+        "**T=16, Dm=16384, F=53248 in 41.6-43.5 s**, within the issue's 60 s, and",
+        'certify-all against the build before the issue:',
+        '[mlp.swiglu at full width within 60 s](performance-history.md#mlpswiglu-at-full-width-within-60-s-the-budget-by-each-runs-copies-issue-29-item-3-6-december-2026);',
+        'the memory statement against the measured peak with the oracle and the',
+        'kernels counted as phases (bwd at 4096 with PyTorch beside: 3.0 GiB',
+        'stated, 2.84 GiB measured) and the sampled dQ rows without their dropped',
+        'key rows (at 16384, **attention.bwd in 566.3 s**, its oracle 28.5 s, and',
+        '**attention.fwdbwd in 400.9 s**):',
+        '[The oracle and the kernels counted as phases](performance-history.md#the-oracle-and-the-kernels-counted-as-phases-issue-29-item-3-6-december-2026);',
+        'decode at L=131072 stated 2.1 GiB (was 5.4) against its 1.56 GiB peak,',
+        'its MPFI pass streaming the cache:',
+        "[decode's cache streamed at the MPFI pass](performance-history.md#decodes-cache-streamed-at-the-mpfi-pass-issue-29-item-3-6-december-2026).",
+    ],
+}
+
+
 def github_slug(heading):
     """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to '-'."""
     return re.sub(r"[^a-z0-9 _-]", "", heading.lower()).replace(" ", "-")
@@ -245,8 +287,9 @@ def page(results):
         # The heading keeps the first anchor; other names get an HTML id.
         ids = [a for a in anchors if a != github_slug(title)]
         lines += ([" ".join(f'<a id="{a}"></a>' for a in ids), ""] if ids else [])
-        lines += [f"### {title}", "",
-                  f"The dated record: [{heading}](performance-history.md#{slug}).", ""]
+        record = f"The dated record: [{heading}](performance-history.md#{slug})"
+        later = LATER_RECORDS.get(heading, ["."])
+        lines += [f"### {title}", "", record + later[0], *later[1:], ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
