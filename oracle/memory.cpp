@@ -158,9 +158,10 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
       const Addition& a = every_read.added[key];
       scratch.add(a.scratch, double(more));
       first_scratch.add(a.first_scratch, double(more));
-      // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows.
+      // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows,
+      // and at the MPFI pass its K, V rows (detail::streamed_attention_scratch).
       if (key) {
-        scratch.grow_largest(2.0 * double(more) * double(p.dims.D));
+        scratch.grow_largest(4.0 * double(more) * double(p.dims.D));
         keys += double(more);
       }
       unit_count += double(more);

@@ -86,9 +86,9 @@ double mpfi_element_bytes(int bits);
 // hold each exactly, and its arithmetic rounds to the level's precision
 // (each result is a new number, made at the default precision). At the
 // 1024-bit cap an input so takes about 128 bytes instead of 384, and the
-// inputs are most of what the pass holds. (A decode kv head's K and V at
-// L = 131072, 33.5 million elements, were 4 GiB of them: the pass now
-// streams those, detail/streamed_decode.hpp.)
+// inputs are most of what the pass holds. (Attention's rows it streams
+// from the case instead: a decode kv head's K and V at L = 131072, 33.5
+// million elements, were 4 GiB of them; detail/streamed_attention.hpp.)
 inline constexpr int kMpfiInputBits = 64;
 
 }  // namespace moacert::oracle::detail

@@ -15,9 +15,7 @@
 //                        query heads that share g (dk, dv sum over them)
 //   attention.fwdbwd     fwd rows, then bwd groups (the DNF fwdbwd is the
 //                        two of them)
-//   attention.decode     one unit per (b, h) (at the MPFI pass a unit reads
-//                        q alone: its kv head's cache is streamed from the
-//                        case, detail/streamed_decode.hpp)
+//   attention.decode     one unit per (b, h)
 //   rmsnorm, mlp.swiglu  one unit per row t (an mlp.swiglu unit reads its
 //                        row of x alone: its weights are streamed from the
 //                        case, detail/streamed_mlp.hpp)
@@ -31,6 +29,9 @@
 // over the group's query rows (a key row's dS needs every row's softmax
 // normaliser and D_i: O(G·N·M·D) for the group, then O(G·N·D) per key row).
 //
+// At the MPFI pass, attention's units convert none of their reads: they
+// stream their rows from the case (detail/streamed_attention.hpp).
+//
 // This file holds what is common to every op: the table's lookups, the
 // conversion of the rows the units read, and the running of a unit.
 #pragma once
@@ -43,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "oracle/detail/streamed_decode.hpp"
+#include "oracle/detail/streamed_attention.hpp"
 #include "oracle/detail/streamed_mlp.hpp"
 #include "oracle/ops/table.hpp"
 #include "oracle/selection.hpp"
@@ -414,19 +415,24 @@ void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Uni
   const auto q_input = static_cast<int>(input_position(p.op, "q"));
   const auto k_input = static_cast<int>(input_position(p.op, "k"));
   const auto v_input = static_cast<int>(input_position(p.op, "v"));
-  std::vector<View<const T>> q_rows;
-  View<const T> kh, vh;
-  for (const Unit& u : run) {
-    for (const Read& r : reads_of(p, u, in.conversion)) {
-      if (r.input == q_input) q_rows.push_back(in.view(r).sub({0, 0, 0}));  // (D)
-      if (&u != &run.back()) continue;
-      if (r.input == k_input) kh = in.view(r).sub({0, 0});  // (seen, D)
-      if (r.input == v_input) vh = in.view(r).sub({0, 0});
-    }
-  }
   const extent_t b = run.front().a, h = run.front().b, i0 = run.front().c;
-  const dnf::ForwardRows<T> f = dnf::attention_fwd_rows<T>(
-      q_rows, kh, vh, dnf::ScalarTraits<T>::from_double(in.scale), p.causal(), i0, d.N, d.M);
+  const T scale = dnf::ScalarTraits<T>::from_double(in.scale);
+  auto rows = [&] {
+    if (streamed(p, in.conversion, "k"))
+      return streamed_fwd_rows<T>(*in.source, scale, b, h, i0, extent_t(run.size()));
+    std::vector<View<const T>> q_rows;
+    View<const T> kh, vh;
+    for (const Unit& u : run) {
+      for (const Read& r : reads_of(p, u, in.conversion)) {
+        if (r.input == q_input) q_rows.push_back(in.view(r).sub({0, 0, 0}));  // (D)
+        if (&u != &run.back()) continue;
+        if (r.input == k_input) kh = in.view(r).sub({0, 0});  // (seen, D)
+        if (r.input == v_input) vh = in.view(r).sub({0, 0});
+      }
+    }
+    return dnf::attention_fwd_rows<T>(q_rows, kh, vh, scale, p.causal(), i0, d.N, d.M);
+  };
+  const dnf::ForwardRows<T> f = rows();
   if (keep) keep(f);
   const std::vector<Shape> outputs = output_shapes(p);
   const int o_out = static_cast<int>(output_position(p.op, "o")),
@@ -468,16 +474,27 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
   auto output = [&](std::string_view name) {
     return static_cast<int>(output_position(p.op, name));
   };
-  // A backward unit's inputs, q k v do, and the positions of its outputs
-  // dq dk dv (attention.bwd's 0 1 2, fwdbwd's 2 3 4).
+  // A backward unit's inputs, q k v do (where the pass converted them), and
+  // the positions of its outputs dq dk dv (attention.bwd's 0 1 2, fwdbwd's
+  // 2 3 4).
   struct Backward {
     View<const T> q, k, v, dout;
     int dq, dk, dv;  // output positions
   };
+  // At the MPFI pass attention's units read their rows from the case
+  // (OracleOp::streamed_at_mpfi, detail/streamed_attention.hpp).
+  const bool streaming = streamed(p, in.conversion, "k");
   auto backward = [&] {
-    return Backward{input("q"),   input("k"),   input("v"),  input("do"),
-                    output("dq"), output("dk"), output("dv")};
+    Backward bwd{{}, {}, {}, {}, output("dq"), output("dk"), output("dv")};
+    if (!streaming) {
+      bwd.q = input("q");
+      bwd.k = input("k");
+      bwd.v = input("v");
+      bwd.dout = input("do");
+    }
+    return bwd;
   };
+  const T scale = dnf::ScalarTraits<T>::from_double(in.scale);
 
   switch (u.kind) {
     case UnitKind::fwd_row:  // a run of one
@@ -487,10 +504,14 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
     case UnitKind::bwd_group: {
       const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
       const Backward bwd = backward();
-      const Shape qs = bwd.q.shape(), ks = bwd.k.shape();  // (1,G,N,D), (1,1,M,D)
+      const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
       Tensor dq(qs), dk(ks), dv(ks);
-      dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
-                            dk.view(), dv.view());
+      if (streaming)
+        streamed_bwd_group<T>(*in.source, scale, b, g, dq.storage().data(), dk.storage().data(),
+                              dv.storage().data());
+      else
+        dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
+                              dk.view(), dv.view());
       for (const Index& i : moa::iota(qs))
         emit(bwd.dq, flat(bwd.dq, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
       for (const Index& i : moa::iota(ks)) {
@@ -506,7 +527,12 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
       const extent_t b = u.a, h = u.b, i = u.c;
       const Backward bwd = backward();
       Tensor dq(Shape{d.D});
-      dnf::attention_bwd_query_row<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, dq.view());
+      if (streaming)
+        streamed_bwd_query_row<T>(*in.source, scale, b, h, i,
+                                  dnf::visible_keys(p.causal(), i, d.N, d.M, d.M),
+                                  dq.storage().data());
+      else
+        dnf::attention_bwd_query_row<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, dq.view());
       for (extent_t x = 0; x < d.D; ++x) emit(bwd.dq, flat(bwd.dq, {b, h, i, x}), dq.view()(x));
       return;
     }
@@ -515,8 +541,12 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
       const Backward bwd = backward();
       const auto rows = static_cast<extent_t>(u.keys.size());
       Tensor dk(Shape{rows, d.D}), dv(Shape{rows, d.D});
-      dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), u.keys,
-                                     dk.view(), dv.view(), given);
+      if (streaming)
+        streamed_bwd_key_rows<T>(*in.source, scale, b, g, u.keys, dk.storage().data(),
+                                 dv.storage().data());
+      else
+        dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), u.keys,
+                                       dk.view(), dv.view(), given);
       for (extent_t t = 0; t < rows; ++t) {
         for (extent_t x = 0; x < d.D; ++x) {
           const auto at = flat(bwd.dk, {b, g, u.keys[static_cast<std::size_t>(t)], x});
@@ -528,18 +558,15 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
     }
     case UnitKind::decode_head: {
       const extent_t b = u.a, h = u.b;
-      const auto q = input("q");  // (1,1,1,D)
       const View<const std::int64_t> lens =
           slice(View<const std::int64_t>(in.lens.view()), {b}, {1});
       Tensor o(Shape{1, 1, 1, d.D}), lse(Shape{1, 1, 1});
-      if (streamed(p, in.conversion, "k")) {  // the MPFI pass: the cache read from the case
-        streamed_decode_head<T>(*in.source, q.sub({0, 0, 0}),
-                                dnf::ScalarTraits<T>::from_double(in.scale), b, h, lens(0),
-                                o.storage().data(), lse.storage()[0]);
-      } else {
-        const auto k = input("k"), v = input("v");  // (1,1,L,D)
-        dnf::attention_decode<T>(q, k, v, lens, in.scale, o.view(), lse.view());
-      }
+      if (streaming)
+        streamed_decode_head<T>(*in.source, scale, b, h, lens(0), o.storage().data(),
+                                lse.storage()[0]);
+      else  // q (1,1,1,D), k and v (1,1,L,D)
+        dnf::attention_decode<T>(input("q"), input("k"), input("v"), lens, in.scale, o.view(),
+                                 lse.view());
       // o (B,H,1,D) and lse (B,H,1), row-major: head b·H + h.
       const extent_t head = b * d.H + h;
       const int o_out = output("o"), lse_out = output("lse");

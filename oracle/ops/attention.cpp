@@ -113,22 +113,25 @@ std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // on
 // A query row's scores and probabilities (and, for a dQ row, its D_i and
 // dQ row); a kv group's dQ, dK and dV with one query row's
 // softmax at a time (dnf::attention_bwd walks the rows, holding no N x M
-// array); the key rows' dK, dV with a block of query rows' statistics.
+// array); the key rows' dK, dV with a block of query rows' statistics;
+// and, in each, the MPFI pass's blocks of streamed rows.
 double unit_scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
   const double row = 4.0 * double(d.M) + 2.0 * double(d.D);  // one query row's softmax
+  // At the MPFI pass, the blocks of rows it streams from the case.
+  const double streamed = detail::streamed_attention_scratch(d, double(u.keys.size()));
   switch (u.kind) {
     case UnitKind::fwd_row:
-      return row;
-    case UnitKind::decode_head:  // and, at the MPFI pass, its block of the cache
-      return row + detail::streamed_decode_scratch(d);
+    case UnitKind::decode_head:
+      return row + streamed;
     case UnitKind::bwd_group:
-      return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row;
+      return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row + streamed;
     case UnitKind::bwd_query_row:
-      return row + double(d.D);
+      return row + double(d.D) + streamed;
     case UnitKind::bwd_key_rows:  // kStatisticsRows query rows' softmax at once
-      return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D);
+      return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D) +
+             streamed;
     case UnitKind::norm_row:
     case UnitKind::mlp_row:
     case UnitKind::batch:
@@ -541,6 +544,7 @@ OracleOp attention_fwd() {
           .units = forward_units,
           .unit_scratch_elements = unit_scratch_elements,
           .reads = reads,
+          .streamed_at_mpfi = {"q", "k", "v"},
           .first_pass = true,
           .apriori_bounds = forward_bounds};
 }
@@ -552,6 +556,7 @@ OracleOp attention_bwd() {
           .units = backward_units,
           .unit_scratch_elements = unit_scratch_elements,
           .reads = reads,
+          .streamed_at_mpfi = {"q", "k", "v", "do"},
           .first_pass = true,
           .apriori_bounds = backward_bounds};
 }
@@ -563,6 +568,7 @@ OracleOp attention_fwdbwd() {
           .units = fused_units,
           .unit_scratch_elements = unit_scratch_elements,
           .reads = reads,
+          .streamed_at_mpfi = {"q", "k", "v", "do"},
           .first_pass = true,
           .apriori_bounds = backward_bounds};
 }
@@ -574,7 +580,7 @@ OracleOp attention_decode() {
           .units = decode_units,
           .unit_scratch_elements = unit_scratch_elements,
           .reads = reads,
-          .streamed_at_mpfi = {"k", "v"},
+          .streamed_at_mpfi = {"q", "k", "v"},
           .first_pass = true,
           .apriori_bounds = decode_bounds,
           .bounds_widen_own_rows = true};

@@ -77,9 +77,10 @@ struct OracleOp {
   double (*unit_scratch_elements)(const Problem&, const detail::Unit&);
   std::vector<detail::Read> (*reads)(const Problem&, const detail::Unit&);
   // The inputs whose rows the MPFI pass reads from the case a block at a
-  // time instead of converting them (Conversion::mpfi): decode's k and v
-  // (detail/streamed_decode.hpp). Converted at 64 bits, a kv head's cache
-  // at L = 131072 was 4 GiB of MPFI, four times the case's own K and V.
+  // time instead of converting them (Conversion::mpfi): attention's
+  // (detail/streamed_attention.hpp). Converted at 64 bits, a decode kv
+  // head's cache at L = 131072 was 4 GiB of MPFI, four times the case's
+  // own K and V.
   std::vector<std::string_view> streamed_at_mpfi;
   // Whether the first pass (doubles or double-doubles) may run the op's
   // units: block's DNF computes its attention scale inside the template,

@@ -111,8 +111,8 @@ SoftmaxRow<T> unscored_row(extent_t M, extent_t seen) {
 // A row's softmax from its dots Σ_d Q_id K_jd, held in row.p[0, n) for the
 // n keys it sees: the scores S_ij = scale · dot, then P (to `len`), its
 // normaliser and LSE, in place. Whatever computes the dots (softmax_rows,
-// or the MPFI pass's decode, a block of keys at a time:
-// oracle/detail/streamed_decode.hpp), the softmax is these operations.
+// or the MPFI pass, a block of keys at a time:
+// oracle/detail/streamed_attention.hpp), the softmax is these operations.
 template <class T>
 void softmax_of_dots(SoftmaxRow<T>& row, extent_t n, extent_t len, const T& scale) {
   using Tr = ScalarTraits<T>;

@@ -47,8 +47,8 @@ void plain_dots(const moa::View<const T>& a, const moa::View<const T>& x, moa::e
 // out_d += Σ_j w_j · x_jd, j ascending, each sum going on from out_d: the
 // loops of plain_weighted_sum, continued over further rows of x. A sum
 // taken a block of rows at a time this way is the same operations in the
-// same order as taken whole (the MPFI pass's decode reads its kv head's
-// values a block at a time: oracle/detail/streamed_decode.hpp).
+// same order as taken whole (the MPFI pass reads a kv head's values a
+// block at a time: oracle/detail/streamed_attention.hpp).
 // @pre w has `rows` elements, x (>= rows, D), out holds D sums
 template <class T>
 void plain_weighted_sum_onto(const T* w, const moa::View<const T>& x, moa::extent_t rows, T* out) {

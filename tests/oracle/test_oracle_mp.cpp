@@ -12,13 +12,13 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <mutex>
 
 #include <hwy/targets.h>
 #include <boost/multiprecision/mpfr.hpp>
 
 #include "oracle/detail/passes.hpp"
-#include "oracle/detail/streamed_decode.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/oracle.hpp"
 #include "oracle/rounding.hpp"
@@ -407,40 +407,55 @@ TEST_P(EveryOp, RoundsCorrectlyAgainst2000Bits) {
   }
 }
 
-// The MPFI pass's decode reads its kv head's cache from the case a block of
-// keys at a time (detail/streamed_decode.hpp). It must be the DNF's
-// operations in the DNF's order: at 20 bits, where a sum taken in another
-// order rounds differently, every head equals dnf::attention_decode's bit
-// for bit. L = 150 leaves a short last block, and lens cuts caches within
-// a block.
-TEST(StreamedDecode, IsTheDNFBitForBit) {
+// At the MPFI pass attention's units read their rows from the case
+// (detail/streamed_attention.hpp), not from rows the pass converted. They
+// must be the DNF's operations in the DNF's order: at 20 bits, where a sum
+// taken in another order rounds differently, every element of every unit
+// (the whole oracle's: forward rows, kv groups, decode heads; a sample's:
+// dQ rows, key rows) equals the one the DNF computes on the converted rows
+// bit for bit. N = M = 150 leave short last blocks of keys and of query
+// rows; the causal mask and decode's lens cut rows within a block. bf16
+// inputs are exact at 20 bits.
+TEST(StreamedUnits, AreTheDNFBitForBit) {
   const Precision precision(20);
-  Problem p;
-  p.op = Op::attention_decode;
-  p.format = Format::f32;
-  p.dims = {.B = 4, .H = 4, .Hkv = 2, .N = 1, .M = 150, .D = 8};
-  const Case c = make_case(p, 11);
-  const auto whole = dnf_outputs(c);
-  const auto in = inputs_by_name(p.op, c.inputs);
-  bool cut_in_a_block = false;
-  for (moa::extent_t b = 0; b < p.dims.B; ++b) {
-    const auto len = static_cast<moa::extent_t>(in["lens"].get({b}));
-    cut_in_a_block |= len < p.dims.M && len % detail::kStreamedKeys != 0;
-    for (moa::extent_t h = 0; h < p.dims.H; ++h) {
-      Tensor<Real> q(Shape{p.dims.D});
-      for (moa::extent_t x = 0; x < p.dims.D; ++x) q.view()(x) = Real(in["q"].get({b, h, 0, x}));
-      std::vector<Real> o(static_cast<std::size_t>(p.dims.D));
-      Real lse;
-      detail::streamed_decode_head<Real>(c, moa::View<const Real>(q.view()),
-                                         dnf::ScalarTraits<Real>::from_double(p.scale()), b, h, len,
-                                         o.data(), lse);
-      for (moa::extent_t x = 0; x < p.dims.D; ++x)
-        EXPECT_EQ(o[static_cast<std::size_t>(x)], whole[0].view()(b, h, 0, x))
-            << "o[" << b << "," << h << ",0," << x << "]";
-      EXPECT_EQ(lse, whole[1].view()(b, h, 0)) << "lse[" << b << "," << h << "]";
+  for (const Op op :
+       {Op::attention_fwd, Op::attention_bwd, Op::attention_fwdbwd, Op::attention_decode}) {
+    for (const bool causal : {false, true}) {
+      if (op == Op::attention_decode && causal) continue;
+      Problem p;
+      p.op = op;
+      p.format = Format::bf16;
+      p.dims = {
+          .B = 1, .H = 4, .Hkv = 2, .N = op == Op::attention_decode ? 1 : 150, .M = 150, .D = 8};
+      const Case c = make_case(p.op, p.format, p.dims, 11, causal);
+      const Selection sample{{0, 70, 149, 300 + 149}, {0, 63, 64, 149}};
+      const std::vector<std::vector<detail::Unit>> unit_sets = {
+          detail::units_of(c.problem), op == Op::attention_bwd || op == Op::attention_fwdbwd
+                                           ? detail::units_of(c.problem, &sample)
+                                           : std::vector<detail::Unit>{}};
+      for (const auto& units : unit_sets) {
+        if (units.empty()) continue;
+        const auto converted = detail::make_inputs<Real>(c, units, detail::Conversion::every_read);
+        const auto streamed = detail::make_inputs<Real>(c, units, detail::Conversion::mpfi);
+        std::size_t compared = 0;
+        for (const detail::Unit& u : units) {
+          std::map<std::pair<int, moa::extent_t>, Real> want;
+          detail::run_unit(c.problem, converted, u,
+                           [&](int out, moa::extent_t flat, const Real& x) {
+                             want[{out, flat}] = x;
+                           });
+          detail::run_unit(c.problem, streamed, u, [&](int out, moa::extent_t flat, const Real& x) {
+            const auto it = want.find({out, flat});
+            ASSERT_NE(it, want.end()) << "output " << out << "[" << flat << "]";
+            EXPECT_EQ(x, it->second) << info(op).name << (causal ? " causal" : "") << " output "
+                                     << out << "[" << flat << "]";
+            ++compared;
+          });
+        }
+        EXPECT_GT(compared, 0u);
+      }
     }
   }
-  EXPECT_TRUE(cut_in_a_block) << "no cache of seed 11 ends within a block";
 }
 
 // L = Σ dO · O; its gradient is (dq, dk, dv). A central difference with
