@@ -215,9 +215,9 @@ LATER_RECORDS = {
         'key rows (at 16384, **attention.bwd in 566.3 s**, its oracle 28.5 s, and',
         '**attention.fwdbwd in 400.9 s**):',
         '[The oracle and the kernels counted as phases](performance-history.md#the-oracle-and-the-kernels-counted-as-phases-issue-29-item-3-6-december-2026);',
-        'decode at L=131072 stated 2.1 GiB (was 5.4) against its 1.56 GiB peak,',
-        'its MPFI pass streaming the cache:',
-        "[decode's cache streamed at the MPFI pass](performance-history.md#decodes-cache-streamed-at-the-mpfi-pass-issue-29-item-3-6-december-2026).",
+        "with the MPFI pass streaming attention's rows, decode at L=131072 stated",
+        '2.1 GiB (was 5.4) against its 1.56 GiB peak, bwd at 4096 1.57 GiB (was 2.0):',
+        "[Attention's rows streamed at the MPFI pass](performance-history.md#attentions-rows-streamed-at-the-mpfi-pass-issue-29-item-3-6-december-2026).",
     ],
 }
 
