@@ -47,7 +47,7 @@ Addition most_one_row_adds(const Problem& p, const RowsRead& kept, bool key,
     (key ? one.key_rows : one.query_rows).push_back(r);
     double adds = 0;
     for (const Unit& u : detail::units_of(p, &one)) {
-      most.scratch = std::max(most.scratch, detail::unit_scratch_elements(p, u));
+      most.scratch = std::max(most.scratch, detail::unit_scratch_elements(p, u, conversion));
       most.first_scratch = std::max(most.first_scratch, detail::first_pass_scratch_elements(p, u));
       most.largest = std::max(most.largest, detail::read_elements(p, u, conversion));
       for (const detail::Read& read : detail::reads_of(p, u, conversion)) {
@@ -110,28 +110,30 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   const std::vector<Unit> units = detail::units_of(p, rows ? &*rows : nullptr);
   const std::vector<moa::Shape> shapes = input_shapes(p);
   double bookkeeping = 0, keys = 0;
-  LargestScratches scratch{int(workers)}, first_scratch{int(workers)};
+  LargestScratches first_scratch{int(workers)};
   for (const Unit& u : units) {
-    scratch.add(detail::unit_scratch_elements(p, u));
     first_scratch.add(detail::first_pass_scratch_elements(p, u));
     keys += double(u.keys.size());
   }
   double unit_count = double(units.size());
   const bool more_rows = sample && (sample->more_query_rows > 0 || sample->more_key_rows > 0);
 
-  // What a kind of pass converts (detail::Conversion; the MPFI pass leaves
-  // out the inputs its op streams): the elements of the rows it keeps, and
-  // the largest unit's reads; for the further rows of a SelectionBound,
-  // the most any of them could add (`added`, per kind of row: query, key).
+  // What a kind of pass holds (detail::Conversion; the MPFI pass leaves out
+  // the inputs its op streams, and its units may hold other scratch): the
+  // elements of the rows it keeps, the largest unit's reads, and its units'
+  // scratch; for the further rows of a SelectionBound, the most any of them
+  // could add (`added`, per kind of row: query, key).
   struct Converted {
     RowsRead kept;
     double elements = 0, largest = 0;
     Addition added[2];
+    LargestScratches scratch;
   };
   auto converted_by = [&](Conversion conversion) {
-    Converted c{detail::rows_read(p, units, conversion)};
+    Converted c{detail::rows_read(p, units, conversion), 0, 0, {}, LargestScratches{int(workers)}};
     c.elements = converted_elements(shapes, c.kept);
     c.largest = detail::largest_unit(p, units, conversion);
+    for (const Unit& u : units) c.scratch.add(detail::unit_scratch_elements(p, u, conversion));
     if (!more_rows) return c;
     double inputs = 0;  // no read goes past the inputs themselves
     for (std::size_t k = 0; k < shapes.size(); ++k)
@@ -142,28 +144,35 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
       const Addition& a = c.added[key] = most_one_row_adds(p, c.kept, key, conversion);
       c.elements += double(more) * a.elements;
       c.largest = std::max(c.largest, a.largest);
+      c.scratch.add(a.scratch, double(more));
+      // A key row joins its kv head's unit (bwd_key_rows), which grows by
+      // what one more key adds to a unit's scratch (its dK, dV rows; at
+      // the MPFI pass its K, V rows too).
+      if (key) {
+        const auto with_keys = [&](std::vector<moa::extent_t> keys_of_unit) {
+          return detail::unit_scratch_elements(
+              p, Unit{detail::UnitKind::bwd_key_rows, 0, 0, 0, std::move(keys_of_unit)},
+              conversion);
+        };
+        c.scratch.grow_largest(double(more) * (with_keys({0, 1}) - with_keys({0})));
+      }
     }
     c.elements = std::min(c.elements, inputs);
     return c;
   };
   const Converted every_read = converted_by(Conversion::every_read);
-  const Converted mpfi_reads =
-      oracle_op(p.op).streamed_at_mpfi.empty() ? every_read : converted_by(Conversion::mpfi);
+  const OracleOp& op = oracle_op(p.op);
+  const Converted mpfi_reads = op.streamed_at_mpfi.empty() && !op.mpfi_unit_scratch_elements
+                                   ? every_read
+                                   : converted_by(Conversion::mpfi);
 
-  // The further rows' units: their scratch, and their count.
+  // The further rows' units: the first pass's scratch, and their count.
   if (more_rows) {
     for (const bool key : {false, true}) {
       const moa::extent_t more = key ? sample->more_key_rows : sample->more_query_rows;
       if (more <= 0) continue;
-      const Addition& a = every_read.added[key];
-      scratch.add(a.scratch, double(more));
-      first_scratch.add(a.first_scratch, double(more));
-      // A key row joins its kv head's unit (bwd_key_rows): its dK, dV rows,
-      // and at the MPFI pass its K, V rows (detail::streamed_attention_scratch).
-      if (key) {
-        scratch.grow_largest(4.0 * double(more) * double(p.dims.D));
-        keys += double(more);
-      }
+      first_scratch.add(every_read.added[key].first_scratch, double(more));
+      if (key) keys += double(more);
       unit_count += double(more);
     }
   }
@@ -200,12 +209,12 @@ double memory_needed(const Problem& p, int max_precision, int threads, const Sel
   // f64 targets (32); then, for the narrower targets, the double-double
   // narrowing of the pending units (32); then MPFI, at most at the cap.
   const double first = !first_pass ? 0
-                       : f64       ? pass(every_read, 32, scratch, 32)
+                       : f64       ? pass(every_read, 32, every_read.scratch, 32)
                                    : pass(every_read, 16, first_scratch, 16);
   const double narrowing =
-      first_pass && !f64 && exact_digits == 0 ? pass(every_read, 32, scratch, 32) : 0;
-  const double mpfi = pass(mpfi_reads, detail::mpfi_element_bytes(max_precision), scratch,
-                           detail::mpfi_element_bytes(detail::kMpfiInputBits));
+      first_pass && !f64 && exact_digits == 0 ? pass(every_read, 32, every_read.scratch, 32) : 0;
+  const double mpfi = pass(mpfi_reads, detail::mpfi_element_bytes(max_precision),
+                           mpfi_reads.scratch, detail::mpfi_element_bytes(detail::kMpfiInputBits));
 
   // Per output element, held from the driver's start to the answer
   // (oracle.cpp): the first pass's ends, unit, width (8 each) and refine

@@ -233,12 +233,15 @@ void streamed_bwd_query_row(const Case& c, const T& scale, moa::extent_t b, moa:
 }
 
 // Kv group (b, g) whole: dnf::attention_bwd on the query heads that share
-// it, dq (G·N·D), dk and dv (M·D), row-major.
-template <class T>
-void streamed_bwd_group(const Case& c, const T& scale, moa::extent_t b, moa::extent_t g, T* dq,
-                        T* dk, T* dv) {
+// it, each dQ row handed to dq_row(hh, i, row (D)) as it is done (the
+// group's dQ, G·N·D elements, is 1.6 GB at the cap for a fused case at
+// N = 32768, M = 1), dk and dv (M·D, row-major).
+template <class T, class DqRow>
+void streamed_bwd_group(const Case& c, const T& scale, moa::extent_t b, moa::extent_t g,
+                        DqRow&& dq_row, T* dk, T* dv) {
   const Dims& d = c.problem.dims;
   const moa::extent_t group = d.H / d.Hkv;
+  std::vector<T> dq(static_cast<std::size_t>(d.D));
   std::fill(dk, dk + d.M * d.D, dnf::ScalarTraits<T>::zero());
   std::fill(dv, dv + d.M * d.D, dnf::ScalarTraits<T>::zero());
   StreamedRows<T> k = streamed_rows<T>(c, "k", b, g), v = streamed_rows<T>(c, "v", b, g);
@@ -248,7 +251,8 @@ void streamed_bwd_group(const Case& c, const T& scale, moa::extent_t b, moa::ext
     for (moa::extent_t i = 0; i < d.N; ++i) {
       const moa::View<const T> qi = q.rows(i, 1).sub({0}), doi = dout.rows(i, 1).sub({0});
       streamed_backward_query_row<T, true>(qi, doi, k, v, scale, c.problem.causal(), i, d.N, d.M,
-                                           dq + (hh * d.N + i) * d.D, dk, dv);
+                                           dq.data(), dk, dv);
+      dq_row(hh, i, dq.data());
     }
   }
 }

@@ -69,8 +69,14 @@ inline std::vector<Unit> units_of(const Problem& p, const Selection* rows = null
 
 // The most scratch one unit's DNF call holds at once, in elements of the
 // enclosure type (oracle/memory.cpp multiplies by an element's size).
-inline double unit_scratch_elements(const Problem& p, const Unit& u) {
-  return oracle_op(p.op).unit_scratch_elements(p, u);
+// At the pass of `conversion` (the MPFI pass's units may hold blocks of
+// the rows they stream instead: OracleOp::mpfi_unit_scratch_elements).
+inline double unit_scratch_elements(const Problem& p, const Unit& u,
+                                    Conversion conversion = Conversion::every_read) {
+  const OracleOp& op = oracle_op(p.op);
+  if (conversion == Conversion::mpfi && op.mpfi_unit_scratch_elements)
+    return op.mpfi_unit_scratch_elements(p, u);
+  return op.unit_scratch_elements(p, u);
 }
 
 // Whether the pass of `conversion` streams `input` from the case rather
@@ -505,15 +511,22 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
       const extent_t b = u.a, g = u.b, group = d.H / d.Hkv;
       const Backward bwd = backward();
       const Shape qs{1, group, d.N, d.D}, ks{1, 1, d.M, d.D};
-      Tensor dq(qs), dk(ks), dv(ks);
-      if (streaming)
-        streamed_bwd_group<T>(*in.source, scale, b, g, dq.storage().data(), dk.storage().data(),
-                              dv.storage().data());
-      else
+      Tensor dk(ks), dv(ks);
+      if (streaming) {  // each dQ row handed on as it is done
+        streamed_bwd_group<T>(
+            *in.source, scale, b, g,
+            [&](extent_t hh, extent_t i, const T* row) {
+              for (extent_t x = 0; x < d.D; ++x)
+                emit(bwd.dq, flat(bwd.dq, {b, g * group + hh, i, x}), row[x]);
+            },
+            dk.storage().data(), dv.storage().data());
+      } else {
+        Tensor dq(qs);
         dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
                               dk.view(), dv.view());
-      for (const Index& i : moa::iota(qs))
-        emit(bwd.dq, flat(bwd.dq, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
+        for (const Index& i : moa::iota(qs))
+          emit(bwd.dq, flat(bwd.dq, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
+      }
       for (const Index& i : moa::iota(ks)) {
         const auto at = flat(bwd.dk, {b, g, i[2], i[3]});  // dk and dv alike
         emit(bwd.dk, at, dk.view()(i));

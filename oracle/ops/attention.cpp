@@ -113,31 +113,41 @@ std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // on
 // A query row's scores and probabilities (and, for a dQ row, its D_i and
 // dQ row); a kv group's dQ, dK and dV with one query row's
 // softmax at a time (dnf::attention_bwd walks the rows, holding no N x M
-// array); the key rows' dK, dV with a block of query rows' statistics;
-// and, in each, the MPFI pass's blocks of streamed rows.
-double unit_scratch_elements(const Problem& p, const Unit& u) {
+// array); the key rows' dK, dV with a block of query rows' statistics.
+double softmax_row_elements(const Dims& d) {  // one query row's softmax
+  return 4.0 * double(d.M) + 2.0 * double(d.D);
+}
+double scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
-  const double row = 4.0 * double(d.M) + 2.0 * double(d.D);  // one query row's softmax
-  // At the MPFI pass, the blocks of rows it streams from the case.
-  const double streamed = detail::streamed_attention_scratch(d, double(u.keys.size()));
+  const double row = softmax_row_elements(d);
   switch (u.kind) {
     case UnitKind::fwd_row:
     case UnitKind::decode_head:
-      return row + streamed;
+      return row;
     case UnitKind::bwd_group:
-      return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row + streamed;
+      return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row;
     case UnitKind::bwd_query_row:
-      return row + double(d.D) + streamed;
+      return row + double(d.D);
     case UnitKind::bwd_key_rows:  // kStatisticsRows query rows' softmax at once
-      return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D) +
-             streamed;
+      return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D);
     case UnitKind::norm_row:
     case UnitKind::mlp_row:
     case UnitKind::batch:
       break;
   }
   not_attention(u);
+}
+
+// At the MPFI pass (detail/streamed_attention.hpp): the same, with the
+// blocks of rows the unit streams from the case, and a kv group's dQ a row
+// at a time, each handed on as it is done, where the DNF fills the group's.
+double mpfi_scratch_elements(const Problem& p, const Unit& u) {
+  const Dims& d = p.dims;
+  const double streamed = detail::streamed_attention_scratch(d, double(u.keys.size()));
+  if (u.kind == UnitKind::bwd_group)
+    return double(d.D) + 2.0 * double(d.M) * double(d.D) + softmax_row_elements(d) + streamed;
+  return scratch_elements(p, u) + streamed;
 }
 
 std::vector<Read> reads(const Problem& p, const Unit& u) {
@@ -542,7 +552,8 @@ OracleOp attention_fwd() {
           .key_row_count = no_key_rows,
           .key_outputs = {},
           .units = forward_units,
-          .unit_scratch_elements = unit_scratch_elements,
+          .unit_scratch_elements = scratch_elements,
+          .mpfi_unit_scratch_elements = mpfi_scratch_elements,
           .reads = reads,
           .streamed_at_mpfi = {"q", "k", "v"},
           .first_pass = true,
@@ -554,7 +565,8 @@ OracleOp attention_bwd() {
           .key_row_count = key_rows,
           .key_outputs = {"dk", "dv"},
           .units = backward_units,
-          .unit_scratch_elements = unit_scratch_elements,
+          .unit_scratch_elements = scratch_elements,
+          .mpfi_unit_scratch_elements = mpfi_scratch_elements,
           .reads = reads,
           .streamed_at_mpfi = {"q", "k", "v", "do"},
           .first_pass = true,
@@ -566,7 +578,8 @@ OracleOp attention_fwdbwd() {
           .key_row_count = key_rows,
           .key_outputs = {"dk", "dv"},
           .units = fused_units,
-          .unit_scratch_elements = unit_scratch_elements,
+          .unit_scratch_elements = scratch_elements,
+          .mpfi_unit_scratch_elements = mpfi_scratch_elements,
           .reads = reads,
           .streamed_at_mpfi = {"q", "k", "v", "do"},
           .first_pass = true,
@@ -578,7 +591,8 @@ OracleOp attention_decode() {
           .key_row_count = no_key_rows,
           .key_outputs = {},
           .units = decode_units,
-          .unit_scratch_elements = unit_scratch_elements,
+          .unit_scratch_elements = scratch_elements,
+          .mpfi_unit_scratch_elements = mpfi_scratch_elements,
           .reads = reads,
           .streamed_at_mpfi = {"q", "k", "v"},
           .first_pass = true,

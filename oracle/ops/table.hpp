@@ -75,6 +75,9 @@ struct OracleOp {
   // the reads of one unit, one per input its DNF call takes.
   std::vector<detail::Unit> (*units)(const Problem&, const Selection*);
   double (*unit_scratch_elements)(const Problem&, const detail::Unit&);
+  // The same at the MPFI pass, where it differs (null: it does not):
+  // attention's units hold the blocks of the rows they stream.
+  double (*mpfi_unit_scratch_elements)(const Problem&, const detail::Unit&) = nullptr;
   std::vector<detail::Read> (*reads)(const Problem&, const detail::Unit&);
   // The inputs whose rows the MPFI pass reads from the case a block at a
   // time instead of converting them (Conversion::mpfi): attention's
