@@ -110,13 +110,14 @@ std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // on
                          " is not a unit of attention");
 }
 
+double softmax_row_elements(const Dims& d) {  // one query row's softmax
+  return 4.0 * double(d.M) + 2.0 * double(d.D);
+}
+
 // A query row's scores and probabilities (and, for a dQ row, its D_i and
 // dQ row); a kv group's dQ, dK and dV with one query row's
 // softmax at a time (dnf::attention_bwd walks the rows, holding no N x M
 // array); the key rows' dK, dV with a block of query rows' statistics.
-double softmax_row_elements(const Dims& d) {  // one query row's softmax
-  return 4.0 * double(d.M) + 2.0 * double(d.D);
-}
 double scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
