@@ -269,21 +269,19 @@ void streamed_bwd_key_rows(const Case& c, const T& scale, moa::extent_t b, moa::
   const auto K = static_cast<moa::extent_t>(keys.size());
   std::fill(dk_rows, dk_rows + K * D, S::zero());
   std::fill(dv_rows, dv_rows + K * D, S::zero());
-  // The keys' own K and V rows, held for every query row.
+  StreamedRows<T> k = streamed_rows<T>(c, "k", b, g), v = streamed_rows<T>(c, "v", b, g);
+  // The keys' own K and V rows, copied out of the blocks: held for every
+  // query row while the blocks stream the others.
   std::vector<T> k_keys, v_keys;
-  {
-    StreamedRows<T> k = streamed_rows<T>(c, "k", b, g), v = streamed_rows<T>(c, "v", b, g);
-    for (const moa::extent_t j : keys) {
-      const moa::View<const T> kj = k.rows(j, 1), vj = v.rows(j, 1);
-      for (moa::extent_t x = 0; x < D; ++x) {
-        k_keys.push_back(kj(0, x));
-        v_keys.push_back(vj(0, x));
-      }
+  for (const moa::extent_t j : keys) {
+    const moa::View<const T> kj = k.rows(j, 1), vj = v.rows(j, 1);
+    for (moa::extent_t x = 0; x < D; ++x) {
+      k_keys.push_back(kj(0, x));
+      v_keys.push_back(vj(0, x));
     }
   }
   const moa::View<const T> v_of_keys(v_keys.data(), moa::Layout::row_major({K, D}));
   const moa::Layout row = moa::Layout::row_major({D}), key_row = moa::Layout::row_major({1, D});
-  StreamedRows<T> k = streamed_rows<T>(c, "k", b, g), v = streamed_rows<T>(c, "v", b, g);
   for (moa::extent_t hh = 0; hh < group; ++hh) {
     StreamedRows<T> q = streamed_rows<T>(c, "q", b, g * group + hh),
                     dout = streamed_rows<T>(c, "do", b, g * group + hh);
