@@ -106,7 +106,7 @@ int mpfi_pass(const Case& c, std::span<const Unit> units, int bits, int threads,
   // threads at this precision. Converting every pending unit's rows at
   // once would hold a decode sample's kv heads.
   const int team = thread_count(threads);
-  const Conversion converts = Conversion::mpfi;  // but what the op streams (attention's rows)
+  const Conversion converts = Conversion::mpfi;  // but the rows the op streams
   const double limit = chunk_limit(largest_unit(c.problem, units, converts), team,
                                    mpfi_element_bytes(kMpfiInputBits));
   bool failed = false;

@@ -1,5 +1,5 @@
 // Attention's units at the MPFI pass, their rows streamed from the case
-// (docs/oracle.md, "Attention at the MPFI pass: the rows streamed"). A
+// (docs/oracle.md, "The rows streamed at the MPFI pass"). A
 // unit reads its kv head's K and V whole, and a backward's key rows every
 // query row of its group besides: converted into MPFI at 64 bits (about
 // 128 bytes an element), a decode kv head at L = 131072 was 4 GiB, and a

@@ -29,8 +29,9 @@
 // over the group's query rows (a key row's dS needs every row's softmax
 // normaliser and D_i: O(G·N·M·D) for the group, then O(G·N·D) per key row).
 //
-// At the MPFI pass, attention's units convert none of their reads: they
-// stream their rows from the case (detail/streamed_attention.hpp).
+// At the MPFI pass, attention's and rmsnorm's units convert none of their
+// reads: they stream their rows from the case
+// (detail/streamed_attention.hpp, detail/streamed_norm.hpp).
 //
 // This file holds what is common to every op: the table's lookups, the
 // conversion of the rows the units read, and the running of a unit.
@@ -46,6 +47,7 @@
 
 #include "oracle/detail/streamed_attention.hpp"
 #include "oracle/detail/streamed_mlp.hpp"
+#include "oracle/detail/streamed_norm.hpp"
 #include "oracle/ops/table.hpp"
 #include "oracle/selection.hpp"
 #include "reference/case.hpp"
@@ -589,6 +591,10 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
     }
     case UnitKind::norm_row: {
       const extent_t t = u.a;
+      if (streamed(p, in.conversion, "x")) {  // at the MPFI pass (detail/streamed_norm.hpp)
+        streamed_norm_row<T>(*in.source, t, emit);
+        return;
+      }
       const auto x = input("x");  // (1,D)
       Tensor y(Shape{1, d.D});
       dnf::rmsnorm<T>(x, input("w"), p.params.eps, y.view());

@@ -1,7 +1,8 @@
 // The row ops' rows of the oracle's op table (oracle/ops/table.hpp):
 // rmsnorm and mlp.swiglu, ops on independent rows t of x. A row is a query
 // row and one unit, which reads its row of x and, for rmsnorm, its weight
-// whole (mlp.swiglu's units stream theirs); the bounds are
+// whole (mlp.swiglu's units stream theirs, and rmsnorm's at the MPFI pass
+// stream both); the bounds are
 // docs/bounds.md#rmsnorm and #swiglu-mlp.
 #include <stdexcept>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "oracle/detail/bound_helpers.hpp"
 #include "oracle/detail/streamed_mlp.hpp"
+#include "oracle/detail/streamed_norm.hpp"
 #include "oracle/detail/units.hpp"
 #include "oracle/ops/table.hpp"
 #include "reference/named.hpp"
@@ -51,10 +53,16 @@ std::vector<Read> mlp_reads(const Problem& p, const Unit& u) {
   return {{static_cast<int>(input_position(p.op, "x")), {u.a, 0}, {1, x_width(p)}}};
 }
 
-// The most scratch one row's call holds: rmsnorm 2·D; mlp.swiglu its row
-// of x, the hidden layer, y and a weight's row (streamed_mlp_scratch).
+// The most scratch one row's call holds: rmsnorm its row of y (x and w
+// are the pass's reads); mlp.swiglu its row of x, the hidden layer, y and
+// a weight's row (streamed_mlp_scratch).
 double norm_scratch(const Problem& p, const Unit&) {
-  return 2.0 * double(p.dims.D);
+  return double(p.dims.D);
+}
+// At the MPFI pass a row of rmsnorm reads x and w from the case a block at
+// a time (detail/streamed_norm.hpp).
+double norm_streamed_scratch(const Problem& p, const Unit&) {
+  return detail::streamed_norm_scratch(p.dims);
 }
 double mlp_scratch(const Problem& p, const Unit&) {
   return detail::streamed_mlp_scratch(p.dims);
@@ -92,7 +100,9 @@ OracleOp rmsnorm() {
           .key_outputs = {},
           .units = row_units<UnitKind::norm_row>,
           .unit_scratch_elements = norm_scratch,
+          .mpfi_unit_scratch_elements = norm_streamed_scratch,
           .reads = norm_reads,
+          .streamed_at_mpfi = {"x", "w"},
           .first_pass = true,
           .apriori_bounds = rmsnorm_bounds};
 }

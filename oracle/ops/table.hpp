@@ -76,14 +76,15 @@ struct OracleOp {
   std::vector<detail::Unit> (*units)(const Problem&, const Selection*);
   double (*unit_scratch_elements)(const Problem&, const detail::Unit&);
   // The same at the MPFI pass, where it differs (null: it does not):
-  // attention's units hold the blocks of the rows they stream.
+  // attention's and rmsnorm's units hold the blocks of the rows they
+  // stream.
   double (*mpfi_unit_scratch_elements)(const Problem&, const detail::Unit&) = nullptr;
   std::vector<detail::Read> (*reads)(const Problem&, const detail::Unit&);
   // The inputs whose rows the MPFI pass reads from the case a block at a
   // time instead of converting them (Conversion::mpfi): attention's
-  // (detail/streamed_attention.hpp). Converted at 64 bits, a decode kv
-  // head's cache at L = 131072 was 4 GiB of MPFI, four times the case's
-  // own K and V.
+  // (detail/streamed_attention.hpp) and rmsnorm's (detail/streamed_norm.hpp).
+  // Converted at 64 bits, a decode kv head's cache at L = 131072 was 4 GiB
+  // of MPFI, four times the case's own K and V.
   std::vector<std::string_view> streamed_at_mpfi;
   // Whether the first pass (doubles or double-doubles) may run the op's
   // units: block's DNF computes its attention scale inside the template,

@@ -13,19 +13,32 @@ namespace moacert::dnf {
 using moa::extent_t;
 using moa::View;
 
+// One row of rmsnorm over d < D: x(d) and w(d) give the row's elements and
+// the weight's; y(d, value) takes each element of the output (value may be
+// an expression of T, evaluated where y assigns it). The oracle's MPFI pass
+// runs it on rows read from the case rather than converted, handing each
+// element on (oracle/detail/streamed_norm.hpp): the same operations in
+// this order.
+template <class T, class X, class W, class Y>
+void rmsnorm_row(extent_t D, double eps_d, X&& x, W&& w, Y&& y) {
+  using Tr = ScalarTraits<T>;
+  using std::sqrt;
+  const T eps = Tr::from_double(eps_d);
+  T sum_sq = Tr::zero();
+  for (extent_t d = 0; d < D; ++d) sum_sq += x(d) * x(d);
+  const T rms = sqrt(sum_sq / Tr::from_double(double(D)) + eps);
+  for (extent_t d = 0; d < D; ++d) y(d, x(d) / rms * w(d));
+}
+
 // x (T,D), w (D) -> y (T,D)
 template <class T>
 void rmsnorm(View<const T> x, View<const T> w, double eps_d, View<T> y) {
-  using Tr = ScalarTraits<T>;
-  using std::sqrt;
   const extent_t rows = x.shape()[0], D = x.shape()[1];
-  const T eps = Tr::from_double(eps_d);
-  for (extent_t t = 0; t < rows; ++t) {
-    T sum_sq = Tr::zero();
-    for (extent_t d = 0; d < D; ++d) sum_sq += x(t, d) * x(t, d);
-    const T rms = sqrt(sum_sq / Tr::from_double(double(D)) + eps);
-    for (extent_t d = 0; d < D; ++d) y(t, d) = x(t, d) / rms * w(d);
-  }
+  for (extent_t t = 0; t < rows; ++t)
+    rmsnorm_row<T>(
+        D, eps_d, [&](extent_t d) -> const T& { return x(t, d); },
+        [&](extent_t d) -> const T& { return w(d); },
+        [&](extent_t d, const auto& value) { y(t, d) = value; });
 }
 
 template <class T>

@@ -407,16 +407,41 @@ TEST_P(EveryOp, RoundsCorrectlyAgainst2000Bits) {
   }
 }
 
-// At the MPFI pass attention's units read their rows from the case
-// (detail/streamed_attention.hpp), not from rows the pass converted. They
-// must be the DNF's operations in the DNF's order: at 20 bits, where a sum
-// taken in another order rounds differently, every element of every unit
-// (the whole oracle's: forward rows, kv groups, decode heads; a sample's:
-// dQ rows, key rows) equals the one the DNF computes on the converted rows
-// bit for bit. N = M = 150 leave short last blocks of keys and of query
-// rows; the causal mask and decode's lens cut rows within a block. bf16
-// inputs are exact at 20 bits.
-TEST(StreamedUnits, AreTheDNFBitForBit) {
+// At the MPFI pass attention's and rmsnorm's units read their rows from
+// the case (detail/streamed_attention.hpp, detail/streamed_norm.hpp), not
+// from rows the pass converted. They must be the DNF's operations in the
+// DNF's order: at 20 bits, where a sum taken in another order rounds
+// differently, every element of every unit equals the one the DNF computes
+// on the converted rows bit for bit. Both convert at the level's
+// precision, bf16 inputs exactly. (The pass converts its rows at 64 bits,
+// at most its levels' precision unless --precision caps them lower; at a
+// level below 64 bits, as here, Boost would give a value assigned from an
+// input the input's 64 bits, and the two would differ for that alone.)
+void expect_streamed_units_are_the_dnf(const Case& c, const std::vector<detail::Unit>& units,
+                                       const std::string& what) {
+  const auto converted = detail::make_inputs<Real>(c, units, detail::Conversion::every_read);
+  const auto streamed = detail::make_inputs<Real>(c, units, detail::Conversion::mpfi);
+  std::size_t compared = 0;
+  for (const detail::Unit& u : units) {
+    std::map<std::pair<int, moa::extent_t>, Real> want;
+    detail::run_unit(c.problem, converted, u, [&](int out, moa::extent_t flat, const Real& x) {
+      want[{out, flat}] = x;
+    });
+    detail::run_unit(c.problem, streamed, u, [&](int out, moa::extent_t flat, const Real& x) {
+      const auto it = want.find({out, flat});
+      ASSERT_NE(it, want.end()) << what << " output " << out << "[" << flat << "]";
+      EXPECT_EQ(x, it->second) << what << " output " << out << "[" << flat << "]";
+      ++compared;
+    });
+  }
+  EXPECT_GT(compared, 0u) << what;
+}
+
+// Attention's units: the whole oracle's (forward rows, kv groups, decode
+// heads) and a sample's (dQ rows, key rows). N = M = 150 leave short last
+// blocks of keys and of query rows; the causal mask and decode's lens cut
+// rows within a block.
+TEST(StreamedUnits, AttentionIsTheDNFBitForBit) {
   const Precision precision(20);
   for (const Op op :
        {Op::attention_fwd, Op::attention_bwd, Op::attention_fwdbwd, Op::attention_decode}) {
@@ -428,34 +453,22 @@ TEST(StreamedUnits, AreTheDNFBitForBit) {
       p.dims = {
           .B = 1, .H = 4, .Hkv = 2, .N = op == Op::attention_decode ? 1 : 150, .M = 150, .D = 8};
       const Case c = make_case(p.op, p.format, p.dims, 11, causal);
-      const Selection sample{{0, 70, 149, 300 + 149}, {0, 63, 64, 149}};
-      const std::vector<std::vector<detail::Unit>> unit_sets = {
-          detail::units_of(c.problem), op == Op::attention_bwd || op == Op::attention_fwdbwd
-                                           ? detail::units_of(c.problem, &sample)
-                                           : std::vector<detail::Unit>{}};
-      for (const auto& units : unit_sets) {
-        if (units.empty()) continue;
-        const auto converted = detail::make_inputs<Real>(c, units, detail::Conversion::every_read);
-        const auto streamed = detail::make_inputs<Real>(c, units, detail::Conversion::mpfi);
-        std::size_t compared = 0;
-        for (const detail::Unit& u : units) {
-          std::map<std::pair<int, moa::extent_t>, Real> want;
-          detail::run_unit(c.problem, converted, u,
-                           [&](int out, moa::extent_t flat, const Real& x) {
-                             want[{out, flat}] = x;
-                           });
-          detail::run_unit(c.problem, streamed, u, [&](int out, moa::extent_t flat, const Real& x) {
-            const auto it = want.find({out, flat});
-            ASSERT_NE(it, want.end()) << "output " << out << "[" << flat << "]";
-            EXPECT_EQ(x, it->second) << info(op).name << (causal ? " causal" : "") << " output "
-                                     << out << "[" << flat << "]";
-            ++compared;
-          });
-        }
-        EXPECT_GT(compared, 0u);
+      const std::string what = std::string(info(op).name) + (causal ? " causal" : "");
+      expect_streamed_units_are_the_dnf(c, detail::units_of(c.problem), what);
+      if (op == Op::attention_bwd || op == Op::attention_fwdbwd) {
+        const Selection sample{{0, 70, 149, 300 + 149}, {0, 63, 64, 149}};
+        expect_streamed_units_are_the_dnf(c, detail::units_of(c.problem, &sample),
+                                          what + " sampled");
       }
     }
   }
+}
+
+// rmsnorm's rows: D = 700 is two whole blocks of x and w and a short one.
+TEST(StreamedUnits, RmsnormIsTheDNFBitForBit) {
+  const Precision precision(20);
+  const Case c = make_case(Op::rmsnorm, Format::bf16, {.D = 700, .T = 3}, 11);
+  expect_streamed_units_are_the_dnf(c, detail::units_of(c.problem), "rmsnorm");
 }
 
 // L = Σ dO · O; its gradient is (dq, dk, dv). A central difference with
