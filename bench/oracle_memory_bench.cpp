@@ -6,7 +6,10 @@
 // bound certify checks from the shape alone) and for the whole oracle.
 //
 //   oracle_memory_bench OP B H HKV N M D [THREADS] [DIGITS]
+//   oracle_memory_bench OP NAME=E,NAME=E,... [THREADS] [DIGITS]
 //
+// The second form names the extents (bench/named_dims.hpp), for the ops
+// without attention's six (rmsnorm: T, D; mlp.swiglu: T, Dm, F).
 // DIGITS asks that many exact digits of every sampled element
 // (Options::exact_digits), which sends each through the MPFI pass: its
 // peak, where a default run decides every element before it.
@@ -18,6 +21,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/named_dims.hpp"
 #include "oracle/memory.hpp"
 #include "oracle/oracle.hpp"
 #include "properties/properties.hpp"
@@ -60,12 +64,14 @@ void measure(const Problem& p, int threads, int digits) {
     return oracle::memory_needed(p, defaults.max_precision, threads, s ? &*s : nullptr, digits) /
            kMiB;
   };
+  std::string extents;  // the op's own axes, "T=16 D=16384"
+  for (const std::string_view axis : dims_of(p.op))
+    extents.append(" ").append(axis).append("=").append(std::to_string(extent_of(p.dims, axis)));
   std::printf(
-      "%s B=%lld H=%lld Hkv=%lld N=%lld M=%lld D=%lld: %lld of %lld query rows, %lld key rows; "
+      "%s%s: %lld of %lld query rows, %lld key rows; "
       "case %.1f MiB, oracle peak +%.1f MiB; stated %.1f MiB (sample), %.1f MiB (shape's "
       "bound), %.1f MiB (whole oracle); first pass decided %lld of %lld\n",
-      std::string(info(p.op).name).c_str(), (long long)p.dims.B, (long long)p.dims.H,
-      (long long)p.dims.Hkv, (long long)p.dims.N, (long long)p.dims.M, (long long)p.dims.D,
+      std::string(info(p.op).name).c_str(), extents.c_str(),
       (long long)(sample.rows ? sample.rows->query_rows.size() : 0),
       (long long)oracle::query_row_count(p),
       (long long)(sample.rows ? sample.rows->key_rows.size() : 0), before, after - before,
@@ -76,8 +82,9 @@ void measure(const Problem& p, int threads, int digits) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 8) {
-    std::fprintf(stderr, "usage: %s OP B H HKV N M D [THREADS] [DIGITS]\n", argv[0]);
+  const bool named = argc >= 3 && bench::names_extents(argv[2]);
+  if (argc < (named ? 3 : 8)) {
+    std::fprintf(stderr, "usage: %s OP (B H HKV N M D | NAME=E,...) [THREADS] [DIGITS]\n", argv[0]);
     return 2;
   }
   const std::optional<Op> op = parse_op(argv[1]);
@@ -88,14 +95,22 @@ int main(int argc, char** argv) {
   Problem p;
   p.op = *op;
   p.format = Format::f32;
-  p.dims = {.B = std::atol(argv[2]),
-            .H = std::atol(argv[3]),
-            .Hkv = std::atol(argv[4]),
-            .N = std::atol(argv[5]),
-            .M = std::atol(argv[6]),
-            .D = std::atol(argv[7])};
-  const int threads = argc > 8 ? std::atoi(argv[8]) : 1;
-  const int digits = argc > 9 ? std::atoi(argv[9]) : 0;
+  if (named) {
+    if (!bench::parse_named_dims(argv[2], p.dims)) {
+      std::fprintf(stderr, "oracle_memory_bench: bad extents %s\n", argv[2]);
+      return 2;
+    }
+  } else {
+    p.dims = {.B = std::atol(argv[2]),
+              .H = std::atol(argv[3]),
+              .Hkv = std::atol(argv[4]),
+              .N = std::atol(argv[5]),
+              .M = std::atol(argv[6]),
+              .D = std::atol(argv[7])};
+  }
+  const int rest = named ? 3 : 8;  // THREADS, then DIGITS
+  const int threads = argc > rest ? std::atoi(argv[rest]) : 1;
+  const int digits = argc > rest + 1 ? std::atoi(argv[rest + 1]) : 0;
   try {
     validate(p);
   } catch (const std::exception& e) {

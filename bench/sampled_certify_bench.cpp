@@ -18,39 +18,14 @@
 #include <string>
 #include <utility>
 
+#include "bench/named_dims.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
 
 using namespace moacert;
 
-namespace {
-
-// "T=512,Dm=1024,F=2816" onto d; false on a name or number it does not know.
-bool parse_named(const std::string& text, Dims& d) {
-  const std::pair<const char*, moa::extent_t Dims::*> fields[] = {
-      {"B", &Dims::B}, {"H", &Dims::H}, {"Hkv", &Dims::Hkv}, {"N", &Dims::N},   {"M", &Dims::M},
-      {"L", &Dims::M}, {"D", &Dims::D}, {"T", &Dims::T},     {"Dm", &Dims::Dm}, {"F", &Dims::F}};
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t end = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, end - at);
-    const std::size_t eq = item.find('=');
-    if (eq == std::string::npos) return false;
-    const auto field = std::find_if(std::begin(fields), std::end(fields),
-                                    [&](const auto& f) { return item.substr(0, eq) == f.first; });
-    char* stop = nullptr;
-    const long value = std::strtol(item.c_str() + eq + 1, &stop, 10);
-    if (field == std::end(fields) || *stop != '\0' || value < 1) return false;
-    d.*(field->second) = value;
-    at = end + 1;
-  }
-  return true;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  const bool named = argc >= 4 && std::string(argv[3]).find('=') != std::string::npos;
+  const bool named = argc >= 4 && bench::names_extents(argv[3]);
   if (argc < (named ? 4 : 9)) {
     std::fprintf(stderr, "usage: %s OP VARIANT (B H HKV N M D | NAME=E,...) [causal] [FORMAT]\n",
                  argv[0]);
@@ -66,7 +41,7 @@ int main(int argc, char** argv) {
   Problem& p = spec.problem;
   p.op = *op;
   if (named) {
-    if (!parse_named(argv[3], p.dims)) {
+    if (!bench::parse_named_dims(argv[3], p.dims)) {
       std::fprintf(stderr, "sampled_certify_bench: bad extents %s\n", argv[3]);
       return 2;
     }
