@@ -1,10 +1,11 @@
-// The benches' named extents, "T=512,Dm=1024,F=2816" (the axis names of
+// The benches' extents: named, "T=512,Dm=1024,F=2816" (the axis names of
 // reference/problem.hpp's dim_field: B H Hkv N M D T Dm F, and L for M),
-// for the ops without attention's six positional ones.
+// for the ops without attention's six; or those six positional.
 #pragma once
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "reference/problem.hpp"
@@ -32,6 +33,23 @@ inline bool parse_named_dims(const std::string& text, Dims& d) {
     at = end + 1;
   }
   return true;
+}
+
+// The extents at argv[at]: NAME=E,... in one argument, or B H HKV N M D
+// in six. The position after them; nullopt when they are missing or name
+// an axis or a number it does not know.
+inline std::optional<int> read_dims(int argc, char** argv, int at, Dims& d) {
+  if (at >= argc) return std::nullopt;
+  if (names_extents(argv[at]))
+    return parse_named_dims(argv[at], d) ? std::optional(at + 1) : std::nullopt;
+  if (argc < at + 6) return std::nullopt;
+  d = {.B = std::atol(argv[at]),
+       .H = std::atol(argv[at + 1]),
+       .Hkv = std::atol(argv[at + 2]),
+       .N = std::atol(argv[at + 3]),
+       .M = std::atol(argv[at + 4]),
+       .D = std::atol(argv[at + 5])};
+  return at + 6;
 }
 
 }  // namespace moacert::bench

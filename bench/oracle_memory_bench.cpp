@@ -82,11 +82,11 @@ void measure(const Problem& p, int threads, int digits) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool named = argc >= 3 && bench::names_extents(argv[2]);
-  if (argc < (named ? 3 : 8)) {
+  auto usage = [&] {
     std::fprintf(stderr, "usage: %s OP (B H HKV N M D | NAME=E,...) [THREADS] [DIGITS]\n", argv[0]);
     return 2;
-  }
+  };
+  if (argc < 3) return usage();
   const std::optional<Op> op = parse_op(argv[1]);
   if (!op) {
     std::fprintf(stderr, "oracle_memory_bench: unknown op %s\n", argv[1]);
@@ -95,22 +95,10 @@ int main(int argc, char** argv) {
   Problem p;
   p.op = *op;
   p.format = Format::f32;
-  if (named) {
-    if (!bench::parse_named_dims(argv[2], p.dims)) {
-      std::fprintf(stderr, "oracle_memory_bench: bad extents %s\n", argv[2]);
-      return 2;
-    }
-  } else {
-    p.dims = {.B = std::atol(argv[2]),
-              .H = std::atol(argv[3]),
-              .Hkv = std::atol(argv[4]),
-              .N = std::atol(argv[5]),
-              .M = std::atol(argv[6]),
-              .D = std::atol(argv[7])};
-  }
-  const int rest = named ? 3 : 8;  // THREADS, then DIGITS
-  const int threads = argc > rest ? std::atoi(argv[rest]) : 1;
-  const int digits = argc > rest + 1 ? std::atoi(argv[rest + 1]) : 0;
+  const std::optional<int> rest = bench::read_dims(argc, argv, 2, p.dims);  // THREADS, DIGITS
+  if (!rest) return usage();
+  const int threads = argc > *rest ? std::atoi(argv[*rest]) : 1;
+  const int digits = argc > *rest + 1 ? std::atoi(argv[*rest + 1]) : 0;
   try {
     validate(p);
   } catch (const std::exception& e) {

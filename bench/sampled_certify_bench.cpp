@@ -25,12 +25,12 @@
 using namespace moacert;
 
 int main(int argc, char** argv) {
-  const bool named = argc >= 4 && bench::names_extents(argv[3]);
-  if (argc < (named ? 4 : 9)) {
+  auto usage = [&] {
     std::fprintf(stderr, "usage: %s OP VARIANT (B H HKV N M D | NAME=E,...) [causal] [FORMAT]\n",
                  argv[0]);
     return 2;
-  }
+  };
+  if (argc < 4) return usage();
   const std::optional<Op> op = parse_op(argv[1]);
   const kernels::Variant* v = op ? kernels::Registry::builtin().find(*op, argv[2]) : nullptr;
   if (!v) {
@@ -40,20 +40,9 @@ int main(int argc, char** argv) {
   properties::CaseSpec spec;
   Problem& p = spec.problem;
   p.op = *op;
-  if (named) {
-    if (!bench::parse_named_dims(argv[3], p.dims)) {
-      std::fprintf(stderr, "sampled_certify_bench: bad extents %s\n", argv[3]);
-      return 2;
-    }
-  } else {
-    p.dims = {.B = std::atol(argv[3]),
-              .H = std::atol(argv[4]),
-              .Hkv = std::atol(argv[5]),
-              .N = std::atol(argv[6]),
-              .M = std::atol(argv[7]),
-              .D = std::atol(argv[8])};
-  }
-  for (int k = named ? 4 : 9; k < argc; ++k) {
+  const std::optional<int> rest = bench::read_dims(argc, argv, 3, p.dims);
+  if (!rest) return usage();
+  for (int k = *rest; k < argc; ++k) {
     const std::string a = argv[k];
     if (a == "causal") {
       p.params.causal = true;
