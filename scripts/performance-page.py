@@ -217,7 +217,10 @@ LATER_RECORDS = {
         '[The oracle and the kernels counted as phases](performance-history.md#the-oracle-and-the-kernels-counted-as-phases-issue-29-item-3-6-december-2026);',
         "with the MPFI pass streaming attention's rows, decode at L=131072 stated",
         '2.1 GiB (was 5.4) against its 1.56 GiB peak, bwd at 4096 1.57 GiB (was 2.0):',
-        "[Attention's rows streamed at the MPFI pass](performance-history.md#attentions-rows-streamed-at-the-mpfi-pass-issue-29-item-3-6-december-2026).",
+        "[Attention's rows streamed at the MPFI pass](performance-history.md#attentions-rows-streamed-at-the-mpfi-pass-issue-29-item-3-6-december-2026);",
+        "and with rmsnorm's streamed too, rmsnorm at T=16, D=16384 stated 34.6 MiB",
+        '(was 65.1) against its 34.6 MiB peak, 9.4 of it the program itself:',
+        "[rmsnorm's rows streamed at the MPFI pass](performance-history.md#rmsnorms-rows-streamed-at-the-mpfi-pass-issue-29-item-3-6-december-2026).",
     ],
 }
 
