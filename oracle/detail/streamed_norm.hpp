@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "reference/case.hpp"
