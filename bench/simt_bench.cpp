@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bench/simt_kernels.hpp"
-#include "moacert/simt.h"
 #include "tests/simt/kernels.hpp"
+#include "moacert/simt.h"
 
 namespace {
 
