@@ -113,15 +113,20 @@ std::vector<Unit> decode_units(const Problem& p, const Selection* rows) {  // on
 double softmax_row_elements(const Dims& d) {  // one query row's softmax
   return 4.0 * double(d.M) + 2.0 * double(d.D);
 }
+// One query row's softmax at the MPFI pass: streamed_forward holds the
+// row's probabilities where its scores were, M, and its O row, D
+// (detail/streamed_attention.hpp; the plain reductions work in place).
+double streamed_softmax_row_elements(const Dims& d) {
+  return double(d.M) + double(d.D);
+}
 
-// A query row's scores and probabilities (and, for a dQ row, its D_i and
-// dQ row); a kv group's dQ, dK and dV with one query row's
-// softmax at a time (dnf::attention_bwd walks the rows, holding no N x M
-// array); the key rows' dK, dV with a block of query rows' statistics.
-double scratch_elements(const Problem& p, const Unit& u) {
+// A query row's scores and probabilities, `row` (and, for a dQ row, its
+// D_i and dQ row); a kv group's dQ, dK and dV with one query row's softmax
+// at a time (dnf::attention_bwd walks the rows, holding no N x M array);
+// the key rows' dK, dV with a block of query rows' statistics.
+double scratch_with_rows(const Problem& p, const Unit& u, double row) {
   const Dims& d = p.dims;
   const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
-  const double row = softmax_row_elements(d);
   switch (u.kind) {
     case UnitKind::fwd_row:
     case UnitKind::decode_head:
@@ -139,16 +144,21 @@ double scratch_elements(const Problem& p, const Unit& u) {
   }
   not_attention(u);
 }
+double scratch_elements(const Problem& p, const Unit& u) {
+  return scratch_with_rows(p, u, softmax_row_elements(p.dims));
+}
 
-// At the MPFI pass (detail/streamed_attention.hpp): the same, with the
-// blocks of rows the unit streams from the case, and a kv group's dQ a row
-// at a time, each handed on as it is done, where the DNF fills the group's.
+// At the MPFI pass (detail/streamed_attention.hpp): the same with the
+// streamed rows' softmax, with the blocks of rows the unit streams from
+// the case, and a kv group's dQ a row at a time, each handed on as it is
+// done, where the DNF fills the group's.
 double mpfi_scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double streamed = detail::streamed_attention_scratch(d, double(u.keys.size()));
+  const double row = streamed_softmax_row_elements(d);
   if (u.kind == UnitKind::bwd_group)
-    return double(d.D) + 2.0 * double(d.M) * double(d.D) + softmax_row_elements(d) + streamed;
-  return scratch_elements(p, u) + streamed;
+    return double(d.D) + 2.0 * double(d.M) * double(d.D) + row + streamed;
+  return scratch_with_rows(p, u, row) + streamed;
 }
 
 std::vector<Read> reads(const Problem& p, const Unit& u) {
