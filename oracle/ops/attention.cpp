@@ -121,22 +121,25 @@ double streamed_softmax_row_elements(const Dims& d) {
 }
 
 // A query row's scores and probabilities, `row` (and, for a dQ row, its
-// D_i and dQ row); a kv group's dQ, dK and dV with one query row's softmax
-// at a time (dnf::attention_bwd walks the rows, holding no N x M array);
-// the key rows' dK, dV with a block of query rows' statistics.
-double scratch_with_rows(const Problem& p, const Unit& u, double row) {
+// D_i and dQ row); a kv group's dQ (`group_dq`), dK and dV with one query
+// row's softmax at a time (dnf::attention_bwd walks the rows, holding no
+// N x M array); the key rows' dK, dV with a block of query rows'
+// statistics.
+struct HeldRows {
+  double row, group_dq;
+};
+double scratch_with_rows(const Problem& p, const Unit& u, HeldRows held) {
   const Dims& d = p.dims;
-  const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
   switch (u.kind) {
     case UnitKind::fwd_row:
     case UnitKind::decode_head:
-      return row;
+      return held.row;
     case UnitKind::bwd_group:
-      return group * double(d.N) * double(d.D) + 2.0 * double(d.M) * double(d.D) + row;
+      return held.group_dq + 2.0 * double(d.M) * double(d.D) + held.row;
     case UnitKind::bwd_query_row:
-      return row + double(d.D);
+      return held.row + double(d.D);
     case UnitKind::bwd_key_rows:  // kStatisticsRows query rows' softmax at once
-      return double(dnf::kStatisticsRows) * row + 2.0 * double(u.keys.size()) * double(d.D);
+      return double(dnf::kStatisticsRows) * held.row + 2.0 * double(u.keys.size()) * double(d.D);
     case UnitKind::norm_row:
     case UnitKind::mlp_row:
     case UnitKind::batch:
@@ -144,21 +147,20 @@ double scratch_with_rows(const Problem& p, const Unit& u, double row) {
   }
   not_attention(u);
 }
+// The DNF's: a kv group fills the group's dQ, G·N·D.
 double scratch_elements(const Problem& p, const Unit& u) {
-  return scratch_with_rows(p, u, softmax_row_elements(p.dims));
+  const Dims& d = p.dims;
+  const double group = double(d.H) / double(std::max<extent_t>(1, d.Hkv));
+  return scratch_with_rows(p, u, {softmax_row_elements(d), group * double(d.N) * double(d.D)});
 }
 
-// At the MPFI pass (detail/streamed_attention.hpp): the same with the
-// streamed rows' softmax, with the blocks of rows the unit streams from
-// the case, and a kv group's dQ a row at a time, each handed on as it is
-// done, where the DNF fills the group's.
+// At the MPFI pass (detail/streamed_attention.hpp): the streamed rows'
+// softmax, a kv group's dQ a row at a time, each handed on as it is done,
+// and the blocks of rows the unit streams from the case.
 double mpfi_scratch_elements(const Problem& p, const Unit& u) {
   const Dims& d = p.dims;
   const double streamed = detail::streamed_attention_scratch(d, double(u.keys.size()));
-  const double row = streamed_softmax_row_elements(d);
-  if (u.kind == UnitKind::bwd_group)
-    return double(d.D) + 2.0 * double(d.M) * double(d.D) + row + streamed;
-  return scratch_with_rows(p, u, row) + streamed;
+  return scratch_with_rows(p, u, {streamed_softmax_row_elements(d), double(d.D)}) + streamed;
 }
 
 std::vector<Read> reads(const Problem& p, const Unit& u) {
