@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +45,28 @@ const double* row_of(const Mat& m, const Index& start) {
 }
 double* row_of(Mat& m, const Index& start) {
   return m.storage().data() + moa::row_major_offset(m.shape(), start);
+}
+
+// The errors of inputs flushed to zero (declared: Flush::inputs): an
+// element of magnitude below `floor` (the storage format's smallest
+// normal) may be read as 0, an error of its whole magnitude; others none.
+Mat flush_errors(const Mat& x, double floor) {
+  Mat e(x.shape());
+  std::transform(x.storage().begin(), x.storage().end(), e.storage().begin(),
+                 [floor](double v) { return std::fabs(v) < floor ? std::fabs(v) : 0.0; });
+  return e;
+}
+
+// The errors of an attention input as a kernel reads it for a contraction
+// `sum`: flushed where declared (the whole magnitude of a subnormal), else
+// its rounding to the contraction's operand format (TF32), else none.
+Mat read_errors(const Mat& x, const RoundingUnits& u, const SumUnits& sum) {
+  Mat e(x.shape());
+  std::transform(x.storage().begin(), x.storage().end(), e.storage().begin(), [&](double v) {
+    if (u.flush_inputs && std::fabs(v) < u.input_floor) return std::fabs(v);
+    return sum.operand_u > 0 ? sum.operand_error(v) : 0.0;
+  });
+  return e;
 }
 
 // One query row's scratch, M keys by D: kept per thread across rows.
@@ -102,8 +126,21 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
     }
     w.s[j] = scale * dot;
     w.a[j] = scale * mag;
-    w.delta[j] = u.gamma(double(D + 3)) * (w.a[j] + scale * extra) + scale * extra +
-                 double(D + 1) * u.eta_a * std::max(1.0, scale);
+    // The dot product as the kernel declares it accumulated (its γ, its
+    // operands' TF32 rounding, its underflow), unbounded where a partial
+    // sum may pass the accumulator's largest finite; then the scores'
+    // rounding, where declared (docs/bounds.md#declared-arithmetic).
+    const bool overflows = std::max(1.0, scale) * mag * 2 >= u.qk.overflow;
+    w.delta[j] = overflows ? kInf
+                           : u.qk.gamma(double(D + 3)) * (w.a[j] + scale * extra) + scale * extra +
+                                 double(D + 1) * u.qk.eta * std::max(1.0, scale);
+    // Scores rounded to a format are rounded twice where a kernel rounds
+    // the product q kᵀ and then its scaling (PyTorch's composition in bf16):
+    // each within u |s| + η / 2, the first's η scaled by σ.
+    if (u.scores) {
+      w.delta[j] = u.scores.after(w.s[j], u.scores.after(w.s[j], w.delta[j])) +
+                   u.scores.eta * std::max(1.0, scale) / 2;
+    }
     smax = std::max(smax, w.s[j]);
     dmax = std::max(dmax, w.delta[j]);
   }
@@ -119,10 +156,13 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
   // and, should it sum the rounded ones, the denominator's
   // (docs/bounds.md#tensor-cores).
   const double exps = (nn + 1) * std::log1p(u.eps_exp), rescales = (nn + 1) * std::log1p(u.ua);
+  // The numerator's sum as declared: its γ_{n+2}, and, in an f16 or bf16
+  // accumulator, its up to n + 1 rescales rounded there too.
+  const double numerator = compose(u.pv.gamma(nn + 2), u.pv.narrow ? power(u.pv.u, nn + 1) : 0);
   for (extent_t j = 0; j < n; ++j) {
     w.e_row[j] = std::expm1(u.ua * (smax - w.s[j] + 2 * dmax) + exps + rescales);
     if (u.u_weights > 0) w.e_row[j] = compose(w.e_row[j], u.u_weights);
-    w.f_row[j] = compose(w.e_row[j], u.gamma(nn + 2));
+    w.f_row[j] = compose(w.e_row[j], numerator);
   }
   double L = 0;
   for (extent_t j = 0; j < n; ++j) {
@@ -133,16 +173,23 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
   // ... and each rounded weight may underflow in storage: η_w / 2, against
   // l >= 1.
   if (u.u_weights > 0) L += nn * u.eta_weights / 2;
+  // ... and l rounded to a format before its use (l >= 1: relative).
+  if (u.row_sum) L = compose(L, u.row_sum.u);
   const double lse = smax + std::log(l);
   r.lse_val.view()(b, h, i) = lse;
   const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +
                          4 * u.ua * (std::fabs(lse) + dmax + 1);
   // A score bound so large that e^{2 dmax} overflows (an upstream stage's
   // errors, or an infinite one) leaves the row unbounded; the formulas
-  // would give NaN (Delta·0, L/(1 - L) at L = inf).
-  const bool unbounded = std::isinf(Delta);
+  // would give NaN (Delta·0, L/(1 - L) at L = inf). So does a relative
+  // error of l of 1 or more (a declared arithmetic as coarse as scores
+  // rounded to bf16 at logits in the hundreds), where 1/(1 - L) turns
+  // negative: nothing bounds such a row.
+  const bool unbounded = std::isinf(Delta) || !(L < 1);
   r.lse.view()(b, h, i) =
-      unbounded ? kInf : kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_s / 2);
+      unbounded
+          ? kInf
+          : kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_out(lse, lse_acc));
   return {l, L, Delta, unbounded};
 }
 
@@ -172,13 +219,17 @@ void attention_forward_values(extent_t b, extent_t h, extent_t i, extent_t n,
   for (extent_t d = 0; d < D; ++d) {
     const double c = w.c[d], f = w.f[d], o = w.o[d];
     double acc = Delta * c + ((1 + Delta) * f + L * (std::fabs(o) + Delta * c)) / (1 - L) +
-                 (2 * nn * w.vmax[d] + nn + 2) * u.eta_a / (1 - L) +
+                 (2 * nn * w.vmax[d] + nn + 2) * u.pv.eta / (1 - L) +
                  w.ev[d] * (1 + Delta) * (1 + L) / (1 - L);
     if (u.u_weights > 0) acc += nn * w.vmax[d] * u.eta_weights / 2 / (1 - L);
+    // A partial value sum holds at most n max|v| (weights at most 1 against
+    // the running max, twice that with their errors): past the accumulator's
+    // largest finite it may overflow.
+    const bool overflows = 4 * nn * w.vmax[d] >= u.pv.overflow;
     o_val[d] = o;
-    o_bound[d] = unbounded || std::isinf(w.ev[d])
+    o_bound[d] = unbounded || overflows || std::isinf(w.ev[d])
                      ? kInf
-                     : kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_s / 2);
+                     : kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_out(o, acc));
   }
 }
 
@@ -228,8 +279,19 @@ void attention_forward_rows(const Mat& q, const Mat& k, const Mat& v, const KeyR
 
 ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
                                        bool causal, const std::vector<extent_t>* lens,
-                                       const RoundingUnits& u, const AttentionInputErrors& in,
+                                       const RoundingUnits& u, const AttentionInputErrors& given,
                                        const std::vector<std::uint8_t>* wanted) {
+  // Errors of the inputs as the kernel reads them, where declared: each
+  // subnormal one flushed to 0; q and k rounded to TF32 before QK, v
+  // before PV (docs/bounds.md#declared-arithmetic).
+  Mat read_q, read_k, read_v;
+  AttentionInputErrors in = given;
+  if (!given.q && (u.flush_inputs || u.qk.operand_u > 0 || u.pv.operand_u > 0)) {
+    read_q = read_errors(q, u, u.qk);
+    read_k = read_errors(k, u, u.qk);
+    read_v = read_errors(v, u, u.pv);
+    in = {&read_q, &read_k, &read_v};
+  }
   const Shape qs = q.shape(), ks = k.shape();
   const extent_t B = qs[0], H = qs[1], N = qs[2], D = qs[3], Hkv = ks[1], M = ks[2];
   const extent_t group = H / Hkv;
@@ -281,8 +343,18 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
 // ---- rmsnorm and the MLP ----------------------------------------------------
 
 Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& u, Mat* y_val,
-                   const Mat* ex) {
+                   const Mat* given) {
   const extent_t T = x.shape()[0], D = x.shape()[1];
+  // Inputs flushed to zero, where declared: x's subnormals as errors of x,
+  // w's below (a flushed w_d makes y_td 0).
+  const Mat flushed = u.flush_inputs && !given ? flush_errors(x, u.input_floor) : Mat();
+  const Mat* ex = u.flush_inputs && !given ? &flushed : given;
+  // The operations past the sum of squares: /D, + eps, sqrt, the division
+  // (or reciprocal and product) and the product by w; sqrt and the division
+  // as declared (each correctly rounded by default: six roundings).
+  const double ops = u.eps_sqrt == u.ua && u.eps_div == u.ua
+                         ? power(u.ua, 6)
+                         : compose(power(u.ua, 4), compose(u.eps_sqrt, u.eps_div));
   Mat r(Shape{T, D});
   if (y_val) *y_val = Mat(Shape{T, D});
   for (extent_t t = 0; t < T; ++t) {
@@ -294,16 +366,23 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
     const double ms = ss / double(D) + eps;
     const double rms = std::sqrt(ms);
     // relative error of the computed mean square + eps, then of 1/rms
-    const double rho =
-        (u.gamma(double(D + 2)) * ss / double(D) + u.eta_a * double(D) + u.ua * eps) / ms;
-    const double rel = compose(rho, power(u.ua, 6));
+    // The sum of squares as declared accumulated and rounded; unbounded
+    // where it may pass its accumulator's or its rounding's largest finite.
+    const bool overflows = 2 * ss >= u.ss.overflow || 2 * ss >= u.sum_of_squares.overflow;
+    double rho =
+        (u.ss.gamma(double(D + 2)) * ss / double(D) + u.ss.eta * double(D) + u.ua * eps) / ms;
+    if (u.sum_of_squares)
+      rho = compose(rho, u.sum_of_squares.u) + u.sum_of_squares.eta / 2 / (double(D) * ms);
+    double rel = overflows ? kInf : compose(rho, ops);
+    if (u.inverse_root) rel = compose(rel, u.inverse_root.u);
     for (extent_t d = 0; d < D; ++d) {
       const double xv = x.view()(t, d), wv = w.view()(d), y = xv / rms * wv;
-      double e = std::fabs(y) * rel + 2 * u.eta_a * (1 + std::fabs(wv));
+      double e = bound_times(rel, std::fabs(y)) + 2 * u.eta_a * (1 + std::fabs(wv));
+      if (u.flush_inputs && std::fabs(wv) < u.input_floor) e += std::fabs(y);
       if (ex)
         e += bound_times(ex->view()(t, d) + bound_times(sx, std::fabs(xv)) / (double(D) * ms),
                          2 * std::fabs(wv) / rms);
-      r.view()(t, d) = kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_s / 2);
+      r.view()(t, d) = kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_out(y, e));
       if (y_val) y_val->view()(t, d) = y;
     }
   }
@@ -311,11 +390,13 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
 }
 
 Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const RoundingUnits& u,
-                Mat* c_val, bool store, const std::vector<std::uint8_t>* rows) {
+                Mat* c_val, bool store, const std::vector<std::uint8_t>* rows,
+                const SumUnits* declared) {
   const extent_t m = a.shape()[0], k = a.shape()[1], n = bmat.shape()[1];
   Mat r(Shape{m, n});
   if (c_val) *c_val = Mat(Shape{m, n});
-  const double gk = u.gamma(double(k));
+  const SumUnits& sum = declared ? *declared : u.all;
+  const double gk = sum.gamma(double(k));
   // Tiles of the rows asked by blocks of columns, spread over threads: an
   // MLP at its deployment width has few rows (T = 16) and very long ones,
   // and its weights (10.5 GB of f32 at Dm = 16384, F = 53248) are read once
@@ -364,8 +445,10 @@ Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const Round
                      *pt = prop.data() + t * kColumns;
         double* ri = row_of(r, {i, j0});
         for (extent_t j = 0; j < w; ++j) {
-          double e = gk * (at[j] + pt[j]) + pt[j] + double(k) * u.eta_a;
-          if (store) e = e * (1 + u.us) + u.us * std::fabs(vt[j]) + u.eta_s / 2;
+          // unbounded where a partial sum may pass the accumulator's largest finite
+          double e =
+              2 * at[j] >= sum.overflow ? kInf : gk * (at[j] + pt[j]) + pt[j] + double(k) * sum.eta;
+          if (store) e = e * (1 + u.us) + u.us * std::fabs(vt[j]) + u.eta_out(vt[j], e);
           ri[j] = kEvalSlack * e;
         }
         if (c_val) std::copy(vt, vt + w, row_of(*c_val, {i, j0}));
@@ -380,57 +463,129 @@ Mat mlp_bounds(const Mat& x, const MatrixRows& w1, const MatrixRows& w3, const M
                const std::vector<std::uint8_t>* rows) {
   const extent_t T = x.shape()[0], F = w1.shape()[1];
   Mat g, up;
-  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false, rows);
-  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false, rows);
+  const Mat eg = gemm_bounds(x, w1, ex, u, &g, /*store=*/false, rows, &u.gate);
+  const Mat eu = gemm_bounds(x, w3, ex, u, &up, /*store=*/false, rows, &u.up);
   Mat hv(Shape{T, F}), eh(Shape{T, F});
-  const double eps_silu = compose(u.eps_exp, power(u.ua, 3));
+  const double eps_silu = u.eps_silu;
   const double overflow = std::log(u.ua == 0x1p-53 ? 0x1p1023 : 0x1p127) - 1;  // exp(-z) overflows
   for (extent_t t = 0; t < T; ++t) {
     if (rows && !(*rows)[std::size_t(t)]) continue;
     for (extent_t f = 0; f < F; ++f) {
       const double z = g.view()(t, f), uv = up.view()(t, f);
       const double s = dnf::silu(z);
-      const double e_g = eg.view()(t, f), e_u = eu.view()(t, f);
+      // gate and up as declared rounded before their use
+      const double e_g = u.gate_value.after(z, eg.view()(t, f)),
+                   e_u = u.up_value.after(uv, eu.view()(t, f));
       const double s_hat = std::fabs(s) + 1.1 * e_g;  // |silu'| <= 1.1
       const double uv_hat = std::fabs(uv) + e_u;
       double e = bound_times(1.1 * e_g, uv_hat) + bound_times(e_u, std::fabs(s)) +
                  bound_times(s_hat, uv_hat) * compose(eps_silu, u.ua) + u.eta_a;
       if (z - e_g < -overflow) e += bound_times(s_hat, uv_hat);  // silu may flush to 0
       hv.view()(t, f) = s * uv;
-      eh.view()(t, f) = e;
+      // h as declared rounded before the down product
+      eh.view()(t, f) = u.h.after(s * uv, e);
     }
   }
-  return gemm_bounds(hv, w2, &eh, u, y_val, /*store=*/true, rows);
+  return gemm_bounds(hv, w2, &eh, u, y_val, /*store=*/true, rows, &u.down);
 }
 
 }  // namespace detail
 
 namespace detail {
 
-RoundingUnits rounding_units(Format f, const BoundConstants& k) {
-  const bool f64 = f == Format::f64;
-  const FormatInfo s = info(f);
-  RoundingUnits u;
-  u.ua = f64 ? 0x1p-53 : 0x1p-24;
-  u.us = std::ldexp(1.0, -s.precision);
-  u.eta_a = f64 ? std::ldexp(1.0, -1074) : 0x1p-149;
-  u.eta_s = std::ldexp(1.0, s.emin - s.precision + 1);
-  u.eps_exp = k.exp_error_u * u.ua;
-  u.eps_log = k.log_error_u * u.ua;
+namespace {
+
+// A contraction accumulated as declared (docs/bounds.md#declared-arithmetic),
+// in a call whose accumulation format has unit `ua` and smallest
+// subnormal `eta_a` (f64 for f64, else f32).
+SumUnits sum_units(Accumulation a, bool f64, double ua, double eta_a) {
   // A tensor-core step merging j more terms errs by at most (j + 1) 2^-23 +
   // j 2^-46 of its addends' magnitudes, below (1 + u_t)^j - 1 with
   // u_t = (1 + 2^-23)^2 - 1 = 2^-22 + 2^-46, exact in double
   // (docs/bounds.md#tensor-cores); f32 accumulators only.
-  u.u_sum =
-      k.arithmetic.accumulation == Accumulation::tensor_core && !f64 ? 0x1p-22 + 0x1p-46 : u.ua;
-  if (k.arithmetic.weights_in_storage_format) {
-    u.u_weights = u.us;
-    u.eta_weights = u.eta_s;
+  const double u_t = f64 ? ua : 0x1p-22 + 0x1p-46;
+  switch (a) {
+    case Accumulation::rounded:
+      return {ua, eta_a};
+    case Accumulation::tensor_core:
+      return {u_t, eta_a};
+    case Accumulation::tf32:  // both operands to 11 bits, then on tensor cores
+      return {u_t, eta_a, kInf, false, 0x1p-11, 0x1p-137};
+    case Accumulation::f16:  // every addition in f16: its unit, subnormal, largest finite
+      return {std::max(ua, 0x1p-11), std::max(eta_a, 0x1p-24), 65504, true};
+    case Accumulation::bf16:
+      return {std::max(ua, 0x1p-8), std::max(eta_a, 0x1p-133), 0x1.fep127, true};
   }
-  if (k.arithmetic.score_gradients_in_storage_format) {
-    u.u_score_grads = u.us;
-    u.eta_score_grads = u.eta_s;
-  }
+  return {ua, eta_a};
+}
+
+IntermediateRounding rounding_of(const Arithmetic& a, std::string_view intermediate,
+                                 Format storage) {
+  const std::optional<Format> to = a.rounded_format(intermediate, storage);
+  if (!to) return {};
+  const FormatInfo i = info(*to);
+  return {std::ldexp(1.0, -i.precision), std::ldexp(1.0, i.emin - i.precision + 1),
+          std::ldexp(2 - std::ldexp(1.0, 1 - i.precision), i.emax)};
+}
+
+// A declared function's relative error, K ulps of the accumulation format:
+// K 2^(1-p) = 2 K u_a; undeclared, `standard`.
+double function_error(const Arithmetic& a, std::string_view function, double ua, double standard) {
+  const std::optional<double> ulps = a.ulps_of(function);
+  return ulps ? 2 * *ulps * ua : standard;
+}
+
+}  // namespace
+
+RoundingUnits rounding_units(Format f, const BoundConstants& k) {
+  const bool f64 = f == Format::f64;
+  const FormatInfo s = info(f);
+  const Arithmetic& a = k.arithmetic;
+  RoundingUnits u;
+  u.ua = f64 ? 0x1p-53 : 0x1p-24;
+  u.us = std::ldexp(1.0, -s.precision);
+  // Flushed subnormals (a CPU's FTZ and DAZ, a GPU's .ftz) cost each
+  // operation up to the smallest normal where rounding costs half the
+  // smallest subnormal: every η_a term then allows it.
+  const bool flushes = a.flush != Flush::none;
+  u.eta_a = flushes ? (f64 ? 0x1p-1022 : 0x1p-126) : f64 ? std::ldexp(1.0, -1074) : 0x1p-149;
+  u.eta_s = std::ldexp(1.0, s.emin - s.precision + 1);
+  u.flush_outputs = a.flushes_outputs();
+  u.output_floor = std::ldexp(1.0, s.emin);
+  u.flush_inputs = a.flushes_inputs();
+  u.input_floor = std::ldexp(1.0, s.emin);
+  u.eps_exp = function_error(a, "exp", u.ua, k.exp_error_u * u.ua);
+  u.eps_log = function_error(a, "log", u.ua, k.log_error_u * u.ua);
+  u.eps_sqrt = function_error(a, "sqrt", u.ua, u.ua);
+  u.eps_div = function_error(a, "div", u.ua, u.ua);
+  // silu(z) = z / (1 + e^-z): an exp, an addition, a division and a product.
+  u.eps_silu = function_error(a, "silu", u.ua, compose(u.eps_exp, power(u.ua, 3)));
+  u.all = sum_units(a.accumulation, f64, u.ua, u.eta_a);
+  u.u_sum = u.all.u;
+  auto contraction = [&](std::string_view name) {
+    return sum_units(a.accumulation_of(name), f64, u.ua, u.eta_a);
+  };
+  u.qk = contraction("QK");
+  u.pv = contraction("PV");
+  u.ss = contraction("ss");
+  u.gate = contraction("gate");
+  u.up = contraction("up");
+  u.down = contraction("down");
+  // P rounded before P V: as declared, and to TF32 where P V takes TF32
+  // operands (both: composed).
+  const IntermediateRounding weights = rounding_of(a, "P", f);
+  u.u_weights = compose(weights.u, u.pv.operand_u);
+  u.eta_weights = weights.eta + 2 * u.pv.operand_eta;
+  const IntermediateRounding score_grads = rounding_of(a, "dS", f);
+  u.u_score_grads = score_grads.u;
+  u.eta_score_grads = score_grads.eta;
+  u.scores = rounding_of(a, "S", f);
+  u.row_sum = rounding_of(a, "l", f);
+  u.sum_of_squares = rounding_of(a, "ss", f);
+  u.inverse_root = rounding_of(a, "r", f);
+  u.gate_value = rounding_of(a, "gate", f);
+  u.up_value = rounding_of(a, "up", f);
+  u.h = rounding_of(a, "h", f);
   return u;
 }
 

@@ -40,6 +40,18 @@ enum class Element { real, i64 };
 // query) or a product "H*D", "Hkv*D" (block's projection widths).
 using Axes = std::vector<std::string_view>;
 
+// What a kernel of an op may declare of its arithmetic
+// (reference/arithmetic.hpp, docs/design.md#arithmetic): the names its a
+// priori bounds are derived for (docs/bounds.md#declared-arithmetic).
+// Every op may declare tensor-core accumulation for all its contractions.
+struct ArithmeticVocabulary {
+  std::vector<std::string_view> intermediates;  // round.NAME=FORMAT
+  std::vector<std::string_view> contractions;   // sum.NAME=MODE
+  std::vector<std::string_view> functions;      // NAME=Kulp
+  bool flush_inputs = false, flush_outputs = false;
+  bool tf32 = false;  // its contractions may take TF32 operands (sum.NAME=tf32)
+};
+
 struct OpInfo {
   Op op;
   std::string_view name;
@@ -51,6 +63,7 @@ struct OpInfo {
   // A deployment-typical shape, as `--shape` writes it: what `bench`, `list`
   // and a partial `--shape` start from (cli/shape.cpp).
   std::string_view typical_shape;
+  ArithmeticVocabulary arithmetic;
 };
 
 namespace detail {
@@ -91,8 +104,20 @@ inline void parse_signature(std::string_view sig, OpInfo& op) {
 }
 
 inline OpInfo op_info(Op op, std::string_view name, Family family, std::string_view signature,
-                      std::vector<std::string_view> params, std::string_view typical_shape) {
-  OpInfo o{op, name, family, {}, {}, {}, {}, {}, {}, std::move(params), typical_shape};
+                      std::vector<std::string_view> params, std::string_view typical_shape,
+                      ArithmeticVocabulary arithmetic) {
+  OpInfo o{op,
+           name,
+           family,
+           {},
+           {},
+           {},
+           {},
+           {},
+           {},
+           std::move(params),
+           typical_shape,
+           std::move(arithmetic)};
   parse_signature(signature, o);
   return o;
 }
@@ -101,29 +126,49 @@ inline OpInfo op_info(Op op, std::string_view name, Family family, std::string_v
 
 inline const std::vector<OpInfo>& all_ops() {
   using detail::op_info;
+  // The forward of attention, alone or against a KV cache, bounds the same
+  // freedoms (docs/bounds.md#declared-arithmetic).
+  static const ArithmeticVocabulary forward{.intermediates = {"S", "P", "l"},
+                                            .contractions = {"QK", "PV"},
+                                            .functions = {"exp", "log"},
+                                            .flush_inputs = true,
+                                            .flush_outputs = true,
+                                            .tf32 = true};
   static const std::vector<OpInfo> ops = {
       op_info(Op::attention_fwd, "attention.fwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] -> o[B,H,N,D] lse[B,H,N]", {"scale", "causal"},
-              "B=1,H=8,Hkv=8,N=2048,M=2048,D=64"),
+              "B=1,H=8,Hkv=8,N=2048,M=2048,D=64", forward),
       op_info(Op::attention_bwd, "attention.bwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] o[B,H,N,D] lse[B,H,N] do[B,H,N,D]"
               " -> dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
-              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64"),
+              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
+              {.intermediates = {"P", "dS"}, .functions = {"exp"}, .flush_outputs = true}),
       op_info(Op::attention_fwdbwd, "attention.fwdbwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] do[B,H,N,D]"
               " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
-              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64"),
+              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
+              {.intermediates = {"P", "dS"}, .functions = {"exp", "log"}, .flush_outputs = true}),
       op_info(Op::attention_decode, "attention.decode", Family::attention,
               "q[B,H,1,D] k[B,Hkv,L,D] v[B,Hkv,L,D] lens[B]:i64 -> o[B,H,1,D] lse[B,H,1]",
-              {"scale"}, "B=4,H=32,Hkv=8,N=1,L=8192,D=128"),
+              {"scale"}, "B=4,H=32,Hkv=8,N=1,L=8192,D=128", forward),
       op_info(Op::rmsnorm, "rmsnorm", Family::rows, "x[T,D] w[D] -> y[T,D]", {"eps"},
-              "T=8192,D=4096"),
+              "T=8192,D=4096",
+              {.intermediates = {"ss", "r"},
+               .contractions = {"ss"},
+               .functions = {"sqrt", "div"},
+               .flush_inputs = true,
+               .flush_outputs = true}),
       op_info(Op::mlp_swiglu, "mlp.swiglu", Family::rows,
-              "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}, "T=512,Dm=1024,F=2816"),
+              "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}, "T=512,Dm=1024,F=2816",
+              {.intermediates = {"gate", "up", "h"},
+               .contractions = {"gate", "up", "down"},
+               .functions = {"silu"},
+               .flush_outputs = true}),
       op_info(Op::block, "block", Family::block,
               "x[B,N,Dm] attn_norm[Dm] wq[Dm,H*D] wk[Dm,Hkv*D] wv[Dm,Hkv*D] wo[H*D,Dm]"
               " mlp_norm[Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[B,N,Dm]",
-              {"heads", "kv_heads", "eps"}, "B=1,N=512,Dm=1024,H=16,Hkv=4,D=64,F=2816"),
+              {"heads", "kv_heads", "eps"}, "B=1,N=512,Dm=1024,H=16,Hkv=4,D=64,F=2816",
+              {.functions = {"exp", "log", "sqrt", "div", "silu"}, .flush_outputs = true}),
   };
   return ops;
 }

@@ -414,9 +414,9 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     // Variant's initialiser.
     if (e.tensor_core) {
       v.envelope = tensor_core_envelope();
-      v.arithmetic = {.accumulation = Accumulation::tensor_core,
-                      .weights_in_storage_format = true,
-                      .score_gradients_in_storage_format = e.op != Op::attention_fwd};
+      v.arithmetic.accumulation = Accumulation::tensor_core;
+      v.arithmetic.rounded["P"] = Rounding::storage;
+      if (e.op != Op::attention_fwd) v.arithmetic.rounded["dS"] = Rounding::storage;
     }
     r.add(std::move(v));
   }

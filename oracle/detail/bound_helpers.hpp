@@ -28,21 +28,80 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The rounding constants of a format pair: accumulation (f64 for f64, f32
 // otherwise) and storage, and of the kernel's declared arithmetic.
+// One contraction's arithmetic (docs/bounds.md#declared-arithmetic): the
+// unit of its γ, the underflow of one of its operations, the magnitude its
+// partial sums must stay below (f16's largest finite, where it accumulates
+// in f16), and its operands' rounding before their products (TF32: to 11
+// bits, unit 2^-11, half the smallest subnormal spacing 2^-137), which
+// the bounds carry as errors of the operands.
+struct SumUnits {
+  double u, eta, overflow = std::numeric_limits<double>::infinity();
+  // An accumulator narrower than f32 (f16, bf16): whatever multiplies it
+  // (an online softmax's rescale) rounds there too.
+  bool narrow = false;
+  double operand_u = 0, operand_eta = 0;
+  // γ_n, infinite where n u >= 1: a sum that long in this unit is bounded
+  // by nothing.
+  double gamma(double n) const {
+    return n * u >= 1 ? std::numeric_limits<double>::infinity() : n * u / (1 - n * u);
+  }
+  // The error of an operand x rounded before its product, as declared.
+  double operand_error(double x) const { return operand_u * std::fabs(x) + operand_eta; }
+};
+
+// An intermediate rounded to a format before its next use, as declared:
+// the format's unit and smallest subnormal; u = 0: not rounded.
+struct IntermediateRounding {
+  double u = 0, eta = 0, overflow = std::numeric_limits<double>::infinity();
+  explicit operator bool() const { return u > 0; }
+  // The absolute error of a value x that erred by `error` before its
+  // rounding: error (1 + u) + u |x| + η / 2; unbounded where the value may
+  // pass the format's largest finite.
+  double after(double x, double error) const {
+    if (u == 0) return error;
+    if (std::fabs(x) + error >= overflow) return std::numeric_limits<double>::infinity();
+    return error * (1 + u) + u * std::fabs(x) + eta / 2;
+  }
+};
+
 struct RoundingUnits {
   double ua, us;        // unit roundoffs
   double eta_a, eta_s;  // smallest subnormals (underflow of one product)
   double eps_exp, eps_log;
+  // sqrt and division (rmsnorm), silu (the MLP): relative errors.
+  double eps_sqrt, eps_div, eps_silu;
   // Per term a sum or dot product merges: u_a when every addition rounds to
   // nearest; u_t = (1 + 2^-23)^2 - 1 on tensor cores, whose steps align,
   // truncate and cut (docs/bounds.md#tensor-cores). Never below ua, so a
   // γ that also counts a few rounded operations stays a bound.
   double u_sum;
-  // The softmax weights' rounding to the storage format before P V, when
-  // the kernel declares it (unit and smallest subnormal), else 0.
+  // The softmax weights' rounding to a format before P V, when the kernel
+  // declares it (unit and smallest subnormal), else 0.
   double u_weights = 0, eta_weights = 0;
-  // The backward's score gradients' rounding to the storage format before
-  // dS^T Q and dS K, when the kernel declares it, else 0.
+  // The backward's score gradients' rounding to a format before dS^T Q and
+  // dS K, when the kernel declares it, else 0.
   double u_score_grads = 0, eta_score_grads = 0;
+  // The contractions an op names (reference/ops.hpp's vocabulary), each as
+  // declared or as u_sum: attention's scores and value sums, rmsnorm's sum
+  // of squares, the MLP's three products.
+  SumUnits all, qk, pv, ss, gate, up, down;
+  // Intermediates rounded before their next use, as declared.
+  IntermediateRounding scores, row_sum, sum_of_squares, inverse_root, gate_value, up_value, h;
+  // Outputs flushed to zero (declared): a result the kernel computes below
+  // the storage format's smallest normal 2^emin may be written as 0.
+  bool flush_outputs = false;
+  double output_floor = 0;
+  // What the final rounding to storage of y, which erred by `error` before
+  // it, may cost beside u_s |y|: η_s / 2, or 2^emin where outputs are
+  // flushed and the computed value may lie below 2^emin (it is then
+  // written as 0, an error below 2^emin).
+  double eta_out(double y, double error) const {
+    return flush_outputs && std::fabs(y) - error < output_floor ? output_floor : eta_s / 2;
+  }
+  // Inputs flushed to zero: an input below `input_floor` (the storage
+  // format's smallest normal) may be read as 0.
+  bool flush_inputs = false;
+  double input_floor = 0;
   double gamma(double n) const { return n * u_sum / (1 - n * u_sum); }
 };
 
@@ -166,9 +225,11 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
 // C = A B with a bound on C's error given bounds ea (and eb, optional) on
 // A's (B's) errors: γ_k Σ|A||B| + Σ ea|B| (+ Σ |A| eb). `rows` (optional)
 // limits the rows of C bounded; the others are left 0. Each row's sums run
-// over p ascending, B read row by row, once per tile of rows.
+// over p ascending, B read row by row, once per tile of rows. `sum`: the
+// contraction as declared (the MLP's gate, up, down), or null for u.all.
 Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const RoundingUnits& u,
-                Mat* c_val, bool store = true, const std::vector<std::uint8_t>* rows = nullptr);
+                Mat* c_val, bool store = true, const std::vector<std::uint8_t>* rows = nullptr,
+                const SumUnits* sum = nullptr);
 
 // docs/bounds.md#swiglu-mlp. ex: errors already in x (the block), or null;
 // rows: the rows t bounded (the sampled oracle's), or null for all.

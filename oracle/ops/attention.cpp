@@ -473,7 +473,8 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
       if (rows && !(*rows)[std::size_t(x / D)]) continue;
       const double e = e_all[std::size_t(x)] * (1 + u.ua) * (1 + u.ua) + 2 * terms * u.eta_a;
       e_all[std::size_t(x)] =
-          kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(v_all[std::size_t(x)]) + u.eta_s / 2);
+          kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(v_all[std::size_t(x)]) +
+                        u.eta_out(v_all[std::size_t(x)], e));
     }
   };
   finish(r.dq, dq_val, double(M), dq_rows);

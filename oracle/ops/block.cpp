@@ -105,7 +105,7 @@ Bounds block_bounds(const BoundCall& call) {
   for (const Index& i : moa::iota(hres.shape())) {
     const double y = hres.view()(i) + m.view()(i);
     const double e = (eh.view()(i) + em.view()(i)) * (1 + u.ua) + u.ua * std::fabs(y);
-    y_bound.push_back(kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_s / 2));
+    y_bound.push_back(kEvalSlack * (e * (1 + u.us) + u.us * std::fabs(y) + u.eta_out(y, e)));
   }
   return out;
 }

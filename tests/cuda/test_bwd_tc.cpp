@@ -257,14 +257,14 @@ properties::CertifyOptions options_for(const kernels::Variant& v, const Case& c)
 TEST(BwdTcArithmetic, UndeclaredRoundingOfPFailsItsBound) {
   const kernels::Variant& fixed = simt_variant(Op::attention_bwd, "bwd_tc");
   EXPECT_EQ(fixed.arithmetic.accumulation, Accumulation::tensor_core);
-  EXPECT_TRUE(fixed.arithmetic.weights_in_storage_format);
-  EXPECT_TRUE(fixed.arithmetic.score_gradients_in_storage_format);
+  EXPECT_EQ(fixed.arithmetic.rounding_of("P"), Rounding::storage);
+  EXPECT_EQ(fixed.arithmetic.rounding_of("dS"), Rounding::storage);
   const Case c = weight_at_a_bf16_midpoint();
   const auto holds = properties::certify(options_for(fixed, c));
   EXPECT_TRUE(holds.holds) << holds.failure;
   for (const Arithmetic& claimed :
        {Arithmetic{}, Arithmetic{.accumulation = Accumulation::tensor_core,
-                      .score_gradients_in_storage_format = true}}) {
+                      .rounded = {{"dS", Rounding::storage}}}}) {
     kernels::Variant undeclared = fixed;
     undeclared.arithmetic = claimed;
     const auto cert = properties::certify(options_for(undeclared, c));
@@ -340,7 +340,7 @@ TEST(BwdTcArithmetic, UndeclaredRoundingOfDSFailsItsBound) {
   RecordProperty("holds_worst", std::to_string(holds.worst_ratio));
   kernels::Variant undeclared = fixed;
   undeclared.arithmetic =
-      Arithmetic{.accumulation = Accumulation::tensor_core, .weights_in_storage_format = true};
+      Arithmetic{.accumulation = Accumulation::tensor_core, .rounded = {{"P", Rounding::storage}}};
   const auto cert = properties::certify(options_for(undeclared, c));
   EXPECT_FALSE(cert.holds);
   EXPECT_NE(cert.failure.find("error"), std::string::npos) << cert.failure;

@@ -49,7 +49,7 @@ TEST(FlashTcArithmetic, UndeclaredRoundingOfPFailsItsBound) {
       kernels::Registry::builtin().find(Op::attention_fwd, "simt.flash_tc");
   ASSERT_NE(fixed, nullptr);
   EXPECT_EQ(fixed->arithmetic.accumulation, Accumulation::tensor_core);
-  EXPECT_TRUE(fixed->arithmetic.weights_in_storage_format);
+  EXPECT_EQ(fixed->arithmetic.rounding_of("P"), Rounding::storage);
   for (const Arithmetic& claimed :
        {Arithmetic{}, Arithmetic{.accumulation = Accumulation::tensor_core}}) {
     kernels::Variant undeclared = *fixed;

@@ -27,6 +27,7 @@ namespace {
 using moacert::Accumulation;
 using moacert::Arithmetic;
 using moacert::Format;
+using moacert::Rounding;
 using moacert::oracle::detail::Mat;
 using moacert::oracle::detail::RoundingUnits;
 using std::uint16_t;
@@ -227,8 +228,7 @@ TEST(TensorCoreBound, RoundToNearestBoundFailsOnTheModel) {
 // underflow for them, not bf16's, and without the declaration none.
 TEST(TensorCoreBound, WeightsAndScoreGradientsTakeTheStoragesUnits) {
   const Arithmetic declared{.accumulation = Accumulation::tensor_core,
-                            .weights_in_storage_format = true,
-                            .score_gradients_in_storage_format = true};
+                            .rounded = {{"P", Rounding::storage}, {"dS", Rounding::storage}}};
   const struct {
     Format format;
     double u, eta;
