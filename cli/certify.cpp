@@ -30,6 +30,7 @@
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
+#include "reference/arithmetic_spec.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
@@ -82,6 +83,7 @@ struct CertifyArgs {
   std::vector<std::string> case_files;  // --case: judge these instead of generated cases
   std::string junit;                    // --junit FILE: JUnit XML for CI dashboards
   std::string shape;                    // --shape N=4096,M=1..8192: constraints on the extents
+  std::string arithmetic_at_most;       // --arithmetic-at-most SPEC (docs/design.md#arithmetic)
 };
 
 std::uint64_t max_memory_of(const std::string& text) {
@@ -191,6 +193,8 @@ struct CertifySettings {
   std::uint64_t seed = 0;
   int cases = 0;
   std::uint64_t max_memory = 0;  // --max-memory's bytes
+  std::optional<Arithmetic> arithmetic_at_most;
+  std::string arithmetic_at_most_text;
 
   // --dtype's format, else f32 where the variant has it, else its first.
   Format format_of(const kernels::Variant& v) const {
@@ -204,6 +208,8 @@ struct CertifySettings {
     o.seed = seed;
     o.rule = rule;
     o.shape = shape;
+    o.arithmetic_at_most = arithmetic_at_most;
+    o.arithmetic_at_most_text = arithmetic_at_most_text;
     // The same decision as the budget's check before the run (torch_beside).
     o.equivalence_fits = [o, max = max_memory](const Case& c) {
       return torch_beside(o, c.problem, layouts_of(c), max) != nullptr;
@@ -251,6 +257,14 @@ CertifySettings certify_settings(const CertifyArgs& a, Op op) {
   const std::optional<properties::Rule> rule = properties::parse_rule(a.rule);
   if (!rule) throw UsageError("unknown rule '" + a.rule + "' (apriori, max-ulp=K, vs-torch=R)");
   s.rule = *rule;
+  if (!a.arithmetic_at_most.empty()) {
+    try {
+      s.arithmetic_at_most = parse_arithmetic(a.arithmetic_at_most, op);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--arithmetic-at-most: ") + e.what());
+    }
+    s.arithmetic_at_most_text = a.arithmetic_at_most;
+  }
   s.seed = !a.seed.empty()
                ? parse_seed(a.seed)
                : std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
@@ -394,6 +408,18 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
                    ? fmt::format("; the counterexample was judged by rank {}", shared.failing_rank)
                    : std::string());
   }
+  // A declared arithmetic raises the bounds: beside the verdict under it,
+  // the standard model's, and what the cases' errors need
+  // (docs/design.md#arithmetic).
+  if (!v.arithmetic.standard())
+    fmt::print("arithmetic declared: {} (the bounds are derived for it)\n",
+               to_string(v.arithmetic));
+  if (cert.arithmetic_checked && !v.arithmetic.standard())
+    fmt::print("under the standard model: {}, worst error/allowed {:.3g}\n",
+               cert.standard_holds ? "holds" : "fails", cert.standard_worst_ratio);
+  if (cert.arithmetic_checked && !cert.standard_holds)
+    fmt::print("needs: {}\n",
+               cert.needs.empty() ? "more than any single freedom of the vocabulary" : cert.needs);
   // Where an allowance is infinite (an upstream stage's bound is), the rule
   // says nothing: said beside the verdict (docs/certificate.md).
   for (const properties::TensorSummary& t : cert.tensors)
@@ -687,6 +713,9 @@ void add_certify(CLI::App& app, int& status) {
                   "fix extents (N=4096,D=128) or bound them (N=1..8192); the others stay random");
   cmd->add_option("--case", a->case_files,
                   "judge these case files (docs/case-files.md) instead of generated cases");
+  cmd->add_option("--arithmetic-at-most", a->arithmetic_at_most,
+                  "fail a kernel that declares or needs more freedom than SPEC "
+                  "(docs/design.md#arithmetic; e.g. standard)");
   cmd->add_option("--junit", a->junit,
                   "also write JUnit XML, one test case per variant and format");
   cmd->callback([a, &status] { status = run_certify(*a); });

@@ -64,6 +64,8 @@ void fields(Io& io, R& r) requires std::is_same_v<std::remove_const_t<R>, CaseRe
   io(r.extents);
   io(r.generation_seconds), io(r.bounds_seconds), io(r.oracle_seconds), io(r.kernel_seconds);
   io(r.judge_seconds);
+  io(r.has_arithmetic), io(r.arithmetic.standard_ratio), io(r.arithmetic.consistent);
+  io(r.arithmetic.looseness);
 }
 
 template <class T>

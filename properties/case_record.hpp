@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "properties/arithmetic_check.hpp"
 #include "properties/check.hpp"
 #include "properties/plot_samples.hpp"
 #include "properties/sample.hpp"
@@ -72,6 +73,11 @@ struct CaseRecord {
 
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
          judge_seconds = 0;
+  // Rule apriori, the case as drawn judged: its verdict under the standard
+  // model and the candidate arithmetics its errors are consistent with
+  // (properties/arithmetic_check.hpp).
+  bool has_arithmetic = false;
+  ArithmeticFindings arithmetic;
 };
 
 // The bytes of records, for another process of the same build, and back

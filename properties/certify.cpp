@@ -13,6 +13,7 @@
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
+#include "properties/arithmetic_check.hpp"
 #include "properties/case_record.hpp"
 #include "properties/ops/table.hpp"  // the envelope axes
 #include "properties/plot_samples.hpp"
@@ -20,6 +21,7 @@
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"
 #include "properties/spec_shrinks.hpp"
+#include "reference/arithmetic_spec.hpp"
 
 namespace moacert::properties {
 
@@ -51,7 +53,10 @@ struct Judged {
   Verdict verdict;
   std::vector<AnyTensor> outputs;
   oracle::Answer exact;
-  std::vector<std::vector<double>> bounds;        // a priori bounds (rules apriori, vs-torch)
+  std::vector<std::vector<double>> bounds;  // a priori bounds (rules apriori, vs-torch)
+  // Rule apriori, a kernel declaring arithmetic: the bounds of the standard
+  // model too (properties/arithmetic_check.hpp); empty otherwise.
+  std::vector<std::vector<double>> standard_bounds;
   std::vector<std::vector<double>> torch_errors;  // PyTorch's (rule vs-torch)
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
@@ -80,15 +85,21 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
     // for the arithmetic the variant declares (tensor cores: docs/bounds.md#tensor-cores)
     j.bounds = oracle::apriori_bounds(j.c, {.arithmetic = v.arithmetic},
                                       j.sample.rows ? &*j.sample.rows : nullptr);
+  if (rule.kind == Rule::apriori && !v.arithmetic.standard())
+    j.standard_bounds = oracle::apriori_bounds(j.c, {}, j.sample.rows ? &*j.sample.rows : nullptr);
   j.bounds_seconds = seconds_since(phase);
   phase = Clock::now();
   // Under rule apriori each element's `exact` need only be within 2^-10 of
   // the larger of its ulp and its bound: the error / bound the verdict
   // compares with 1 is then right to 2^-10 (oracle::Options::allowed).
+  // A declared arithmetic's bounds are the standard model's or larger: the
+  // standard ones ask the oracle for enough to judge under both.
   // Under vs-torch the allowance is a multiple of PyTorch's error, measured
   // against `exact` itself, and under max-ulp it is ulps: the ulp alone.
-  j.exact = oracle::evaluate(
-      j.c, {.allowed = rule.kind == Rule::apriori ? &j.bounds : nullptr, .rows = j.sample.rows});
+  j.exact = oracle::evaluate(j.c, {.allowed = rule.kind != Rule::apriori  ? nullptr
+                                              : j.standard_bounds.empty() ? &j.bounds
+                                                                          : &j.standard_bounds,
+                                   .rows = j.sample.rows});
   release_freed_heap();
   j.oracle_seconds = sample_seconds + seconds_since(phase);
   phase = Clock::now();
@@ -286,7 +297,12 @@ class CaseRun {
   // soon as the case is found to fail.
   CaseRun(const CertifyOptions& o, bool equivalence, int position, int cases,
           const std::function<void()>& failing)
-      : o_(o), v_(*o.variant), equivalence_(equivalence), cases_(cases), failing_(failing) {
+      : o_(o),
+        v_(*o.variant),
+        equivalence_(equivalence),
+        cases_(cases),
+        failing_(failing),
+        candidates_(candidate_arithmetics(v_.op, o.format, v_.arithmetic)) {
     r_.position = position;
   }
 
@@ -380,6 +396,12 @@ class CaseRun {
     const bool equivalence = equivalence_ && (!o_.equivalence_fits || o_.equivalence_fits(c));
     Judged j = judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence, o_.whole_oracle_work);
     r_.refused = j.refused;
+    if (o_.rule.kind == Rule::apriori && j.error.empty() && !j.refused) {
+      r_.has_arithmetic = true;
+      r_.arithmetic = arithmetic_findings(j.c, j.exact, j.outputs, o_.rule,
+                                          j.standard_bounds.empty() ? j.bounds : j.standard_bounds,
+                                          candidates_, j.sample.rows ? &*j.sample.rows : nullptr);
+    }
     if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);
     if (counting && j.error.empty()) keep_counts(*counting, j, what);
@@ -492,6 +514,7 @@ class CaseRun {
   int cases_;
   const std::function<void()>& failing_;
   bool announced_ = false;
+  std::vector<Arithmetic> candidates_;  // what `needs` chooses from
   CaseRecord r_;
 };
 
@@ -595,6 +618,38 @@ std::vector<Certificate::EnvelopeReach> envelope_reach(Op op, const ShapeConstra
 
 }  // namespace
 
+void CaseRunner::check_arithmetic(Certificate& cert, const std::vector<CaseRecord>& records) const {
+  const kernels::Variant& v = *o_.variant;
+  std::vector<const ArithmeticFindings*> findings;
+  for (const CaseRecord& r : records)
+    if (r.has_arithmetic) findings.push_back(&r.arithmetic);
+  std::optional<Arithmetic> needs;
+  if (!findings.empty()) {
+    cert.arithmetic_checked = true;
+    for (const ArithmeticFindings* f : findings)
+      cert.standard_worst_ratio = std::max(cert.standard_worst_ratio, f->standard_ratio);
+    cert.standard_holds = cert.standard_worst_ratio <= 1;
+    needs =
+        cert.standard_holds
+            ? std::optional(Arithmetic{})
+            : tightest_consistent(candidate_arithmetics(v.op, o_.format, v.arithmetic), findings);
+    cert.needs = needs ? to_string(*needs) : "";
+  }
+  if (!o_.arithmetic_at_most) return;
+  cert.arithmetic_at_most = o_.arithmetic_at_most_text;
+  if (!cert.holds) return;  // failed already: its own counterexample says why
+  const std::string limit = " beyond --arithmetic-at-most '" + o_.arithmetic_at_most_text + "'";
+  std::optional<std::string> past = beyond(v.arithmetic, *o_.arithmetic_at_most, o_.format);
+  std::string what = past ? "declares " + *past : "";
+  if (!past && needs && (past = beyond(*needs, *o_.arithmetic_at_most, o_.format)))
+    what = "needs " + *past;
+  if (!past) return;
+  cert.holds = false;
+  cert.failure = v.name + " " + what + "," + limit;
+  cert.failure_case = "the whole run";
+  cert.worst_ratio = INFINITY;
+}
+
 Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   const kernels::Variant& v = *o_.variant;
   Certificate cert;
@@ -663,6 +718,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
         worst = r.position;
     }
   }
+  check_arithmetic(cert, records);
   cert.envelope_reach = envelope_reach(v.op, o_.shape, records);
   if (cert.holds && int(records.size()) != size())
     throw std::logic_error("certificate: " + std::to_string(records.size()) + " records of " +

@@ -56,6 +56,10 @@ struct CertifyOptions {
   // certify --shape: every generated case lies in these ranges (curated
   // ones are clamped into them); the tokens carry them.
   ShapeConstraints shape;
+  // certify --arithmetic-at-most: a kernel that declares or needs more
+  // freedom than this fails, the freedom named (docs/design.md#arithmetic).
+  std::optional<Arithmetic> arithmetic_at_most;
+  std::string arithmetic_at_most_text;  // as given, for the certificate
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
 };
@@ -112,6 +116,9 @@ class CaseRunner {
   // @pre the records hold every position below the first failure, or
   //      every position; throws std::logic_error otherwise.
   Certificate certificate(std::vector<CaseRecord> records) const;
+  // The verdict under the standard model beside the declared one, what the
+  // cases' errors need, and --arithmetic-at-most (properties/arithmetic_check.hpp).
+  void check_arithmetic(Certificate& cert, const std::vector<CaseRecord>& records) const;
 
  private:
   CertifyOptions o_;

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include "reference/arithmetic_spec.hpp"
 #include "reports/json_figure.hpp"
 #include "reports/plot_data.hpp"
 
@@ -33,13 +34,34 @@ nlohmann::json histogram_json(const properties::ErrorHistogram& h) {
           {"bins", bins}};
 }
 
-// What a variant's arithmetic rounds to the storage format between its
-// products (Arithmetic's flags), by the tensors' names in docs/bounds.md.
+// What a variant's arithmetic rounds to the storage format before its next
+// use, by the intermediates' names in docs/bounds.md.
 std::vector<std::string> rounded_to_storage(const Arithmetic& a) {
   std::vector<std::string> out;
-  if (a.weights_in_storage_format) out.push_back("P");
-  if (a.score_gradients_in_storage_format) out.push_back("dS");
+  for (const auto& [intermediate, to] : a.rounded)
+    if (to == Rounding::storage) out.push_back(intermediate);
   return out;
+}
+
+// The declared arithmetic (docs/certificate.md, `arithmetic`): the fields a
+// tensor-core variant's certificate always had (accumulation, what is
+// rounded to storage), its text, and each further freedom where declared.
+nlohmann::json arithmetic_json(const Arithmetic& a) {
+  nlohmann::json j = {{"accumulation", std::string(name(a.accumulation))},
+                      {"rounded_to_storage", rounded_to_storage(a)},
+                      {"declared", to_string(a)}};
+  if (!a.contractions.empty()) {
+    nlohmann::json c = nlohmann::json::object();
+    for (const auto& [contraction, mode] : a.contractions) c[contraction] = std::string(name(mode));
+    j["contractions"] = c;
+  }
+  nlohmann::json rounded = nlohmann::json::object();
+  for (const auto& [intermediate, to] : a.rounded)
+    if (to != Rounding::storage) rounded[intermediate] = std::string(name(to));
+  if (!rounded.empty()) j["rounded"] = rounded;
+  if (!a.function_ulps.empty()) j["function_ulps"] = a.function_ulps;
+  if (a.flush != Flush::none) j["flush_subnormals"] = std::string(name(a.flush));
+  return j;
 }
 
 }  // namespace
@@ -114,11 +136,16 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   j["ran_on"] = c.ran_on;
   // Only where the variant departs from the standard model, so that other
   // certificates stay as they were.
-  if (!(c.arithmetic == Arithmetic{}))
-    j["arithmetic"] = {
-        {"accumulation",
-         c.arithmetic.accumulation == Accumulation::tensor_core ? "tensor_core" : "rounded"},
-        {"rounded_to_storage", rounded_to_storage(c.arithmetic)}};
+  if (!c.arithmetic.standard()) j["arithmetic"] = arithmetic_json(c.arithmetic);
+  // Beside the verdict under the declared arithmetic: the standard model's,
+  // what the cases need, and --arithmetic-at-most's limit.
+  if (c.arithmetic_checked) {
+    j["arithmetic_check"] = {
+        {"standard_model",
+         {{"holds", c.standard_holds}, {"worst_ratio", number(c.standard_worst_ratio)}}},
+        {"needs", c.needs.empty() ? nlohmann::json() : nlohmann::json(c.needs)}};
+    if (!c.arithmetic_at_most.empty()) j["arithmetic_check"]["at_most"] = c.arithmetic_at_most;
+  }
   if (c.counted_cases > 0) {  // a counting backend (the host emulator)
     nlohmann::json totals = nlohmann::json::object();
     for (const auto& [what, n] : c.counts) totals[what] = n;
@@ -253,15 +280,14 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
     }
   }
   md << "\nRan on: " << c.ran_on << ".\n";
-  if (!(c.arithmetic == Arithmetic{})) {
-    md << "\nArithmetic the bounds assume (docs/bounds.md#tensor-cores): "
-       << (c.arithmetic.accumulation == Accumulation::tensor_core
-               ? "tensor-core accumulation (products exact, addends truncated)"
-               : "every addition rounded to nearest");
-    for (const std::string& t : rounded_to_storage(c.arithmetic))
-      md << "; " << t << " rounded to the storage format before its product";
-    md << ".\n";
-  }
+  if (!c.arithmetic.standard())
+    md << "\nArithmetic declared, which the bounds assume (docs/design.md#arithmetic): `"
+       << to_string(c.arithmetic) << "`.\n";
+  if (c.arithmetic_checked && (!c.arithmetic.standard() || !c.standard_holds))
+    md << "\nUnder the standard model: " << (c.standard_holds ? "holds" : "fails")
+       << fmt::format(", worst error/allowed {:.3g}", c.standard_worst_ratio)
+       << ". Needs: " << (c.needs.empty() ? "more than any candidate" : "`" + c.needs + "`")
+       << ".\n";
   if (c.counted_cases > 0) {
     md << "\n## Counts\n\nOver the " << c.counted_cases
        << " judged cases, as the emulator counted them (docs/simt.md#counters):\n\n"

@@ -138,6 +138,17 @@ struct Certificate {
   // How the variant declares it computes (kernels::Variant::arithmetic),
   // the model its a priori bounds were derived for (docs/bounds.md).
   Arithmetic arithmetic;
+  // Beside the verdict under `arithmetic` (rule apriori,
+  // docs/design.md#arithmetic): the worst error / allowed under the
+  // standard model and whether it holds there; the tightest arithmetic of
+  // the op's vocabulary the judged cases' errors are consistent with
+  // ("standard", a declaration's text, or "" where no candidate is); and
+  // certify --arithmetic-at-most's limit as given ("" without it).
+  bool arithmetic_checked = false;
+  bool standard_holds = true;
+  double standard_worst_ratio = 0;
+  std::string needs;
+  std::string arithmetic_at_most;
   std::vector<TensorSummary> tensors;
   std::string worst_token;  // the case that came closest to failing (or failed)
   // The command that replays worst_token as certify printed it (a plugin's

@@ -1,0 +1,127 @@
+#include "properties/arithmetic_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "oracle/bounds.hpp"
+#include "reference/arithmetic_spec.hpp"
+
+namespace moacert::properties {
+
+namespace {
+
+// The items of `a` one at a time, each as an arithmetic of its own.
+std::vector<Arithmetic> items_of(const Arithmetic& a) {
+  std::vector<Arithmetic> out;
+  if (a.accumulation != Accumulation::rounded) out.push_back({.accumulation = a.accumulation});
+  for (const auto& [c, mode] : a.contractions) out.push_back({.contractions = {{c, mode}}});
+  for (const auto& [i, to] : a.rounded) out.push_back({.rounded = {{i, to}}});
+  for (const auto& [f, ulps] : a.function_ulps) out.push_back({.function_ulps = {{f, ulps}}});
+  if (a.flush != Flush::none) out.push_back({.flush = a.flush});
+  return out;
+}
+
+// `a` without the items of `b` (one of items_of(a)).
+Arithmetic without(Arithmetic a, const Arithmetic& b) {
+  if (b.accumulation != Accumulation::rounded) a.accumulation = Accumulation::rounded;
+  for (const auto& [c, mode] : b.contractions) a.contractions.erase(c);
+  for (const auto& [i, to] : b.rounded) a.rounded.erase(i);
+  for (const auto& [f, ulps] : b.function_ulps) a.function_ulps.erase(f);
+  if (b.flush != Flush::none) a.flush = Flush::none;
+  return a;
+}
+
+// The sum of `bounds` over every element against that of `standard`
+// (infinite where a bound is and the standard one is not).
+double looseness(const std::vector<std::vector<double>>& bounds,
+                 const std::vector<std::vector<double>>& standard) {
+  double sum = 0, standard_sum = 0;
+  for (std::size_t t = 0; t < bounds.size(); ++t)
+    for (std::size_t n = 0; n < bounds[t].size(); ++n)
+      if (std::isfinite(standard[t][n])) {
+        sum += bounds[t][n];
+        standard_sum += standard[t][n];
+      }
+  return standard_sum > 0 ? sum / standard_sum : 1;
+}
+
+double worst_ratio(const Verdict& v) {
+  double ratio = 0;
+  for (const TensorStats& s : v.tensors) ratio = std::max(ratio, s.max_ratio);
+  return ratio;
+}
+
+}  // namespace
+
+std::vector<Arithmetic> candidate_arithmetics(Op op, Format format, const Arithmetic& declared) {
+  const ArithmeticVocabulary& vocabulary = info(op).arithmetic;
+  std::vector<Arithmetic> out;
+  auto add = [&](Arithmetic a) {
+    if (!a.standard() && std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  };
+  // An intermediate rounded to a format narrower than the accumulation's.
+  const int accumulated_bits = format == Format::f64 ? 53 : 24;
+  for (Rounding to : {Rounding::f32, Rounding::f16, Rounding::bf16})
+    for (std::string_view i : vocabulary.intermediates)
+      if (info(*Arithmetic{.rounded = {{std::string(i), to}}}.rounded_format(i, format)).precision <
+          accumulated_bits)
+        add({.rounded = {{std::string(i), to}}});
+  add({.accumulation = Accumulation::tensor_core});
+  for (Accumulation mode : {Accumulation::tf32, Accumulation::f16, Accumulation::bf16})
+    if (mode != Accumulation::tf32 || vocabulary.tf32)
+      for (std::string_view c : vocabulary.contractions)
+        add({.contractions = {{std::string(c), mode}}});
+  for (double ulps : {4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0})
+    for (std::string_view f : vocabulary.functions)
+      add({.function_ulps = {{std::string(f), ulps}}});
+  if (vocabulary.flush_inputs) add({.flush = Flush::inputs});
+  if (vocabulary.flush_outputs) add({.flush = Flush::outputs});
+  if (vocabulary.flush_inputs && vocabulary.flush_outputs) add({.flush = Flush::both});
+  const std::vector<Arithmetic> items = items_of(declared);
+  if (items.size() > 1)
+    for (const Arithmetic& item : items) add(without(declared, item));
+  add(declared);
+  return out;
+}
+
+ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exact,
+                                       const std::vector<AnyTensor>& outputs, const Rule& rule,
+                                       const std::vector<std::vector<double>>& standard_bounds,
+                                       const std::vector<Arithmetic>& candidates,
+                                       const oracle::Selection* rows) {
+  ArithmeticFindings f;
+  const Verdict standard = judge(c, exact, outputs, rule, &standard_bounds);
+  f.standard_ratio = worst_ratio(standard);
+  f.consistent.assign(candidates.size(), 1);
+  f.looseness.assign(candidates.size(), 1);
+  if (standard.holds) return f;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto bounds = oracle::apriori_bounds(c, {.arithmetic = candidates[i]}, rows);
+    f.consistent[i] = judge(c, exact, outputs, rule, &bounds).holds ? 1 : 0;
+    f.looseness[i] = looseness(bounds, standard_bounds);
+  }
+  return f;
+}
+
+std::optional<Arithmetic> tightest_consistent(
+    const std::vector<Arithmetic>& candidates,
+    const std::vector<const ArithmeticFindings*>& per_case) {
+  std::optional<std::size_t> tightest;
+  double least = INFINITY;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    double loosest = 1;
+    bool consistent = true;
+    for (const ArithmeticFindings* f : per_case) {
+      consistent = consistent && f->consistent[i] != 0;
+      loosest = std::max(loosest, f->looseness[i]);
+    }
+    if (consistent && (!tightest || loosest < least)) {
+      tightest = i;
+      least = loosest;
+    }
+  }
+  if (!tightest) return std::nullopt;
+  return candidates[*tightest];
+}
+
+}  // namespace moacert::properties
