@@ -17,7 +17,7 @@ extern "C" {
 
 /* The declarations below are docs/design.md's, verbatim. */
 /* clang-format off */
-#define MOACERT_PLUGIN_ABI 2
+#define MOACERT_PLUGIN_ABI 3
 /* run's return for a problem the kernel refuses (outside what it supports) */
 #define MOACERT_UNSUPPORTED (-95)
 /* the extents one axis of the op may take, by the op's axis name */
@@ -52,9 +52,14 @@ typedef struct moacert_kernel {
   /* since ABI 2 */
   const moacert_envelope *envelope; /* NULL: every problem of the op */
   const char *device;               /* "cpu" (or NULL), "cuda" */
+  /* since ABI 3: how it computes where it departs from the standard model,
+     as docs/design.md#arithmetic writes it ("sum=tensor_core, round.P=storage");
+     NULL or "standard": the standard model */
+  const char *arithmetic;
 } moacert_kernel;
 /* the one symbol a plugin exports; it sets *abi_version to
-   MOACERT_PLUGIN_ABI (or 1, its table then of moacert_kernel_v1) */
+   MOACERT_PLUGIN_ABI (or 2 or 1, its table then of moacert_kernel_v2 or
+   moacert_kernel_v1) */
 const moacert_kernel *moacert_plugin_kernels(int *count, int *abi_version);
 /* clang-format on */
 
@@ -68,6 +73,19 @@ typedef struct moacert_kernel_v1 {
   int (*run)(const DLTensor* const* inputs, int n_inputs, DLTensor* const* outputs, int n_outputs,
              const char* params_json, char* err, size_t err_len);
 } moacert_kernel_v1;
+
+/* ABI 2's entry, which moacert still reads: ABI 3's without arithmetic
+   (the standard model). */
+typedef struct moacert_kernel_v2 {
+  const char* op;
+  const char* name;
+  const char* dtype;
+  int accepts_strided;
+  int (*run)(const DLTensor* const* inputs, int n_inputs, DLTensor* const* outputs, int n_outputs,
+             const char* params_json, char* err, size_t err_len);
+  const moacert_envelope* envelope;
+  const char* device;
+} moacert_kernel_v2;
 
 #ifdef __cplusplus
 }

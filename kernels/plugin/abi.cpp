@@ -6,6 +6,7 @@
 
 #include "include/moacert/plugin.h"
 #include "kernels/plugin/protocol.hpp"
+#include "reference/arithmetic_spec.hpp"
 
 namespace moacert::kernels::plugin {
 
@@ -96,6 +97,14 @@ Envelope envelope_of(const Entry& e, Op op, const std::string& kernel) {
     throw PluginError(why.what());
   }
   return envelope;
+}
+
+Arithmetic arithmetic_of(const Entry& e, Op op, const std::string& kernel) {
+  try {
+    return parse_arithmetic(e.arithmetic, op);
+  } catch (const std::invalid_argument& why) {
+    throw PluginError(kernel + ": " + why.what());
+  }
 }
 
 }  // namespace moacert::kernels::plugin

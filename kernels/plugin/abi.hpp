@@ -25,4 +25,9 @@ std::string params_json(const Problem& p);
 // naming `kernel` and the field.
 Envelope envelope_of(const Entry& e, Op op, const std::string& kernel);
 
+// The arithmetic entry `e` declares (ABI 3; the standard model before),
+// read against `op`'s vocabulary (reference/arithmetic_spec.hpp). Throws
+// PluginError, one line naming `kernel` and the field.
+Arithmetic arithmetic_of(const Entry& e, Op op, const std::string& kernel);
+
 }  // namespace moacert::kernels::plugin

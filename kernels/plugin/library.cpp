@@ -115,9 +115,9 @@ std::vector<Entry> list_library(const std::string& lib, const std::string& worke
   int abi = 0, count = 0;
   if (std::sscanf(line.c_str(), "abi %d count %d", &abi, &count) != 2)
     throw PluginError(who + ": the loader's report is garbled");
-  if (abi != 1 && abi != MOACERT_PLUGIN_ABI)
+  if (abi < 1 || abi > MOACERT_PLUGIN_ABI)
     throw PluginError(who + " speaks plugin ABI version " + std::to_string(abi) +
-                      ", this moacert speaks versions 1 and " + std::to_string(MOACERT_PLUGIN_ABI));
+                      ", this moacert speaks versions 1 to " + std::to_string(MOACERT_PLUGIN_ABI));
   if (count <= 0)
     throw PluginError(who + " exports no kernels (count " + std::to_string(count) + ")");
   if (count > 1000) throw PluginError(who + " claims " + std::to_string(count) + " kernels");
@@ -150,8 +150,9 @@ std::vector<Entry> list_library(const std::string& lib, const std::string& worke
         if (e.device == "cuda") e.device_runtime = f[1];
       continue;
     }
-    if (f.size() != 9 || f[0] != "kernel") throw garbled();
+    if (f.size() != 10 || f[0] != "kernel") throw garbled();
     Entry e{f[1], f[2], f[3], int(integer(f[4])), f[5] == "1", f[6], int(integer(f[7])), {}};
+    e.arithmetic = f[9];
     if (integer(f[8]) > wire::kMaxAxes)
       throw PluginError(who + ": kernel '" + e.name + "' declares " + f[8] + " axes (at most " +
                         std::to_string(wire::kMaxAxes) + ")");

@@ -37,6 +37,9 @@ struct Entry {
     std::string values;  // "-": none; else comma-separated ("" empty, "many" too many)
   };
   std::vector<Axis> axes;
+  // Its arithmetic as declared (ABI 3; "standard" before), unparsed:
+  // reference/arithmetic_spec.hpp reads it against the op.
+  std::string arithmetic = "standard";
   // A cuda kernel's: "ok" when device tensors can be had (its library's
   // CUDA runtime found and a device allocating), else why not, a clause.
   std::string device_runtime = "ok";

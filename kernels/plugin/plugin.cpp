@@ -10,6 +10,7 @@
 #include "kernels/plugin/abi.hpp"
 #include "kernels/plugin/exchange.hpp"
 #include "kernels/plugin/library.hpp"
+#include "reference/arithmetic_spec.hpp"
 
 namespace moacert::kernels::plugin {
 
@@ -96,15 +97,22 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
     index_of[f] = int(i);
     v.formats.push_back(f);
     v.accepts_strided = v.accepts_strided && e.accepts_strided != 0;
-    // One Variant, one envelope: its entries (one per dtype) declare the same.
+    // One Variant, one envelope and one arithmetic: its entries (one per
+    // dtype) declare the same.
     const Envelope envelope = envelope_of(e, v.op, kernel);
+    const Arithmetic arithmetic = arithmetic_of(e, v.op, kernel);
     if (!declared_by) {
       v.envelope = envelope;
+      v.arithmetic = arithmetic;
       declared_by = e.dtype;
     } else if (!(envelope == v.envelope)) {
       throw PluginError(kernel + ": envelope: its " + *declared_by + " and " + e.dtype +
                         " entries declare different envelopes (" + v.envelope.str() + " | " +
                         envelope.str() + ")");
+    } else if (!(arithmetic == v.arithmetic)) {
+      throw PluginError(kernel + ": arithmetic: its " + *declared_by + " and " + e.dtype +
+                        " entries declare different arithmetic (" + to_string(v.arithmetic) +
+                        " | " + to_string(arithmetic) + ")");
     }
   }
   std::sort(v.formats.begin(), v.formats.end());

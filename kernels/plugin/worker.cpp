@@ -112,10 +112,11 @@ struct Kernel {
   decltype(moacert_kernel::run) run = nullptr;
   const moacert_envelope* envelope = nullptr;
   const char* device = nullptr;
+  const char* arithmetic = nullptr;
 };
 
 bool speaks(int abi) {
-  return abi == 1 || abi == MOACERT_PLUGIN_ABI;
+  return abi >= 1 && abi <= MOACERT_PLUGIN_ABI;
 }
 
 // Entry i of a table of ABI `abi` (speaks(abi)).
@@ -124,8 +125,12 @@ Kernel entry(const void* table, int abi, int i) {
     const moacert_kernel_v1& k = static_cast<const moacert_kernel_v1*>(table)[i];
     return {k.op, k.name, k.dtype, k.accepts_strided, k.run};
   }
+  if (abi == 2) {
+    const moacert_kernel_v2& k = static_cast<const moacert_kernel_v2*>(table)[i];
+    return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device};
+  }
   const moacert_kernel& k = static_cast<const moacert_kernel*>(table)[i];
-  return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device};
+  return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device, k.arithmetic};
 }
 
 bool is_cuda(const Kernel& k) {
@@ -149,7 +154,7 @@ std::string device_probe() {
 
 // `list`: the ABI version, then per kernel one line, tab-separated, and
 // one line per axis of its envelope:
-//   kernel OP NAME DTYPE STRIDED HAS_RUN DEVICE REFUSES N_AXES
+//   kernel OP NAME DTYPE STRIDED HAS_RUN DEVICE REFUSES N_AXES ARITHMETIC
 //   axis NAME MIN MAX MULTIPLE V1,V2,...   (a value list, or "-")
 // and, when a kernel's device is cuda, last, whether device tensors can be
 // had (device_tensors.hpp): "device ok", or "device WHY".
@@ -168,7 +173,8 @@ int list(int fd, const char* lib) {
       out += "kernel\t" + field(k.op) + "\t" + field(k.name) + "\t" + field(k.dtype) + "\t" +
              std::to_string(k.accepts_strided) + "\t" + (k.run ? "1" : "0") + "\t" +
              (k.device ? field(k.device) : "cpu") + "\t" + std::to_string(e ? e->refuses : 0) +
-             "\t" + std::to_string(n_axes) + "\n";
+             "\t" + std::to_string(n_axes) + "\t" +
+             (k.arithmetic ? field(k.arithmetic) : "standard") + "\n";
       for (int a = 0; a < n_axes && a < wire::kMaxAxes; ++a) {
         const moacert_axis& x = e->axes[a];
         std::string values;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reference/arithmetic_spec.hpp"
+
 namespace moacert::kernels::worker {
 
 namespace {
@@ -27,8 +29,8 @@ std::string text_member(const json& o, const char* key, const std::string& where
 DeclaredKernel parse_kernel(const json& k, const std::string& who, std::size_t index) {
   const std::string at = who + ": kernel " + std::to_string(index);
   if (!k.is_object()) throw WorkerError(at + " is not a JSON object");
-  static const std::set<std::string> known = {"op",       "name",   "formats",
-                                              "envelope", "device", "accepts_strided"};
+  static const std::set<std::string> known = {"op",     "name",           "formats", "envelope",
+                                              "device", "accepts_strided", "arithmetic"};
   for (auto it = k.begin(); it != k.end(); ++it)
     if (!known.count(it.key())) throw WorkerError(at + ": unknown member \"" + it.key() + "\"");
   DeclaredKernel d;
@@ -79,6 +81,17 @@ DeclaredKernel parse_kernel(const json& k, const std::string& who, std::size_t i
     if (!k.at("accepts_strided").is_boolean())
       throw WorkerError(where + ": \"accepts_strided\" is not true or false");
     d.accepts_strided = k.at("accepts_strided").get<bool>();
+  }
+  // Its arithmetic (docs/design.md#arithmetic): the standard model unless
+  // declared.
+  if (k.contains("arithmetic")) {
+    if (!k.at("arithmetic").is_string())
+      throw WorkerError(where + ": \"arithmetic\" is not a string (docs/design.md#arithmetic)");
+    try {
+      d.arithmetic = parse_arithmetic(k.at("arithmetic").get<std::string>(), d.op);
+    } catch (const std::invalid_argument& e) {
+      throw WorkerError(where + ": " + e.what());
+    }
   }
   return d;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/envelope.hpp"
+#include "reference/arithmetic.hpp"
 #include "reference/problem.hpp"
 
 namespace moacert::kernels::worker {
@@ -29,6 +30,7 @@ struct DeclaredKernel {
   std::vector<Format> formats;  // ascending
   Envelope envelope;            // checked against `op` (Envelope::check)
   bool accepts_strided = false;
+  Arithmetic arithmetic;  // as declared (docs/design.md#arithmetic)
   friend bool operator==(const DeclaredKernel&, const DeclaredKernel&) = default;
 };
 

@@ -231,6 +231,7 @@ Variant variant_of(const DeclaredKernel& kernel, std::shared_ptr<Served> served,
   v.accepts_strided = kernel.accepts_strided;
   v.deterministic = false;
   v.envelope = kernel.envelope;
+  v.arithmetic = kernel.arithmetic;
   v.summary = "worker kernel '" + kernel.name + "' of `" + command + "`, run in its process";
   if (const Variant* dnf = Registry::builtin().find_role(op, Role::dnf)) v.cost = dnf->cost;
   v.run = [served, kernel](const Problem& p, std::span<const TensorRef> in,

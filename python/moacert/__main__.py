@@ -9,7 +9,7 @@ from .serve import Kernel, serve
 
 def main(argv=None):
     """`python3 -m moacert FILE.py:FUNCTION --op OP [--name N] [--formats f32,bf16]
-    [--envelope JSON] [--device cpu|cuda] [--tensors torch|numpy]`: serves one
+    [--envelope JSON] [--device cpu|cuda] [--tensors torch|numpy] [--arithmetic SPEC]`: serves one
     module-level function (what moacert.certify starts)."""
     import argparse
     import importlib.util
@@ -23,6 +23,8 @@ def main(argv=None):
     parser.add_argument("--envelope")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tensors")
+    parser.add_argument("--arithmetic",
+                        help="the kernel's declared arithmetic (docs/design.md#arithmetic)")
     parser.add_argument("--contiguous", action="store_true",
                         help="ask moacert for row-major contiguous tensors")
     a = parser.parse_args(argv)
@@ -41,7 +43,8 @@ def main(argv=None):
     try:
         kernel = Kernel(a.op, fn, name=a.name or qualname, formats=a.formats.split(","),
                         envelope=json.loads(a.envelope) if a.envelope else None, device=a.device,
-                        accepts_strided=not a.contiguous, tensors=a.tensors)
+                        accepts_strided=not a.contiguous, tensors=a.tensors,
+                        arithmetic=a.arithmetic)
     except ValueError as e:  # a kernel this worker cannot serve: one line, exit 2
         print(f"python3 -m moacert: {e}", file=sys.stderr)
         sys.exit(2)

@@ -56,7 +56,7 @@ def find_moacert():
 
 
 def worker_command(op, fn, name=None, formats=("f32",), envelope=None, device="cpu",
-                   tensors=None, contiguous=False):
+                   tensors=None, contiguous=False, arithmetic=None):
     """The shell command that serves `fn` (a module-level function) as a
     worker: what --worker and the reproduce line carry."""
     qualname = fn.__qualname__
@@ -74,27 +74,36 @@ def worker_command(op, fn, name=None, formats=("f32",), envelope=None, device="c
         words += ["--tensors", tensors]
     if contiguous:
         words.append("--contiguous")
+    if arithmetic is not None:
+        words += ["--arithmetic", arithmetic]
     return shlex.join(words)
 
 
 def certify(op, fn, dtype="f32", cases=None, seed=None, rule=None, shape=None, name=None,
             formats=None, envelope=None, device="cpu", timeout=None, tensors=None,
-            contiguous=False, out=None, moacert=None):
+            contiguous=False, out=None, moacert=None, arithmetic=None, arithmetic_at_most=None):
     """Certifies `fn` as a kernel of `op` in `dtype` and returns the
     certificate (certificate.json as a dict: verdict, worst_case, tensors
-    with their statistics, regimes, ...). Raises CertificationFailed (an
-    AssertionError) when it fails, ValueError when moacert refuses the
-    worker or the arguments (its one line)."""
+    with their statistics, regimes, ...). `arithmetic` declares how `fn`
+    computes where it departs from the standard model (the text of
+    docs/design.md#arithmetic, e.g. "sum.QK=tf32, sum.PV=tf32"); the
+    certificate's `arithmetic_check` then says how it fares under the
+    standard model and what it needs; `arithmetic_at_most` fails it past a
+    limit. Raises CertificationFailed (an AssertionError) when it fails,
+    ValueError when moacert refuses the worker or the arguments (its one
+    line)."""
     formats = list(formats or [dtype])
     require_device(name or fn.__name__, device)  # before moacert starts a worker that cannot run
-    command = worker_command(op, fn, name, formats, envelope, device, tensors, contiguous)
+    command = worker_command(op, fn, name, formats, envelope, device, tensors, contiguous,
+                             arithmetic)
     with tempfile.TemporaryDirectory(prefix="moacert-") as scratch:
         folder = out or os.path.join(scratch, "certificate")
         moacert = moacert or find_moacert()
         args = [moacert, "certify", op, "--worker", command, "--dtype", dtype,
                 "--out", folder]
         for option, value in (("--cases", cases), ("--seed", seed), ("--rule", rule),
-                              ("--shape", shape), ("--timeout", timeout)):
+                              ("--shape", shape), ("--timeout", timeout),
+                              ("--arithmetic-at-most", arithmetic_at_most)):
             if value is not None:
                 args += [option, str(value)]
         run = subprocess.run(args, capture_output=True, text=True)

@@ -42,7 +42,7 @@ class Kernel:
     """One kernel a worker declares in its handshake."""
 
     def __init__(self, op, fn, name=None, formats=("f32",), envelope=None, device="cpu",
-                 accepts_strided=True, tensors=None):
+                 accepts_strided=True, tensors=None, arithmetic=None):
         self.op = op
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "kernel")
@@ -50,6 +50,14 @@ class Kernel:
         self.envelope = envelope
         self.device = device
         self.accepts_strided = accepts_strided
+        # How it computes where it departs from the standard model, in the
+        # text of docs/design.md#arithmetic ("sum.QK=tf32, sum.PV=tf32");
+        # None: the standard model. moacert reads it against the op.
+        if arithmetic is not None and not isinstance(arithmetic, str):
+            raise ValueError(f"{self.name}: arithmetic is a string such as "
+                             f"'round.P=storage' (docs/design.md#arithmetic), not "
+                             f"{type(arithmetic).__name__}")
+        self.arithmetic = arithmetic
         # "torch" or "numpy": what the function receives; torch where installed.
         self.tensors = tensors or _default_tensors()
         if self.tensors == "numpy" and "bf16" in self.formats:
@@ -63,6 +71,8 @@ class Kernel:
              "accepts_strided": self.accepts_strided}
         if self.envelope is not None:
             d["envelope"] = self.envelope
+        if self.arithmetic is not None:
+            d["arithmetic"] = self.arithmetic
         return d
 
 
