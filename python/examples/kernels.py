@@ -79,3 +79,27 @@ def attention_f32_accumulate(q, k, v, scale, causal):
     in f32, rounded once to the format at the end."""
     o, lse = _attention(q.float(), k.float(), v.float(), scale, causal)
     return {"o": o.to(q.dtype), "lse": lse.to(q.dtype)}
+
+
+def _tf32(x):
+    """x (f32) rounded to TF32, 11 significant bits, to nearest even: what
+    tensor cores read under torch.backends.cuda.matmul.allow_tf32."""
+    bits = x.contiguous().view(torch.int32)
+    rounded = (bits + 0xFFF + ((bits >> 13) & 1)) & ~0x1FFF
+    return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
+
+
+def attention_tf32(q, k, v, scale, causal):
+    """attention.fwd with TF32 products, as PyTorch's CUDA matmuls give it
+    with allow_tf32 (emulated on the CPU: each matmul's operands rounded to
+    TF32, accumulated in f32)."""
+    s = torch.matmul(_tf32(q), _tf32(_repeat_kv(k, q.shape[1])).transpose(-1, -2)) * scale
+    if causal:
+        n, m = s.shape[-2], s.shape[-1]
+        i = torch.arange(n).unsqueeze(1)
+        j = torch.arange(m).unsqueeze(0)
+        s = s.masked_fill(j > i + (m - n), -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    o = torch.matmul(_tf32(p), _tf32(_repeat_kv(v, q.shape[1])))
+    return {"o": o, "lse": lse}

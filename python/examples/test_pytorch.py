@@ -44,10 +44,47 @@ def test_bf16_attention_accumulated_in_f32(moacert_certify):
 
 
 def test_bf16_attention_composed_in_bf16_fails_the_a_priori_bound(moacert_certify):
-    # PyTorch 1.13's CPU composition rounds q·kᵀ, the softmax and p·v to
-    # bf16 in turn: past the a priori bound of a kernel that rounds once.
-    with pytest.raises(moacert.CertificationFailed):
+    # PyTorch 1.13's CPU composition rounds q·kᵀ, its scaling, the softmax
+    # and p·v to bf16 in turn: past the a priori bound of a kernel that
+    # rounds once, and what it needs is said.
+    with pytest.raises(moacert.CertificationFailed) as failed:
         moacert_certify("attention.fwd", kernels.attention, dtype="bf16")
+    assert failed.value.certificate["arithmetic_check"]["standard_model"]["holds"] is False
+
+
+# The same composition declaring what it does (docs/design.md#arithmetic):
+# the scores and the weights rounded to bf16. It holds, and the
+# certificate says it needed the declaration.
+BF16_COMPOSITION = "round.S=bf16, round.P=bf16"
+
+
+def test_bf16_attention_composed_in_bf16_declared_holds(moacert_certify):
+    cert = holds(moacert_certify("attention.fwd", kernels.attention, dtype="bf16",
+                                 arithmetic=BF16_COMPOSITION))
+    assert cert["arithmetic"]["declared"] == "round.P=bf16, round.S=bf16"
+    assert cert["arithmetic_check"]["standard_model"]["holds"] is False
+
+
+def test_tf32_attention_declared_holds_undeclared_fails(moacert_certify):
+    # What torch.backends.cuda.matmul.allow_tf32 gives, emulated on the CPU.
+    cert = holds(moacert_certify("attention.fwd", kernels.attention_tf32,
+                                 arithmetic="sum.QK=tf32, sum.PV=tf32"))
+    assert cert["arithmetic_check"]["standard_model"]["holds"] is False
+    with pytest.raises(moacert.CertificationFailed) as failed:
+        moacert_certify("attention.fwd", kernels.attention_tf32)
+    assert failed.value.certificate["arithmetic_check"]["needs"] is not None
+
+
+def test_a_declaration_past_the_gate_fails(moacert_certify):
+    with pytest.raises(moacert.CertificationFailed) as failed:
+        moacert_certify("attention.fwd", kernels.attention_tf32,
+                        arithmetic="sum.QK=tf32, sum.PV=tf32", arithmetic_at_most="standard")
+    assert "declares sum.PV=tf32, beyond --arithmetic-at-most 'standard'" in str(failed.value)
+
+
+def test_a_malformed_declaration_is_refused(moacert_certify):
+    with pytest.raises(ValueError, match="arithmetic field 'round.Q'"):
+        moacert_certify("attention.fwd", kernels.attention, arithmetic="round.Q=bf16")
 
 
 def test_a_mask_off_by_one_is_caught_and_replayed(moacert_certify):

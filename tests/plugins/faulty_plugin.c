@@ -15,8 +15,12 @@
      FAULT_INF        writes +inf into y[0]
      FAULT_ERROR      returns an error with a message
      FAULT_ABORT      calls abort()
-     FAULT_ABI        declares ABI version 3 (this moacert speaks 1 and 2)
+     FAULT_ABI        declares ABI version 4 (this moacert speaks 1 to 3)
      FAULT_V1         correct, an ABI 1 table (moacert_kernel_v1: no envelope, no device)
+     FAULT_V2         correct, an ABI 2 table (moacert_kernel_v2: no arithmetic)
+     FAULT_ARITHNAME  declares arithmetic "round.P=bf16" (rmsnorm has no P)
+     FAULT_ARITHULPS  declares arithmetic "sqrt=-1ulp"
+     FAULT_ARITHMODE  declares arithmetic "sum.ss=f8"
      FAULT_REFUSES    envelope D in 1..64; refuses (MOACERT_UNSUPPORTED) an odd D inside it
      FAULT_ENVMINMAX  envelope D with min 9 above max 8
      FAULT_ENVAXIS    envelope of an axis N, which rmsnorm does not have
@@ -116,6 +120,16 @@ const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
   *abi_version = 1;
   return (const moacert_kernel*)kernels;
 }
+#elif defined(FAULT_V2)
+static const moacert_kernel_v2 kernels[] = {{"rmsnorm", "planted", "f32", 0, rmsnorm, NULL, "cpu"},
+                                            {"rmsnorm", "planted", "f64", 0, rmsnorm, NULL, "cpu"}};
+
+const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
+  /* two entries: the second, read at ABI 3's stride, would be garbage */
+  *count = (int)(sizeof kernels / sizeof kernels[0]);
+  *abi_version = 2;
+  return (const moacert_kernel*)kernels;
+}
 #elif !defined(FAULT_NOSYMBOL)
 #if defined(FAULT_REFUSES)
 static const moacert_axis axes[] = {{"D", 1, 64, NULL, 0, 0}};
@@ -129,6 +143,15 @@ static const moacert_axis axes[] = {{"D", 10, 20, NULL, 0, 32}};
 static const moacert_axis axes[] = {{"D", 0, 0, NULL, 0, 0}}; /* D free: any problem */
 #endif
 static const moacert_envelope envelope = {axes, 1, 0};
+#if defined(FAULT_ARITHNAME)
+#define ARITHMETIC "round.P=bf16"
+#elif defined(FAULT_ARITHULPS)
+#define ARITHMETIC "sqrt=-1ulp"
+#elif defined(FAULT_ARITHMODE)
+#define ARITHMETIC "sum.ss=f8"
+#else
+#define ARITHMETIC NULL
+#endif
 #if defined(FAULT_ENVDEVICE)
 #define DEVICE "tpu"
 #elif defined(FAULT_NORUNTIME)
@@ -142,7 +165,7 @@ static const moacert_kernel kernels[] = {
 #elif defined(FAULT_BADDTYPE)
     {"rmsnorm", "planted", "f8", 0, rmsnorm, &envelope, DEVICE},
 #else
-    {"rmsnorm", "planted", "f32", 0, rmsnorm, &envelope, DEVICE},
+    {"rmsnorm", "planted", "f32", 0, rmsnorm, &envelope, DEVICE, ARITHMETIC},
 #endif
 #if defined(FAULT_SEVERAL)
     {"rmsnorm", "other", "f32", 0, rmsnorm, NULL, NULL},
@@ -152,7 +175,7 @@ static const moacert_kernel kernels[] = {
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
   *count = (int)(sizeof kernels / sizeof kernels[0]);
 #if defined(FAULT_ABI)
-  *abi_version = 3;
+  *abi_version = 4;
 #else
   *abi_version = MOACERT_PLUGIN_ABI;
 #endif

@@ -1,0 +1,109 @@
+/* rmsnorm and the SwiGLU MLP in f32 as deployed CPU kernels compute them,
+   each declaring its arithmetic (plugin ABI 3, docs/design.md#arithmetic),
+   beside the same kernel declaring nothing:
+
+   ss_f16          rmsnorm whose sum of squares is accumulated in f16;
+                   declares "sum.ss=f16".
+   rsqrt_approx    rmsnorm whose reciprocal root is a hardware estimate of
+                   relative error 2^-12 (rsqrtps without a Newton step);
+                   declares "sqrt=4096ulp".
+   h_f16           the MLP with its activation h = silu(x w1) (x w3) rounded
+                   to f16 before the down product (ggml's f16-weight MLP);
+                   declares "round.h=f16".
+
+   NAME_undeclared: the same kernel, declaring nothing. Row-major tensors
+   (accepts_strided 0). CTest certifies each (tests/plugins/CMakeLists.txt). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <moacert/plugin.h>
+#include <moacert/plugin_params.h>
+
+typedef enum { SS_F16, RSQRT_APPROX } norm_arithmetic;
+
+static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                   const char* params, char* err, size_t err_len, norm_arithmetic a) {
+  if (n_in != 2 || n_out != 1) {
+    snprintf(err, err_len, "rmsnorm: expected 2 inputs and 1 output");
+    return 1;
+  }
+  const float *x = (const float*)in[0]->data, *w = (const float*)in[1]->data;
+  float* y = (float*)out[0]->data;
+  const int64_t T = in[0]->shape[0], D = in[0]->shape[1];
+  const float eps = (float)moacert_param(params, "eps", 1e-6);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xt = x + t * D;
+    float ss = 0;
+    for (int64_t d = 0; d < D; ++d)
+      ss = a == SS_F16 ? (float)(_Float16)(ss + (float)(_Float16)(xt[d] * xt[d]))
+                       : ss + xt[d] * xt[d];
+    const float ms = ss / (float)D + eps;
+    /* the estimate: the correctly rounded reciprocal root, off by 2^-12 */
+    const float r = a == RSQRT_APPROX ? (1 / sqrtf(ms)) * (1 - 0x1p-12f) : 1 / sqrtf(ms);
+    for (int64_t d = 0; d < D; ++d) y[t * D + d] = xt[d] * r * w[d];
+  }
+  return 0;
+}
+
+static int ss_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                  const char* params, char* err, size_t err_len) {
+  return rmsnorm(in, n_in, out, n_out, params, err, err_len, SS_F16);
+}
+static int rsqrt_approx(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                        const char* params, char* err, size_t err_len) {
+  return rmsnorm(in, n_in, out, n_out, params, err, err_len, RSQRT_APPROX);
+}
+
+/* mlp.swiglu: y = (silu(x w1) * (x w3)) w2, h rounded to f16. */
+static int h_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                 const char* params, char* err, size_t err_len) {
+  (void)params;
+  if (n_in != 4 || n_out != 1) {
+    snprintf(err, err_len, "mlp.swiglu: expected 4 inputs and 1 output");
+    return 1;
+  }
+  const float *x = (const float*)in[0]->data, *w1 = (const float*)in[1]->data,
+              *w3 = (const float*)in[2]->data, *w2 = (const float*)in[3]->data;
+  float* y = (float*)out[0]->data;
+  const int64_t T = in[0]->shape[0], Dm = in[0]->shape[1], F = in[1]->shape[1];
+  float* h = malloc(sizeof(float) * (size_t)(F > 0 ? F : 1));
+  if (!h) {
+    snprintf(err, err_len, "mlp.swiglu: out of memory");
+    return 1;
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t f = 0; f < F; ++f) {
+      float gate = 0, up = 0;
+      for (int64_t d = 0; d < Dm; ++d) {
+        gate += x[t * Dm + d] * w1[d * F + f];
+        up += x[t * Dm + d] * w3[d * F + f];
+      }
+      const float silu = gate / (1 + expf(-gate));
+      h[f] = (float)(_Float16)(silu * up); /* the activation, stored in f16 */
+    }
+    for (int64_t d = 0; d < Dm; ++d) {
+      float sum = 0;
+      for (int64_t f = 0; f < F; ++f) sum += h[f] * w2[f * Dm + d];
+      y[t * Dm + d] = sum;
+    }
+  }
+  free(h);
+  return 0;
+}
+
+static const moacert_kernel kernels[] = {
+    {"rmsnorm", "ss_f16", "f32", 0, ss_f16, NULL, "cpu", "sum.ss=f16"},
+    {"rmsnorm", "ss_f16_undeclared", "f32", 0, ss_f16, NULL, "cpu", NULL},
+    {"rmsnorm", "rsqrt_approx", "f32", 0, rsqrt_approx, NULL, "cpu", "sqrt=4096ulp"},
+    {"rmsnorm", "rsqrt_approx_undeclared", "f32", 0, rsqrt_approx, NULL, "cpu", NULL},
+    {"mlp.swiglu", "h_f16", "f32", 0, h_f16, NULL, "cpu", "round.h=f16"},
+    {"mlp.swiglu", "h_f16_undeclared", "f32", 0, h_f16, NULL, "cpu", NULL},
+};
+
+const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
+  *count = (int)(sizeof kernels / sizeof kernels[0]);
+  *abi_version = MOACERT_PLUGIN_ABI;
+  return kernels;
+}
