@@ -42,7 +42,13 @@ class EntryV2(ctypes.Structure):
     _fields_ = EntryV1._fields_ + [("envelope", ctypes.c_void_p), ("device", ctypes.c_char_p)]
 
 
-ENTRY = {1: EntryV1, 2: EntryV2}
+class EntryV3(ctypes.Structure):
+    # ABI 3 adds the declared arithmetic (docs/design.md#arithmetic), which
+    # the handshake passes on.
+    _fields_ = EntryV2._fields_ + [("arithmetic", ctypes.c_char_p)]
+
+
+ENTRY = {1: EntryV1, 2: EntryV2, 3: EntryV3}
 
 
 DL_TYPES = {"f64": (2, 64), "f32": (2, 32), "f16": (2, 16), "bf16": (4, 16), "i64": (0, 64)}
@@ -70,9 +76,12 @@ def main(library, name):
     entries = [table[i] for i in range(count.value) if table[i].name.decode() == name]
     run = {e.dtype.decode(): e.run for e in entries}
     channel = Channel()
-    channel.send({"protocol": PROTOCOL, "kernels": [{
-        "op": entries[0].op.decode(), "name": name, "formats": sorted(run),
-        "accepts_strided": all(e.accepts_strided for e in entries)}]})
+    kernel = {"op": entries[0].op.decode(), "name": name, "formats": sorted(run),
+              "accepts_strided": all(e.accepts_strided for e in entries)}
+    arithmetic = getattr(entries[0], "arithmetic", None)
+    if arithmetic:
+        kernel["arithmetic"] = arithmetic.decode()
+    channel.send({"protocol": PROTOCOL, "kernels": [kernel]})
     err = ctypes.create_string_buffer(1024)
     base = None
     while True:
