@@ -50,4 +50,20 @@ std::string describe_where(std::uint64_t w) {
   return buf;
 }
 
+Symbol symbol_of(std::uintptr_t a) {
+  Symbol found;
+#if MOACERT_SIMT_HAVE_BACKTRACE
+  static backtrace_state* state = backtrace_create_state(nullptr, 0, nullptr, nullptr);
+  backtrace_syminfo(
+      state, a,
+      [](void* data, std::uintptr_t, const char* name, std::uintptr_t value, std::uintptr_t size) {
+        if (name) *static_cast<Symbol*>(data) = {name, value, size};
+      },
+      [](void*, const char*, int) {}, &found);
+#else
+  (void)a;
+#endif
+  return found;
+}
+
 }  // namespace moacert::simt::detail

@@ -17,6 +17,14 @@
 //   FAULT_DEVICE_OUTSIDE  envelope D in {16, 32}, refuses any other D
 //   FAULT_DEVICE_GAPS     correct, strided (accepts_strided = 1), and checks
 //                         that the gaps of a padded x are poison (all ones)
+// and, device memory as a GPU defines it (issue 47):
+//   FAULT_DEVICE_READ_PAST     reads the 4 bytes just past w (its guard)
+//   FAULT_DEVICE_HOST_HEAP     hands the kernel w copied into a heap buffer
+//   FAULT_DEVICE_HOST_STATIC   hands the kernel w copied into a static array
+//   FAULT_DEVICE_FREE_INPUT    cudaFree of x (not an allocation: inside one)
+//   FAULT_DEVICE_FREE_TWICE    frees its scratch twice
+//   FAULT_DEVICE_COPY_PAST     cudaMemcpy of 1 MiB from x, past its allocation
+//   FAULT_DEVICE_MEMSET_PAST   cudaMemset of 1 MiB at y, past its allocation
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,7 +38,11 @@
 
 #if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) || \
     defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||   \
-    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) || defined(FAULT_DEVICE_GAPS)
+    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                           \
+    defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                            \
+    defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                     \
+    defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                     \
+    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST)
 #define ON_DEVICE 1
 #endif
 
@@ -77,12 +89,16 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
 #elif defined(FAULT_DEVICE_INPUT)
   __syncthreads();                                             // every thread has read x
   if (threadIdx.x == 0) const_cast<float*>(x)[t * xs] = 0.0f;  // planted: an input written
+#elif defined(FAULT_DEVICE_READ_PAST)
+  // Planted: the last row's thread 0 reads the element just past w (its
+  // value unused: the read alone is the fault, as on a GPU).
+  if (t == int(gridDim.x) - 1 && threadIdx.x == 0 && w[D * ws] == 12345.0f) y[t * ys] = 0.0f;
 #elif defined(FAULT_DEVICE_FAR)
   if (threadIdx.x == 0) y[t * ys + (1 << 20)] = 0.0f;  // planted: in no buffer
 #elif defined(FAULT_DEVICE_HANG)
   volatile int spin = 0;
   if (threadIdx.x == 0)
-    for (;;) (void)spin;  // planted: never returns
+    for (;;) (void)spin;            // planted: never returns
 #endif
 }
 
@@ -150,15 +166,42 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
     return MOACERT_UNSUPPORTED;
   }
 #endif
+  const float* w_data = static_cast<const float*>(w->data);
+  [[maybe_unused]] const std::size_t w_bytes = std::size_t(x->shape[1]) * sizeof(float);
+#if defined(FAULT_DEVICE_HOST_HEAP)
+  // Planted: w copied to host memory, and that handed to the kernel.
+  std::vector<float> host_w(std::size_t(x->shape[1]));
+  cudaMemcpy(host_w.data(), w_data, w_bytes, cudaMemcpyDeviceToHost);
+  w_data = host_w.data();
+#elif defined(FAULT_DEVICE_HOST_STATIC)
+  static float host_w[1 << 16];  // planted: a static array of the host's
+  if (w_bytes > sizeof host_w) return MOACERT_UNSUPPORTED;
+  cudaMemcpy(host_w, w_data, w_bytes, cudaMemcpyDeviceToHost);
+  w_data = host_w;
+#elif defined(FAULT_DEVICE_FREE_INPUT)
+  cudaFree(x->data);  // planted: x is the worker's, and not an allocation's start
+#elif defined(FAULT_DEVICE_FREE_TWICE)
+  void* scratch = nullptr;
+  cudaMalloc(&scratch, 64);
+  cudaFree(scratch);
+  cudaFree(scratch);  // planted: freed twice
+#elif defined(FAULT_DEVICE_COPY_PAST)
+  void* scratch = nullptr;
+  cudaMalloc(&scratch, 1 << 20);
+  cudaMemcpy(scratch, x->data, 1 << 20, cudaMemcpyDeviceToDevice);  // planted: past x
+  cudaFree(scratch);
+#elif defined(FAULT_DEVICE_MEMSET_PAST)
+  cudaMemset(y->data, 0, 1 << 20);  // planted: past y
+#endif
   const char* at = std::strstr(params, "\"eps\":");
   const float eps = at ? float(std::strtod(at + 6, nullptr)) : 1e-6f;
   const int T = int(x->shape[0]), D = int(x->shape[1]);
   if (T == 0) return 0;
   try {
-    moacert_launch(rmsnorm_kernel, T, THREADS, 0, static_cast<const float*>(x->data),
-                   static_cast<const float*>(w->data), static_cast<float*>(y->data), D,
-                   (long long)x->strides[0], (long long)x->strides[1], (long long)y->strides[0],
-                   (long long)y->strides[1], (long long)w->strides[0], eps);
+    moacert_launch(rmsnorm_kernel, T, THREADS, 0, static_cast<const float*>(x->data), w_data,
+                   static_cast<float*>(y->data), D, (long long)x->strides[0],
+                   (long long)x->strides[1], (long long)y->strides[0], (long long)y->strides[1],
+                   (long long)w->strides[0], eps);
   } catch (const std::exception& e) {
     std::snprintf(err, err_len, "%s", e.what());
     return 1;

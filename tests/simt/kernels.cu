@@ -165,6 +165,16 @@ __global__ void stack_hog(float* y) {
   y[threadIdx.x] = big[threadIdx.x];
 }
 
+// ---- device memory as a GPU defines it (issue 47): each planted, and its
+// correct twin in run_strict_twins.
+
+__global__ void read_one(const float* x, float* y, int offset) {
+  if (threadIdx.x == 0) y[0] = x[offset];  // planted at offset 1 of a 1-float x
+}
+
+// Host memory handed to a kernel: a static array of this module's.
+float host_table[64];
+
 }  // namespace
 
 namespace simt_test {
@@ -235,6 +245,26 @@ void run_planted(const std::string& name) {
   if (name == "negative_grid") moacert_launch(trivial, dim3(unsigned(-1)), 32, 0, y);
   if (name == "too_much_shared") moacert_launch(block_sum, 1, 32, 64 * 1024, x, y, 32);
   if (name == "stack_overflow") moacert_launch(stack_hog, 1, 32, 0, y);
+  if (name == "read_past_small_input") {
+    const float* one = b.add(device_copy(std::vector<float>{1.0f}));
+    moacert_simt_name_buffer(one, "x");
+    moacert_launch(read_one, 1, 32, 0, one, y, 1);
+  }
+  if (name == "heap_host_memory") {
+    const std::vector<float> host(64, 1.0f);  // planted: host memory, never copied
+    moacert_launch(read_one, 1, 32, 0, host.data(), y, 0);
+  }
+  if (name == "static_host_memory") moacert_launch(read_one, 1, 32, 0, host_table, y, 3);
+}
+
+std::vector<float> run_strict_twins() {
+  Buffers b;
+  const float* one = b.add(device_copy(std::vector<float>{1.0f}));
+  float* y = b.zeros<float>(256);
+  std::vector<float> out;
+  moacert_launch(read_one, 1, 32, 0, one, y, 0);  // the last float of a 1-float x
+  out.push_back(host_copy(y, 1)[0]);
+  return out;
 }
 
 }  // namespace simt_test
