@@ -245,7 +245,43 @@ void check_host_arguments(std::uintptr_t a, std::size_t bytes, Access kind, std:
                  std::to_string(h.argument) + ", which a kernel cannot dereference");
 }
 
+// Dynamic shared memory is the launch's shared_bytes, not the arena the
+// module defines (227 KiB, the most any launch may ask for).
+[[noreturn]] void past_dynamic_shared(std::uintptr_t a, std::size_t bytes, Access kind,
+                                      std::uint64_t where) {
+  const Launch& L = *runtime.launch;
+  const std::uint64_t first = a - L.dynamic_lo;
+  hazard("out of bounds", me_name(*tls_current) + " " + verb(kind) + " " + std::to_string(bytes) +
+                              " bytes at dynamic shared+" + std::to_string(first) + " (" +
+                              describe_where(where) + "): past the launch's " +
+                              std::to_string(L.shared_bytes) +
+                              " bytes of dynamic shared memory (its shared_bytes), its bytes " +
+                              std::to_string(first) + ".." + std::to_string(first + bytes - 1));
+}
+
 }  // namespace
+
+void on_aligned_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  Fiber* me = tls_current;
+  if (me && (a & (bytes - 1)) != 0) {
+    const Launch& L = *runtime.launch;
+    if (a < L.stacks_lo || a >= L.stacks_hi) {
+      const bool shared = a >= L.shared_lo && a < L.shared_hi;
+      const Buffer* b = shared ? nullptr : find_buffer(a);
+      hazard("misaligned access", me_name(*me) + " " + verb(kind) + " " + std::to_string(bytes) +
+                                      " bytes at " +
+                                      (shared ? shared_offset(a)
+                                       : b    ? buffer_offset(*b, a)
+                                              : hex_address(a)) +
+                                      " (" + describe_where(reinterpret_cast<std::uint64_t>(pc)) +
+                                      "): misaligned address, not a multiple of " +
+                                      std::to_string(bytes) + " (a GPU requires an access of " +
+                                      std::to_string(bytes) + " bytes to be aligned to them)");
+    }
+  }
+  on_access(address, bytes, kind, pc);
+}
 
 void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site site) {
   Fiber* me = tls_current;
@@ -278,6 +314,9 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
   const auto where = reinterpret_cast<std::uint64_t>(pc);
   if (a >= L.shared_lo && a + bytes <= L.shared_hi) {
+    if (L.dynamic_lo && a + bytes > L.dynamic_lo + L.shared_bytes &&
+        a < L.dynamic_lo + kMaxDynamicShared)
+      past_dynamic_shared(a, bytes, kind, where);
     if (!L.copies.empty()) check_async_copies(a, bytes, kind, true, where);
     count(true, kind, bytes);
     check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);

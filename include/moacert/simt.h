@@ -126,6 +126,52 @@ struct dim3 {
   constexpr operator uint3() const { return {x, y, z}; }
 };
 
+// CUDA's vector types, aligned as its vector_types.h aligns them: a float4
+// is one 16-byte access, at an address a GPU requires to be a multiple of
+// 16 (else `misaligned address`), and so does the emulator.
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(8) int2 {
+  int x, y;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
+struct alignas(16) uint4 {
+  unsigned int x, y, z, w;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
+inline float2 make_float2(float x, float y) {
+  return {x, y};
+}
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+inline int2 make_int2(int x, int y) {
+  return {x, y};
+}
+inline int4 make_int4(int x, int y, int z, int w) {
+  return {x, y, z, w};
+}
+inline uint2 make_uint2(unsigned int x, unsigned int y) {
+  return {x, y};
+}
+inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) {
+  return {x, y, z, w};
+}
+inline double2 make_double2(double x, double y) {
+  return {x, y};
+}
+
 enum cudaError_t {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,

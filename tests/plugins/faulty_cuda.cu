@@ -25,6 +25,11 @@
 //   FAULT_DEVICE_FREE_TWICE    frees its scratch twice
 //   FAULT_DEVICE_COPY_PAST     cudaMemcpy of 1 MiB from x, past its allocation
 //   FAULT_DEVICE_MEMSET_PAST   cudaMemset of 1 MiB at y, past its allocation
+//   FAULT_DEVICE_VEC4          correct: w[0..3] loaded as one aligned float4
+//   FAULT_DEVICE_MISALIGNED    the same float4 loaded from w + 1: misaligned
+//   FAULT_DEVICE_DYNAMIC       correct: the partial sums in dynamic shared
+//                              memory, as many bytes as the block needs
+//   FAULT_DEVICE_DYNAMIC_PAST  the same launched with half of those bytes
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -42,18 +47,36 @@
     defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                            \
     defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                     \
     defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                     \
-    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST)
+    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                     \
+    defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                           \
+    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST)
 #define ON_DEVICE 1
+#endif
+#if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
+#define VEC4_W 1
+#endif
+#if defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST)
+#define DYNAMIC_PARTIAL 1
+#endif
+
+constexpr int THREADS = 32;
+
+#if defined(DYNAMIC_PARTIAL)
+// Outside the unnamed namespace: the arena moacert-simt-c++ defines must
+// be able to name it (docs/simt.md, limits).
+extern __shared__ float dynamic_partial[];  // (THREADS)
 #endif
 
 namespace {
 
-constexpr int THREADS = 32;
-
 // xs, ys: row strides; xd, yd, ws: element strides.
 __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, long long xs,
                                long long xd, long long ys, long long yd, long long ws, float eps) {
+#if defined(DYNAMIC_PARTIAL)
+  float* partial = dynamic_partial;  // (THREADS), as many floats as the launch gave
+#else
   __shared__ float partial[THREADS];  // (THREADS)
+#endif
   const int t = blockIdx.x;
   float ss = 0.0f;
   for (int d = threadIdx.x; d < D; d += THREADS) {
@@ -78,8 +101,30 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
   total = spill[threadIdx.x];
 #endif
   const float r = rsqrtf(total / float(D) + eps);
+#if defined(VEC4_W)
+  // w[0..3] as one float4 (w is row-major: accepts_strided = 0), copied whole
+  // into shared memory: one 16-byte load, 16-byte aligned at w itself.
+  __shared__ float4 w4;
+#if defined(FAULT_DEVICE_MISALIGNED)
+  const int from = 1;  // planted: w + 1 is 4 bytes past a 16-byte boundary
+#else
+  const int from = 0;
+#endif
+  // Written whatever D (GCC may load w4.x before it tests D); w[0..4] exist
+  // from D = 5.
+  if (threadIdx.x == 0) {
+    if (D >= 5)
+      w4 = *reinterpret_cast<const float4*>(w + from);
+    else
+      w4 = make_float4(w[0], 0.0f, 0.0f, 0.0f);
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < D; d += THREADS)
+    y[t * ys + d * yd] = x[t * xs + d * xd] * r * (d == 0 ? w4.x : w[d * ws]);
+#else
   for (int d = threadIdx.x; d < D; d += THREADS)
     y[t * ys + d * yd] = x[t * xs + d * xd] * r * w[d * ws];
+#endif
 #if defined(FAULT_DEVICE_PAST)
   // Planted: the last row's thread 0 writes one element past y's end.
   if (t == int(gridDim.x) - 1 && threadIdx.x == 0) y[t * ys + D * yd] = 0.0f;
@@ -193,13 +238,20 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
 #elif defined(FAULT_DEVICE_MEMSET_PAST)
   cudaMemset(y->data, 0, 1 << 20);  // planted: past y
 #endif
+#if defined(FAULT_DEVICE_DYNAMIC_PAST)
+  const std::size_t shared_bytes = THREADS / 2 * sizeof(float);  // planted: half
+#elif defined(FAULT_DEVICE_DYNAMIC)
+  const std::size_t shared_bytes = THREADS * sizeof(float);
+#else
+  const std::size_t shared_bytes = 0;
+#endif
   const char* at = std::strstr(params, "\"eps\":");
   const float eps = at ? float(std::strtod(at + 6, nullptr)) : 1e-6f;
   const int T = int(x->shape[0]), D = int(x->shape[1]);
   if (T == 0) return 0;
   try {
-    moacert_launch(rmsnorm_kernel, T, THREADS, 0, static_cast<const float*>(x->data), w_data,
-                   static_cast<float*>(y->data), D, (long long)x->strides[0],
+    moacert_launch(rmsnorm_kernel, T, THREADS, shared_bytes, static_cast<const float*>(x->data),
+                   w_data, static_cast<float*>(y->data), D, (long long)x->strides[0],
                    (long long)x->strides[1], (long long)y->strides[0], (long long)y->strides[1],
                    (long long)w->strides[0], eps);
   } catch (const std::exception& e) {

@@ -307,6 +307,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "kernel read_one: thread \\(0,0,0\\) of block \\(0,0,0\\) reads 4 bytes at "
                 "'.*host_table.*'\\+12 \\(.*kernels\\.cu:\\d+\\): host memory, not device memory: "
                 "static data of a loaded module, handed to the kernel as its argument 1"},
+        Planted{"misaligned_global", "misaligned access",
+                "kernel copy_vec4: thread \\(\\d,0,0\\) of block \\(0,0,0\\) reads 16 bytes at "
+                "'cudaMalloc#\\d+'\\+\\d+ \\(.*kernels\\.cu:\\d+\\): misaligned address, not a "
+                "multiple of 16"},
+        Planted{"misaligned_shared", "misaligned access",
+                "kernel shared_vec4: thread \\(\\d,0,0\\) of block \\(0,0,0\\) reads 16 bytes at "
+                "static shared\\+4 \\(.*kernels\\.cu:\\d+\\): misaligned address, not a multiple "
+                "of 16"},
+        Planted{
+            "past_dynamic_shared", "out of bounds",
+            "kernel block_sum: thread \\((1[6-9]|2\\d|3[01]),0,0\\) of block \\(0,0,0\\) writes 4 "
+            "bytes at dynamic shared\\+\\d+ \\(.*kernels\\.cu:\\d+\\): past the launch's 64 bytes "
+            "of dynamic shared memory \\(its shared_bytes\\)"},
         Planted{"uninitialised_shared", "uninitialised shared read",
                 "thread \\((3[2-9]|[4-6]\\d),0,0\\) of block \\(0,0,0\\) reads 4 bytes at .*never "
                 "written in this block"},
@@ -331,7 +344,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The planted faults' correct twins hold, with their results.
 TEST(SimtStrict, CorrectTwinsRunClean) {
-  EXPECT_EQ(simt_test::run_strict_twins(), (std::vector<float>{1.0f}));
+  EXPECT_EQ(simt_test::run_strict_twins(), (std::vector<float>{1.0f, 1.0f, 4.0f, 32.0f}));
 }
 
 // The runtime's errors are CUDA's codes, never a crash (issue 47, item 4).
