@@ -48,7 +48,10 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   if (!p) return fail(cudaErrorMemoryAllocation);
   detail::runtime.device_allocations[p] = bytes;
   detail::runtime.device_bytes += bytes;
-  std::memset(p, 0xff, bytes);  // as uninitialised device memory: NaN, not zero
+  {
+    const detail::DeviceOpen open;
+    std::memset(p, 0xff, bytes);  // as uninitialised device memory: NaN, not zero
+  }
   const std::string name = "cudaMalloc#" + std::to_string(++detail::runtime.malloc_count);
   moacert_simt_register_buffer(p, bytes, name.c_str());
   *ptr = p;
@@ -98,6 +101,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
       return fail(cudaErrorInvalidMemcpyDirection);
   }
   if (!ok) return fail(cudaErrorInvalidValue);
+  const detail::DeviceOpen open;
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -105,6 +109,7 @@ cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   std::lock_guard lock(detail::runtime.mutex);
   if (!device_side(ptr, bytes)) return fail(cudaErrorInvalidValue);
+  const detail::DeviceOpen open;
   std::memset(ptr, value, bytes);
   return cudaSuccess;
 }

@@ -1,10 +1,12 @@
 // The emulated device's memory: one range of the address space, reserved
 // once (PROT_NONE, MAP_NORESERVE: it costs no memory), from which cudaMalloc
-// hands out page-aligned allocations made readable and writable. An
-// address is device memory iff it lies in the range, so that a kernel
-// handed host memory (a heap buffer) is told so at the access, and an
-// address in the range but in no allocation is out of bounds of the
-// nearest one (docs/simt.md#device-memory).
+// hands out page-aligned allocations. An address is device memory iff it
+// lies in the range, so that a kernel handed host memory (a heap buffer) is
+// told so at the access, and an address in the range but in no allocation
+// is out of bounds of the nearest one. The range is readable and writable
+// only while a launch or a runtime call is in progress: host code that
+// touches device memory faults, and the SIGSEGV handler (stacks.cpp) names
+// the tensor (docs/simt.md#device-memory).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -31,18 +33,36 @@ std::size_t round_to_pages(std::size_t bytes) {
 bool reserve() {
   DeviceRange& d = runtime.device;
   if (d.hi) return true;
+  install_fault_handler();  // before any allocation a host access could fault in
   for (std::size_t bytes = std::size_t(1) << 40; bytes >= (std::size_t(1) << 30); bytes /= 2) {
     void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     d.lo = reinterpret_cast<std::uintptr_t>(p);
     d.hi = d.lo + bytes;
+    d.used_hi = d.lo;
     d.free[d.lo] = bytes;
     return true;
   }
   return false;
 }
 
+// The allocated part of the range, [lo, used_hi), readable and writable or
+// not. One mprotect for all allocations: free pages inside it become
+// accessible too while open, and a kernel's access to them is out of bounds
+// by the buffers, not by the page.
+void protect(int prot) {
+  const DeviceRange& d = runtime.device;
+  if (d.used_hi > d.lo) mprotect(reinterpret_cast<void*>(d.lo), d.used_hi - d.lo, prot);
+}
+
 }  // namespace
+
+void open_device() {
+  if (runtime.device.open++ == 0) protect(PROT_READ | PROT_WRITE);
+}
+void close_device() {
+  if (--runtime.device.open == 0) protect(PROT_NONE);
+}
 
 void* device_allocate(std::size_t bytes) {
   if (!reserve()) return nullptr;
@@ -56,7 +76,9 @@ void* device_allocate(std::size_t bytes) {
     free.erase(it);
     if (left) free[at + need] = left;
     void* p = reinterpret_cast<void*>(at);
-    if (mprotect(p, need, PROT_READ | PROT_WRITE) != 0) {
+    DeviceRange& d = runtime.device;
+    d.used_hi = std::max(d.used_hi, at + need);
+    if (d.open > 0 && mprotect(p, need, PROT_READ | PROT_WRITE) != 0) {
       device_release(p, bytes);
       return nullptr;
     }

@@ -149,7 +149,9 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   const Options& opt = runtime.settings.options;
   struct Reset {
     Launch& L;
+    bool opened = false;
     ~Reset() {
+      if (opened) close_device();
       record_report(L);
       runtime.launch = nullptr;
       tls_current = nullptr;
@@ -184,7 +186,7 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
                       " bytes of dynamic shared memory for a module without `extern __shared__` "
                       "(build it with moacert-simt-c++)");
   runtime.last_error = earlier;
-  install_overflow_handler();
+  install_fault_handler();
   L.block_threads = std::uint32_t(threads);
   if (module.dynamic_shared)
     L.dynamic_lo = reinterpret_cast<std::uintptr_t>(module.dynamic_shared());
@@ -199,6 +201,8 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   runtime.stacks.ensure(L.block_threads, opt.stack_bytes);
   L.stacks_lo = reinterpret_cast<std::uintptr_t>(runtime.stacks.base);
   L.stacks_hi = L.stacks_lo + runtime.stacks.slot_bytes * runtime.stacks.count;
+  open_device();  // the kernel's device memory, until the launch ends
+  reset.opened = true;
   // Blocks in a seeded order; the interleaving stream is seeded from it too.
   Rng order{{runtime.settings.seed ^ 0x5eed0b10c5ull}};
   L.schedule = Rng{{runtime.settings.seed * 0x2545f4914f6cdd1dull + 1}};

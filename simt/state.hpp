@@ -64,8 +64,9 @@ struct StackPool {
     return (a - b) % slot_bytes < page ? long(i) : -1;
   }
 };
-// Installs the handler that names a fiber's stack overflow (once).
-void install_overflow_handler();
+// Installs the handler that names a fiber's stack overflow and a host
+// access to device memory (once).
+void install_fault_handler();
 
 // ---- sites (sites.cpp): source locations of emulator calls, interned so
 // that a shadow record holds one word: a return address (tagged 0) or a
@@ -205,12 +206,25 @@ std::pair<std::uintptr_t, std::uintptr_t> static_shared_of(const void* kernel);
 // space from which cudaMalloc allocates, so that whether an address is
 // device memory is a comparison.
 struct DeviceRange {
-  std::uintptr_t lo = 0, hi = 0;               // reserved; PROT_NONE where not allocated
+  std::uintptr_t lo = 0, hi = 0;               // reserved
+  std::uintptr_t used_hi = 0;                  // past the highest allocation yet
+  int open = 0;                                // runtime calls and launches in progress
   std::map<std::uintptr_t, std::size_t> free;  // the free extents, by start
   bool holds(std::uintptr_t a) const { return a >= lo && a < hi; }
 };
-// An allocation of `bytes` (rounded up to pages) readable and writable, or
-// null when the range is exhausted or cannot be reserved.
+// Device memory is readable and writable only inside a launch or a runtime
+// call (PROT_NONE otherwise, so that host code touching it faults, as on a
+// GPU): open while one is in progress (nested; under runtime.mutex).
+void open_device();
+void close_device();
+struct DeviceOpen {
+  DeviceOpen() { open_device(); }
+  ~DeviceOpen() { close_device(); }
+  DeviceOpen(const DeviceOpen&) = delete;
+  DeviceOpen& operator=(const DeviceOpen&) = delete;
+};
+// An allocation of `bytes` (rounded up to pages), accessible while the
+// device is open, or null when the range is exhausted or cannot be reserved.
 void* device_allocate(std::size_t bytes);
 // Gives an allocation of `bytes` back to the range.
 void device_release(void* p, std::size_t bytes);

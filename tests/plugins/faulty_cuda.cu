@@ -25,6 +25,8 @@
 //   FAULT_DEVICE_FREE_TWICE    frees its scratch twice
 //   FAULT_DEVICE_COPY_PAST     cudaMemcpy of 1 MiB from x, past its allocation
 //   FAULT_DEVICE_MEMSET_PAST   cudaMemset of 1 MiB at y, past its allocation
+//   FAULT_DEVICE_HOST_READ     reads w[0] on the host, through its device pointer
+//   FAULT_DEVICE_HOST_WRITE    writes y[0] on the host after the launch
 //   FAULT_DEVICE_VEC4          correct: w[0..3] loaded as one aligned float4
 //   FAULT_DEVICE_MISALIGNED    the same float4 loaded from w + 1: misaligned
 //   FAULT_DEVICE_DYNAMIC       correct: the partial sums in dynamic shared
@@ -49,7 +51,8 @@
     defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                     \
     defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                     \
     defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                           \
-    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST)
+    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                      \
+    defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE)
 #define ON_DEVICE 1
 #endif
 #if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
@@ -158,7 +161,11 @@ std::string gaps_not_poison(const DLTensor* t) {
   for (long long r = 0; r < rows; ++r)
     for (long long c = 0; c < cols; ++c)
       element[static_cast<std::size_t>(r * t->strides[0] + c * t->strides[1])] = true;
-  const auto* bytes = static_cast<const unsigned char*>(t->data);
+  // Device memory is not the host's (a GPU's, and the emulator's outside
+  // kernels and runtime calls): the span is copied to the host first.
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(span) * 4);
+  if (cudaMemcpy(bytes.data(), t->data, bytes.size(), cudaMemcpyDeviceToHost) != cudaSuccess)
+    return "cannot copy x to the host";
   long long gaps = 0;
   for (long long k = 0; k < span; ++k) {
     if (element[static_cast<std::size_t>(k)]) continue;
@@ -194,8 +201,8 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   }
 #endif
 #if defined(FAULT_DEVICE_GAPS)
-  // On the emulator device memory is the host's: every byte of x's span
-  // that no element covers must hold the poison moacert filled it with.
+  // Every byte of x's span that no element covers must hold the poison
+  // moacert filled it with.
   if (std::string why = gaps_not_poison(x); !why.empty()) {
     std::snprintf(err, err_len, "%s", why.c_str());
     return 1;
@@ -237,6 +244,9 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   cudaFree(scratch);
 #elif defined(FAULT_DEVICE_MEMSET_PAST)
   cudaMemset(y->data, 0, 1 << 20);  // planted: past y
+#elif defined(FAULT_DEVICE_HOST_READ)
+  // Planted: device memory read on the host (a GPU's pointer faults there).
+  if (static_cast<const float*>(w->data)[0] == 12345.0f) return MOACERT_UNSUPPORTED;
 #endif
 #if defined(FAULT_DEVICE_DYNAMIC_PAST)
   const std::size_t shared_bytes = THREADS / 2 * sizeof(float);  // planted: half
@@ -258,6 +268,9 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
     std::snprintf(err, err_len, "%s", e.what());
     return 1;
   }
+#if defined(FAULT_DEVICE_HOST_WRITE)
+  static_cast<float*>(y->data)[0] = 0.0f;  // planted: device memory written on the host
+#endif
   return 0;
 }
 

@@ -373,6 +373,25 @@ TEST(SimtStrict, RuntimeErrorsAreCudaCodes) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
 }
 
+// Host code touching device memory outside a launch or a runtime call
+// faults, as on a GPU, and the handler names the buffer; through the
+// runtime the same bytes are copied (issue 47, item 1).
+TEST(SimtStrictDeathTest, HostAccessToDeviceMemoryFaults) {
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 64), cudaSuccess);
+  moacert_simt_name_buffer(p, "d");
+  auto* f = static_cast<volatile float*>(p);
+  EXPECT_DEATH(f[3] = 1.0f,
+               "moacert simt: host access to device memory: host code writes 'd'\\+12, outside "
+               "every kernel and runtime call");
+  EXPECT_DEATH((void)f[1], "moacert simt: host access to device memory: host code reads 'd'\\+4");
+  float host[16] = {};
+  EXPECT_EQ(cudaMemset(p, 0, 64), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(host, p, 64, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[3], 0.0f);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+}
+
 TEST(SimtPlanted, HazardSetsTheLastError) {
   EXPECT_THROW(simt_test::run_planted("missing_sync"), Hazard);
   EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
