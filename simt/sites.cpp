@@ -1,9 +1,11 @@
 // Sites: the source locations of emulator calls (interned) and of
 // instrumented accesses (return addresses, symbolised with GCC's
 // libbacktrace when a hazard is reported).
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "simt/state.hpp"
@@ -63,6 +65,15 @@ Symbol symbol_of(std::uintptr_t a) {
 #else
   (void)a;
 #endif
+  // As the source names it: a static local's or an unnamed namespace's
+  // variable by its own name (the message's kernel and line say where).
+  int status = 0;
+  if (char* d = abi::__cxa_demangle(found.name.c_str(), nullptr, nullptr, &status)) {
+    found.name = d;
+    std::free(d);
+    if (const std::size_t colons = found.name.rfind("::"); colons != std::string::npos)
+      found.name = found.name.substr(colons + 2);
+  }
   return found;
 }
 

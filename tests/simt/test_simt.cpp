@@ -305,7 +305,7 @@ INSTANTIATE_TEST_SUITE_P(
             "allocation holds it\\), which a kernel cannot dereference"},
         Planted{"static_host_memory", "host memory",
                 "kernel read_one: thread \\(0,0,0\\) of block \\(0,0,0\\) reads 4 bytes at "
-                "'.*host_table.*'\\+12 \\(.*kernels\\.cu:\\d+\\): host memory, not device memory: "
+                "'host_table'\\+12 \\(.*kernels\\.cu:\\d+\\): host memory, not device memory: "
                 "static data of a loaded module, handed to the kernel as its argument 1"},
         Planted{"misaligned_global", "misaligned access",
                 "kernel copy_vec4: thread \\(\\d,0,0\\) of block \\(0,0,0\\) reads 16 bytes at "
