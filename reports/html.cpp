@@ -65,13 +65,17 @@ std::string histogram_script(const properties::ErrorHistogram& h, const std::str
 }
 
 // Bars of named pairs: (label, first, second), titled `a` and `b`; `marks`
-// the bars of nonzero height.
+// the bars of nonzero height. Empty when a height is not finite (a NaN
+// output's error is infinite): gnuplot draws no such bar and fails on a
+// series with none, and the tables hold the figures.
 std::string pair_bars_script(const std::vector<std::tuple<std::string, double, double>>& rows,
                              const std::string& a, const std::string& b, const std::string& ylabel,
                              const std::string& title, int* marks) {
   std::ostringstream s;
   s << "$d << EOD\n";
   *marks = 0;
+  for (const auto& [label, x, y] : rows)
+    if (!std::isfinite(x) || !std::isfinite(y)) return "";
   for (const auto& [label, x, y] : rows) {
     s << fmt::format("\"{}\" {:.17g} {:.17g}\n", label, x, y);
     *marks += (x != 0) + (y != 0);
@@ -173,6 +177,10 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
     for (const auto& e : c.vs_torch) rows.push_back({e.name, e.kernel_max_ulp, e.torch_max_ulp});
     const std::string script = pair_bars_script(rows, c.variant, "PyTorch", "max error (ulp)",
                                                 "largest error against the oracle", &marks);
+    if (script.empty())
+      figures +=
+          "<p>No plot of the largest errors against PyTorch's: one is not finite (a NaN or an "
+          "infinite output); the table gives them.</p>\n";
     figures += plots.add("vs-torch-max", script, marks,
                          fmt::format("The kernel's and PyTorch's largest error per output over "
                                      "the {} cases PyTorch ran on.",

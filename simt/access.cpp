@@ -4,6 +4,8 @@
 // against a per-byte shadow of the last writer and the last two readers.
 // The hot path: its helpers stay in this file.
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -55,20 +57,58 @@ std::string shared_offset(std::uintptr_t a) {
   return name + "+" + std::to_string(a - L.shared_lo);
 }
 
-std::string out_of_bounds_text(std::uintptr_t a) {
-  if (runtime.buffers.empty()) return "no buffer is registered";
-  const Buffer* below = nullptr;
-  const Buffer* above = nullptr;
+std::string hex_address(std::uintptr_t a) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%#" PRIxPTR, a);
+  return buf;
+}
+
+// An offset from a buffer's first byte, signed: 'y'+4, 'y'-8.
+std::string signed_offset(const std::string& name, std::uintptr_t lo, std::uintptr_t a) {
+  std::string s = "'";
+  s.append(name).append(a >= lo ? "'+" : "'-");
+  s.append(std::to_string(a >= lo ? a - lo : lo - a));
+  return s;
+}
+
+// The buffer nearest to the access [a, a + bytes) (the least gap between
+// the two; 0 where they overlap), or null when none is registered.
+const Buffer* nearest_buffer(std::uintptr_t a, std::size_t bytes) {
+  const Buffer* best = nullptr;
+  std::uint64_t best_gap = UINT64_MAX;
   for (const Buffer& b : runtime.buffers) {
-    if (b.hi <= a && (!below || b.hi > below->hi)) below = &b;
-    if (b.lo > a && (!above || b.lo < above->lo)) above = &b;
+    const std::uint64_t gap = a >= b.hi ? a - b.hi : (a + bytes <= b.lo ? b.lo - (a + bytes) : 0);
+    if (gap < best_gap) best = &b, best_gap = gap;
   }
-  const std::uint64_t past = below ? a - below->hi : UINT64_MAX;
-  const std::uint64_t before = above ? above->lo - a : UINT64_MAX;
-  if (past <= before && below)
-    return std::to_string(past) + " bytes past the end of '" + below->counts.name + "' (" +
-           std::to_string(below->hi - below->lo) + " bytes)";
-  return std::to_string(before) + " bytes before '" + above->counts.name + "'";
+  return best;
+}
+
+// An access in no buffer, in the terms of the nearest one: its offsets from
+// that buffer's first byte and which side of it they lie on. The bounds are
+// the buffer's own bytes (a bounded buffer's guards are not its own).
+std::string out_of_bounds_text(std::uintptr_t a, std::size_t bytes, const std::string& head,
+                               std::uint64_t where) {
+  const Buffer* b = nearest_buffer(a, bytes);
+  if (!b)
+    return head + hex_address(a) + " (" + describe_where(where) +
+           "): no buffer is registered, in no tensor or buffer the launch was given";
+  const std::string size = "'" + b->counts.name + "' (" + std::to_string(b->hi - b->lo) + " bytes)";
+  const std::string side = a >= b->hi           ? "past the end of " + size
+                           : a + bytes <= b->lo ? "before the start of " + size
+                                                : "across the end of " + size;
+  const auto first = std::int64_t(a - b->lo);
+  return head + signed_offset(b->counts.name, b->lo, a) + " (" + describe_where(where) +
+         "): " + side + ", its bytes " + std::to_string(first) + ".." +
+         std::to_string(first + std::int64_t(bytes) - 1) +
+         ", in no tensor or buffer the launch was given";
+}
+
+// Whether the page of `a` is mapped in this process (mincore fails with
+// ENOMEM on an unmapped one).
+bool mapped(std::uintptr_t a) {
+  static const std::uintptr_t page = std::uintptr_t(sysconf(_SC_PAGESIZE));
+  unsigned char resident = 0;
+  return mincore(reinterpret_cast<void*>(a & ~(page - 1)), 1, &resident) == 0;
 }
 
 // ---- the race check ------------------------------------------------------
@@ -177,7 +217,71 @@ void count_in(BufferCounters& c, Access kind, std::size_t bytes) {
   }
 }
 
+// An access that lands in no buffer, shared memory, stack or module data:
+// host memory where the launch works on device memory alone (no buffer of
+// host memory is registered, and the address is mapped outside the device's
+// range), else out of bounds of the nearest buffer.
+[[noreturn]] void outside(std::uintptr_t a, std::size_t bytes, Access kind, std::uint64_t where) {
+  const std::string head =
+      me_name(*tls_current) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at ";
+  if (!runtime.device.holds(a) && runtime.device.hi && runtime.host_buffers == 0 && mapped(a))
+    hazard("host memory", head + hex_address(a) + " (" + describe_where(where) +
+                              "): host memory, not device memory (no cudaMalloc allocation "
+                              "holds it), which a kernel cannot dereference");
+  hazard("out of bounds", out_of_bounds_text(a, bytes, head, where));
+}
+
+// Static data of a loaded module handed to the kernel as a pointer: host
+// memory, since the emulator has no cudaGetSymbolAddress (a __device__
+// variable is reached by its name, never through an argument).
+void check_host_arguments(std::uintptr_t a, std::size_t bytes, Access kind, std::uint64_t where) {
+  for (const Launch::HostArgument& h : runtime.launch->host_arguments)
+    if (a < h.hi && a + bytes > h.lo)
+      hazard("host memory",
+             me_name(*tls_current) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
+                 signed_offset(h.name, h.lo, a) + " (" + describe_where(where) +
+                 "): host memory, not device memory: static data of a loaded module, handed to "
+                 "the kernel as its argument " +
+                 std::to_string(h.argument) + ", which a kernel cannot dereference");
+}
+
+// Dynamic shared memory is the launch's shared_bytes, not the arena the
+// module defines (227 KiB, the most any launch may ask for).
+[[noreturn]] void past_dynamic_shared(std::uintptr_t a, std::size_t bytes, Access kind,
+                                      std::uint64_t where) {
+  const Launch& L = *runtime.launch;
+  const std::uint64_t first = a - L.dynamic_lo;
+  hazard("out of bounds", me_name(*tls_current) + " " + verb(kind) + " " + std::to_string(bytes) +
+                              " bytes at dynamic shared+" + std::to_string(first) + " (" +
+                              describe_where(where) + "): past the launch's " +
+                              std::to_string(L.shared_bytes) +
+                              " bytes of dynamic shared memory (its shared_bytes), its bytes " +
+                              std::to_string(first) + ".." + std::to_string(first + bytes - 1));
+}
+
 }  // namespace
+
+void on_aligned_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  Fiber* me = tls_current;
+  if (me && (a & (bytes - 1)) != 0) {
+    const Launch& L = *runtime.launch;
+    if (a < L.stacks_lo || a >= L.stacks_hi) {
+      const bool shared = a >= L.shared_lo && a < L.shared_hi;
+      const Buffer* b = shared ? nullptr : find_buffer(a);
+      hazard("misaligned access", me_name(*me) + " " + verb(kind) + " " + std::to_string(bytes) +
+                                      " bytes at " +
+                                      (shared ? shared_offset(a)
+                                       : b    ? buffer_offset(*b, a)
+                                              : hex_address(a)) +
+                                      " (" + describe_where(reinterpret_cast<std::uint64_t>(pc)) +
+                                      "): misaligned address, not a multiple of " +
+                                      std::to_string(bytes) + " (a GPU requires an access of " +
+                                      std::to_string(bytes) + " bytes to be aligned to them)");
+    }
+  }
+  on_access(address, bytes, kind, pc);
+}
 
 void atomic_access(void* address, std::size_t bytes, Counters::Atomic kind, Site site) {
   Fiber* me = tls_current;
@@ -210,6 +314,9 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
   const auto where = reinterpret_cast<std::uint64_t>(pc);
   if (a >= L.shared_lo && a + bytes <= L.shared_hi) {
+    if (L.dynamic_lo && a + bytes > L.dynamic_lo + L.shared_bytes &&
+        a < L.dynamic_lo + kMaxDynamicShared)
+      past_dynamic_shared(a, bytes, kind, where);
     if (!L.copies.empty()) check_async_copies(a, bytes, kind, true, where);
     count(true, kind, bytes);
     check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);
@@ -220,21 +327,13 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
     if (b->shadow.size() < b->hi - b->lo) b->shadow = shadow_for(b->hi - b->lo);
     check(&b->shadow[a - b->lo], bytes, L.launch_gen, false, a, bytes, kind, where);
   } else if (const Segment* seg = b ? nullptr : find_segment(a)) {
+    if (!L.host_arguments.empty()) check_host_arguments(a, bytes, kind, where);
     if (seg->writable) {
       count(false, kind, bytes);
       count_in(buffer_counts(nullptr), kind, bytes);
     }
   } else {
-    hazard(
-        "out of bounds",
-        me_name(*me) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
-            [&] {
-              char buf[32];
-              std::snprintf(buf, sizeof buf, "%#" PRIxPTR, a);
-              return std::string(buf);
-            }() +
-            " (" + describe_where(where) + "): " + out_of_bounds_text(b ? b->hi : a) +
-            ", in no tensor or buffer the launch was given");
+    outside(a, bytes, kind, where);
   }
   if (runtime.settings.options.yield_every_accesses &&
       ++me->accesses % runtime.settings.options.yield_every_accesses == 0)

@@ -45,7 +45,22 @@ void keep_spare(std::vector<ByteShadow>&& shadow) {
   spares.push_back(std::move(shadow));
 }
 
+// Erases a buffer, its shadow kept for the next one.
+std::vector<Buffer>::iterator erase(std::vector<Buffer>::iterator it) {
+  if (!runtime.device.holds(it->lo)) --runtime.host_buffers;
+  keep_spare(std::move(it->shadow));
+  runtime.buffer_hint = 0;
+  return runtime.buffers.erase(it);
+}
+
 }  // namespace
+
+void unregister_allocation(const void* p, std::size_t bytes) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  auto& bufs = runtime.buffers;
+  for (auto it = bufs.begin(); it != bufs.end();)
+    it = it->lo >= lo && it->lo - lo < std::max<std::size_t>(bytes, 1) ? erase(it) : it + 1;
+}
 
 }  // namespace moacert::simt::detail
 
@@ -57,10 +72,7 @@ extern "C" void moacert_simt_register_buffer(const void* ptr, std::size_t bytes,
   auto& bufs = detail::runtime.buffers;
   auto it = std::lower_bound(bufs.begin(), bufs.end(), lo,
                              [](const detail::Buffer& b, std::uintptr_t x) { return b.lo < x; });
-  if (it != bufs.end() && it->lo == lo) {
-    detail::keep_spare(std::move(it->shadow));
-    bufs.erase(it);
-  }
+  if (it != bufs.end() && it->lo == lo) detail::erase(it);
   it = std::lower_bound(bufs.begin(), bufs.end(), lo,
                         [](const detail::Buffer& b, std::uintptr_t x) { return b.lo < x; });
   bufs.insert(it, detail::Buffer{lo,
@@ -69,7 +81,23 @@ extern "C" void moacert_simt_register_buffer(const void* ptr, std::size_t bytes,
                                  BufferCounters{name ? name : "buffer"},
                                  0,
                                  {}});
+  if (!detail::runtime.device.holds(lo)) ++detail::runtime.host_buffers;
   detail::runtime.buffer_hint = 0;
+}
+
+// The worker's guards around a device tensor are its own: the kernel's
+// bounds are the tensor's bytes (docs/simt.md#device-memory).
+extern "C" void moacert_simt_bound_buffer(const void* ptr, std::size_t offset, std::size_t bytes) {
+  std::lock_guard lock(detail::runtime.mutex);
+  const auto lo = reinterpret_cast<std::uintptr_t>(ptr);
+  for (detail::Buffer& b : detail::runtime.buffers)
+    if (b.lo == lo && offset <= b.hi - b.lo && bytes <= b.hi - b.lo - offset) {
+      // Buffers never overlap, so the order by lo stands.
+      b.lo += offset;
+      b.hi = b.lo + bytes;
+      b.shadow.clear();  // sized again, to the new bounds, on the first access
+      return;
+    }
 }
 
 extern "C" void moacert_simt_name_buffer(const void* ptr, const char* name) {
@@ -83,12 +111,6 @@ extern "C" void moacert_simt_unregister_buffer(const void* ptr) {
   std::lock_guard lock(detail::runtime.mutex);
   const auto lo = reinterpret_cast<std::uintptr_t>(ptr);
   auto& bufs = detail::runtime.buffers;
-  for (auto it = bufs.begin(); it != bufs.end();)
-    if (it->lo == lo) {
-      detail::keep_spare(std::move(it->shadow));
-      it = bufs.erase(it);
-    } else {
-      ++it;
-    }
+  for (auto it = bufs.begin(); it != bufs.end();) it = it->lo == lo ? detail::erase(it) : it + 1;
   detail::runtime.buffer_hint = 0;
 }

@@ -17,41 +17,99 @@ extern "C" const char* moacert_simt_fault_message(void) {
   return detail::runtime.fault_message;
 }
 
+namespace {
+
+// A failed call's error: returned, and kept as the last error, as CUDA's
+// runtime does (the worker asks cudaGetLastError after the call).
+cudaError_t fail(cudaError_t e) {
+  return detail::runtime.last_error = e;
+}
+
+// Whether [p, p + bytes) may be the device side of a copy: wholly inside
+// one live allocation.
+bool device_side(const void* p, std::size_t bytes) {
+  return detail::device_allocation_of(p, bytes) != nullptr;
+}
+// Whether it may be the host side: not in the device's range (a device
+// pointer where host memory is declared is refused, as CUDA refuses it).
+bool host_side(const void* p) {
+  return !detail::runtime.device.holds(reinterpret_cast<std::uintptr_t>(p));
+}
+
+}  // namespace
+
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
-  if (!ptr) return detail::runtime.last_error = cudaErrorInvalidValue;
+  if (!ptr) return fail(cudaErrorInvalidValue);
   std::lock_guard lock(detail::runtime.mutex);  // the live allocations' sum
   const std::size_t capacity = detail::runtime.settings.device_memory;
   if (capacity && bytes > capacity - std::min(capacity, detail::runtime.device_bytes))
-    return detail::runtime.last_error = cudaErrorMemoryAllocation;
-  void* p = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
-  if (!p) return detail::runtime.last_error = cudaErrorMemoryAllocation;
+    return fail(cudaErrorMemoryAllocation);
+  void* p = detail::device_allocate(bytes);
+  if (!p) return fail(cudaErrorMemoryAllocation);
   detail::runtime.device_allocations[p] = bytes;
   detail::runtime.device_bytes += bytes;
-  std::memset(p, 0xff, bytes);  // as uninitialised device memory: NaN, not zero
+  {
+    const detail::DeviceOpen open;
+    std::memset(p, 0xff, bytes);  // as uninitialised device memory: NaN, not zero
+  }
   const std::string name = "cudaMalloc#" + std::to_string(++detail::runtime.malloc_count);
   moacert_simt_register_buffer(p, bytes, name.c_str());
   *ptr = p;
   return cudaSuccess;
 }
+// A pointer that is not a live allocation (never one, freed already, or
+// inside one: a tensor the worker handed over) is cudaErrorInvalidValue,
+// as on a GPU, and nothing is freed.
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
   std::lock_guard lock(detail::runtime.mutex);
-  if (const auto it = detail::runtime.device_allocations.find(ptr);
-      it != detail::runtime.device_allocations.end()) {
-    detail::runtime.device_bytes -= it->second;
-    detail::runtime.device_allocations.erase(it);
-  }
-  moacert_simt_unregister_buffer(ptr);
-  std::free(ptr);
+  const auto it = detail::runtime.device_allocations.find(ptr);
+  if (it == detail::runtime.device_allocations.end()) return fail(cudaErrorInvalidValue);
+  const std::size_t bytes = it->second;
+  detail::runtime.device_bytes -= bytes;
+  detail::runtime.device_allocations.erase(it);
+  detail::unregister_allocation(ptr, bytes);
+  detail::device_release(ptr, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
-  if (bytes && (!dst || !src)) return detail::runtime.last_error = cudaErrorInvalidValue;
+// The device sides of a copy must lie in one allocation each; else
+// cudaErrorInvalidValue, and nothing is copied (CUDA checks the device
+// pointers it knows; a bad host pointer is the caller's, on a GPU too).
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  if (!dst || !src) return fail(cudaErrorInvalidValue);
+  std::lock_guard lock(detail::runtime.mutex);
+  bool ok = false;
+  switch (kind) {
+    case cudaMemcpyHostToHost:
+      ok = host_side(dst) && host_side(src);
+      break;
+    case cudaMemcpyHostToDevice:
+      ok = device_side(dst, bytes) && host_side(src);
+      break;
+    case cudaMemcpyDeviceToHost:
+      ok = host_side(dst) && device_side(src, bytes);
+      break;
+    case cudaMemcpyDeviceToDevice:
+      ok = device_side(dst, bytes) && device_side(src, bytes);
+      break;
+    case cudaMemcpyDefault:  // unified addressing: each side is what its address is
+      ok = (host_side(dst) || device_side(dst, bytes)) &&
+           (host_side(src) || device_side(src, bytes));
+      break;
+    default:
+      return fail(cudaErrorInvalidMemcpyDirection);
+  }
+  if (!ok) return fail(cudaErrorInvalidValue);
+  const detail::DeviceOpen open;
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
-  if (bytes && !ptr) return detail::runtime.last_error = cudaErrorInvalidValue;
+  if (bytes == 0) return cudaSuccess;
+  std::lock_guard lock(detail::runtime.mutex);
+  if (!device_side(ptr, bytes)) return fail(cudaErrorInvalidValue);
+  const detail::DeviceOpen open;
   std::memset(ptr, value, bytes);
   return cudaSuccess;
 }
@@ -74,6 +132,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid argument";
     case cudaErrorMemoryAllocation:
       return "out of memory";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
     case cudaErrorLaunchFailure:

@@ -14,6 +14,7 @@
 
 using moacert::simt::detail::Access;
 using moacert::simt::detail::on_access;
+using moacert::simt::detail::on_aligned_access;
 
 #define MOACERT_PC __builtin_return_address(0)
 
@@ -27,10 +28,10 @@ void __tsan_vptr_read(void**) {}
 
 #define MOACERT_TSAN_ACCESS(n)                   \
   void __tsan_read##n(void* a) {                 \
-    on_access(a, n, Access::read, MOACERT_PC);   \
+    ACCESS(n)(a, n, Access::read, MOACERT_PC);   \
   }                                              \
   void __tsan_write##n(void* a) {                \
-    on_access(a, n, Access::write, MOACERT_PC);  \
+    ACCESS(n)(a, n, Access::write, MOACERT_PC);  \
   }                                              \
   void __tsan_unaligned_read##n(void* a) {       \
     on_access(a, n, Access::read, MOACERT_PC);   \
@@ -39,17 +40,21 @@ void __tsan_vptr_read(void**) {}
     on_access(a, n, Access::write, MOACERT_PC);  \
   }                                              \
   void __tsan_read##n##_pc(void* a, void* pc) {  \
-    on_access(a, n, Access::read, pc);           \
+    ACCESS(n)(a, n, Access::read, pc);           \
   }                                              \
   void __tsan_write##n##_pc(void* a, void* pc) { \
-    on_access(a, n, Access::write, pc);          \
+    ACCESS(n)(a, n, Access::write, pc);          \
   }
+// The aligned forms (the compiler knows the access aligned to its size)
+// have their alignment checked; a byte is always aligned.
+#define ACCESS(n) (n == 1 ? on_access : on_aligned_access)
 MOACERT_TSAN_ACCESS(1)
 MOACERT_TSAN_ACCESS(2)
 MOACERT_TSAN_ACCESS(4)
 MOACERT_TSAN_ACCESS(8)
 MOACERT_TSAN_ACCESS(16)
 #undef MOACERT_TSAN_ACCESS
+#undef ACCESS
 
 void __tsan_read_range(void* a, unsigned long n) {
   if (n) on_access(a, n, Access::read, MOACERT_PC);

@@ -105,6 +105,23 @@ void run_block(Body body, void* closure) {
   L.fibers.clear();
 }
 
+// The pointer arguments into a loaded module's static data (a static
+// array of the launcher's): host memory, each object's extent from the
+// module's symbol table (else the rest of its segment).
+void host_arguments(Launch& L, const void* const* pointers, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto p = reinterpret_cast<std::uintptr_t>(pointers[i]);
+    if (!p || find_buffer(p)) continue;
+    for (const Segment& seg : runtime.segments)
+      if (p >= seg.lo && p < seg.hi) {
+        Launch::HostArgument h{p, seg.hi, "static data", i + 1};
+        if (const Symbol s = symbol_of(p); s.size && p < s.lo + s.size)
+          h = {s.lo, s.lo + s.size, s.name, i + 1};
+        L.host_arguments.push_back(h);
+      }
+  }
+}
+
 [[noreturn]] void bad_launch(Launch& L, const std::string& why) {
   L.failed = true;
   L.hazard_kind = "bad launch";
@@ -116,7 +133,8 @@ void run_block(Body body, void* closure) {
 
 // ---- the launch ---------------------------------------------------------
 void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::size_t shared_bytes,
-            Body body, void* closure, Site site) {
+            Body body, void* closure, Site site, const void* const* pointers,
+            std::size_t n_pointers) {
   std::lock_guard lock(runtime.mutex);
   if (runtime.launch)
     throw Hazard("bad launch", "moacert simt: kernel " + std::string(name) +
@@ -131,7 +149,9 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   const Options& opt = runtime.settings.options;
   struct Reset {
     Launch& L;
+    bool opened = false;
     ~Reset() {
+      if (opened) close_device();
       record_report(L);
       runtime.launch = nullptr;
       tls_current = nullptr;
@@ -141,6 +161,9 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   (void)site;
   const std::uint64_t threads = std::uint64_t(block.x) * block.y * block.z;
   const std::uint64_t blocks = std::uint64_t(grid.x) * grid.y * grid.z;
+  // A launch that starts leaves the last error as it was (a failed
+  // cudaFree before it stays the caller's to read, as on a GPU).
+  const cudaError_t earlier = runtime.last_error;
   runtime.last_error = cudaErrorInvalidConfiguration;
   if (threads == 0 || threads > 1024)
     bad_launch(L, "a block of " + std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
@@ -162,14 +185,15 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
     bad_launch(L, std::to_string(shared_bytes) +
                       " bytes of dynamic shared memory for a module without `extern __shared__` "
                       "(build it with moacert-simt-c++)");
-  runtime.last_error = cudaSuccess;
-  install_overflow_handler();
+  runtime.last_error = earlier;
+  install_fault_handler();
   L.block_threads = std::uint32_t(threads);
   if (module.dynamic_shared)
     L.dynamic_lo = reinterpret_cast<std::uintptr_t>(module.dynamic_shared());
   if (module.touch_tls) module.touch_tls();
   gather_segments();
   std::tie(L.shared_lo, L.shared_hi) = static_shared_of(module.kernel);
+  host_arguments(L, pointers, n_pointers);
   if (L.shared_hi - L.shared_lo > runtime.shared_shadow.size())
     runtime.shared_shadow.assign(L.shared_hi - L.shared_lo, ByteShadow{});
   if (L.shared_hi - L.shared_lo > runtime.shared_in_flight.size())
@@ -177,6 +201,8 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   runtime.stacks.ensure(L.block_threads, opt.stack_bytes);
   L.stacks_lo = reinterpret_cast<std::uintptr_t>(runtime.stacks.base);
   L.stacks_hi = L.stacks_lo + runtime.stacks.slot_bytes * runtime.stacks.count;
+  open_device();  // the kernel's device memory, until the launch ends
+  reset.opened = true;
   // Blocks in a seeded order; the interleaving stream is seeded from it too.
   Rng order{{runtime.settings.seed ^ 0x5eed0b10c5ull}};
   L.schedule = Rng{{runtime.settings.seed * 0x2545f4914f6cdd1dull + 1}};

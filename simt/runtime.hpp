@@ -17,6 +17,10 @@ enum class Access : std::uint8_t { read, write, atomic };
 // launch, and for the fiber's own stack. `pc` is the instrumented code's
 // return address, symbolised only if a hazard is reported.
 void on_access(const void* address, std::size_t bytes, Access kind, const void* pc);
+// The same for an access the compiler knows aligned to its size (a
+// `float4` load): at an address that is not, a GPU faults (`misaligned
+// address`), and so does the emulator.
+void on_aligned_access(const void* address, std::size_t bytes, Access kind, const void* pc);
 
 // The fiber running now on this OS thread (null outside a launch): the
 // callbacks' fast path reads it first. constinit, so that a file other than

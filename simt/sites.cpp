@@ -1,9 +1,11 @@
 // Sites: the source locations of emulator calls (interned) and of
 // instrumented accesses (return addresses, symbolised with GCC's
 // libbacktrace when a hazard is reported).
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "simt/state.hpp"
@@ -48,6 +50,31 @@ std::string describe_where(std::uint64_t w) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "pc %p", pc);
   return buf;
+}
+
+Symbol symbol_of(std::uintptr_t a) {
+  Symbol found;
+#if MOACERT_SIMT_HAVE_BACKTRACE
+  static backtrace_state* state = backtrace_create_state(nullptr, 0, nullptr, nullptr);
+  backtrace_syminfo(
+      state, a,
+      [](void* data, std::uintptr_t, const char* name, std::uintptr_t value, std::uintptr_t size) {
+        if (name) *static_cast<Symbol*>(data) = {name, value, size};
+      },
+      [](void*, const char*, int) {}, &found);
+#else
+  (void)a;
+#endif
+  // As the source names it: a static local's or an unnamed namespace's
+  // variable by its own name (the message's kernel and line say where).
+  int status = 0;
+  if (char* d = abi::__cxa_demangle(found.name.c_str(), nullptr, nullptr, &status)) {
+    found.name = d;
+    std::free(d);
+    if (const std::size_t colons = found.name.rfind("::"); colons != std::string::npos)
+      found.name = found.name.substr(colons + 2);
+  }
+  return found;
 }
 
 }  // namespace moacert::simt::detail

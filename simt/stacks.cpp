@@ -1,7 +1,9 @@
 // Fiber stacks: one mapping per launch size, each stack below a guard page,
 // and the SIGSEGV handler that names a fault in a guard page as the
-// overflow of a kernel thread's stack.
+// overflow of a kernel thread's stack, and one in device memory outside a
+// launch or a runtime call as a host access to device memory.
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,8 +32,45 @@ void StackPool::ensure(std::size_t n, std::size_t bytes) {
 
 namespace {
 
+// Whether the faulting access wrote (x86-64: the page fault's error code);
+// -1 where the platform does not say.
+int faulting_write(void* context) {
+#if defined(__x86_64__)
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  return uc && (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+  (void)context;
+  return -1;
+#endif
+}
+
+// Host code touched device memory (the range is PROT_NONE outside launches
+// and runtime calls): names the tensor, from the registered buffers and the
+// allocations, reading them only (no allocation in a signal handler).
+void host_access(std::uintptr_t a, void* context) {
+  const int wrote = faulting_write(context);
+  const char* verb = wrote < 0 ? "touches" : (wrote ? "writes" : "reads");
+  const Buffer* in = nullptr;
+  for (const Buffer& b : runtime.buffers)
+    if (a >= b.lo && a < b.hi) in = &b;
+  if (in) {
+    std::snprintf(runtime.fault_message, sizeof runtime.fault_message,
+                  "moacert simt: host access to device memory: host code %s '%s'+%zu, outside "
+                  "every kernel and runtime call (a GPU faults: copy it with cudaMemcpy)",
+                  verb, in->counts.name.c_str(), std::size_t(a - in->lo));
+  } else {
+    std::snprintf(runtime.fault_message, sizeof runtime.fault_message,
+                  "moacert simt: host access to device memory: host code %s %p, in no tensor or "
+                  "buffer, outside every kernel and runtime call (a GPU faults)",
+                  verb, reinterpret_cast<void*>(a));
+  }
+  (void)!write(STDERR_FILENO, runtime.fault_message, std::strlen(runtime.fault_message));
+  (void)!write(STDERR_FILENO, "\n", 1);
+}
+
 void on_segv(int signo, siginfo_t* info, void* context) {
   const auto a = reinterpret_cast<std::uintptr_t>(info ? info->si_addr : nullptr);
+  if (runtime.device.holds(a) && runtime.device.open == 0) host_access(a, context);
   if (runtime.stacks.guard_slot(a) >= 0 && runtime.launch && tls_current) {
     const Fiber& f = *tls_current;
     const uint3 b = runtime.launch->block_idx;
@@ -59,7 +98,7 @@ void on_segv(int signo, siginfo_t* info, void* context) {
 
 }  // namespace
 
-void install_overflow_handler() {
+void install_fault_handler() {
   static bool installed = false;
   if (installed) return;
   installed = true;

@@ -64,8 +64,9 @@ struct StackPool {
     return (a - b) % slot_bytes < page ? long(i) : -1;
   }
 };
-// Installs the handler that names a fiber's stack overflow (once).
-void install_overflow_handler();
+// Installs the handler that names a fiber's stack overflow and a host
+// access to device memory (once).
+void install_fault_handler();
 
 // ---- sites (sites.cpp): source locations of emulator calls, interned so
 // that a shadow record holds one word: a return address (tagged 0) or a
@@ -74,6 +75,14 @@ inline constexpr std::uint64_t kSiteTag = 1ull << 63;
 std::uint64_t intern(Site s);
 // "file:line" of a site or return address (else function+offset).
 std::string describe_where(std::uint64_t where);
+// The data symbol that holds an address (a static array), from the
+// module's symbol table; size 0 when none is found.
+struct Symbol {
+  std::string name;
+  std::uintptr_t lo = 0;
+  std::size_t size = 0;
+};
+Symbol symbol_of(std::uintptr_t a);
 
 // ---- shadow memory: per byte, its last writer and last two readers.
 struct Record {
@@ -91,6 +100,9 @@ struct ByteShadow {
 static_assert(sizeof(ByteShadow) == kShadowBytesPerByte, "the budget counts the shadow's size");
 
 struct Buffer {
+  // The bytes a kernel may touch: the whole allocation, or less when its
+  // owner bounded it (moacert_simt_bound_buffer: the worker's guards are
+  // its own, not the tensor's).
   std::uintptr_t lo, hi;
   std::uint64_t serial;            // registration order, the order of Counters::buffers
   BufferCounters counts;           // its name, and its traffic in launch `counted_in`
@@ -156,6 +168,14 @@ struct Launch {
   std::uint64_t barrier_where = 0;
   int barrier_result = 0;
   std::vector<AsyncCopy> copies;  // the block's cp.async in flight (async_copy.cpp)
+  // Host memory the launch was handed as a pointer argument into a loaded
+  // module's static data (a static array): [lo, hi) and its symbol's name.
+  struct HostArgument {
+    std::uintptr_t lo, hi;
+    std::string name;
+    std::size_t argument;
+  };
+  std::vector<HostArgument> host_arguments;
   Counters counters;
   std::vector<std::size_t> touched;  // the runtime.buffers the launch accessed
   BufferCounters module_data{kModuleData};
@@ -182,6 +202,36 @@ void gather_segments();
 // [lo, hi), or {0, 0}.
 std::pair<std::uintptr_t, std::uintptr_t> static_shared_of(const void* kernel);
 
+// ---- device memory (device_memory.cpp): one reserved range of the address
+// space from which cudaMalloc allocates, so that whether an address is
+// device memory is a comparison.
+struct DeviceRange {
+  std::uintptr_t lo = 0, hi = 0;               // reserved
+  std::uintptr_t used_hi = 0;                  // past the highest allocation yet
+  int open = 0;                                // runtime calls and launches in progress
+  std::map<std::uintptr_t, std::size_t> free;  // the free extents, by start
+  bool holds(std::uintptr_t a) const { return a >= lo && a < hi; }
+};
+// Device memory is readable and writable only inside a launch or a runtime
+// call (PROT_NONE otherwise, so that host code touching it faults, as on a
+// GPU): open while one is in progress (nested; under runtime.mutex).
+void open_device();
+void close_device();
+struct DeviceOpen {
+  DeviceOpen() { open_device(); }
+  ~DeviceOpen() { close_device(); }
+  DeviceOpen(const DeviceOpen&) = delete;
+  DeviceOpen& operator=(const DeviceOpen&) = delete;
+};
+// An allocation of `bytes` (rounded up to pages), accessible while the
+// device is open, or null when the range is exhausted or cannot be reserved.
+void* device_allocate(std::size_t bytes);
+// Gives an allocation of `bytes` back to the range.
+void device_release(void* p, std::size_t bytes);
+// The live cudaMalloc allocation that holds [p, p + bytes), or null.
+const std::pair<const void* const, std::size_t>* device_allocation_of(const void* p,
+                                                                      std::size_t bytes);
+
 // ---- the runtime: what lives from launch to launch, once per process ------
 struct Runtime {
   Settings settings;
@@ -202,8 +252,10 @@ struct Runtime {
   std::map<std::pair<const char*, unsigned>, std::uint64_t> site_index;
   std::uint32_t launch_serial = 0, block_serial = 0;
   std::uint64_t malloc_count = 0, buffer_serial = 0;
+  DeviceRange device;
   std::map<const void*, std::size_t> device_allocations;  // cudaMalloc's live ones, by size
-  std::size_t device_bytes = 0;                           // their sum
+  std::size_t host_buffers = 0;  // registered buffers outside the device range
+  std::size_t device_bytes = 0;  // their sum
   cudaError_t last_error = cudaSuccess;
   Counters last_counters, report_counters;
   std::uint64_t report_launches = 0;
@@ -245,6 +297,8 @@ std::string me_name(const Fiber& f);
 Buffer* find_buffer(std::uintptr_t a);
 // A shadow of at least `bytes` entries, a spare one if it can.
 std::vector<ByteShadow> shadow_for(std::size_t bytes);
+// Unregisters the buffers of the allocation [p, p + bytes) (cudaFree).
+void unregister_allocation(const void* p, std::size_t bytes);
 
 // ---- cp.async (async_copy.cpp) ---------------------------------------------
 // An access to a destination of a cp.async in flight (shared) or a write to

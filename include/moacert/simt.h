@@ -56,6 +56,12 @@ void moacert_simt_unregister_buffer(const void* ptr);
 // "cudaMalloc#N"): its traffic is counted under this name
 // (Counters::buffers). Does nothing for an address no buffer starts at.
 void moacert_simt_name_buffer(const void* ptr, const char* name);
+// Bounds the registered buffer that starts at ptr (a cudaMalloc
+// allocation) to its `bytes` from `offset`: a kernel's access to the rest
+// is out of bounds, while cudaMemcpy and cudaFree still see the whole
+// allocation (moacert's worker keeps its guards around a device tensor
+// this way). Does nothing for an address no buffer starts at.
+void moacert_simt_bound_buffer(const void* ptr, std::size_t offset, std::size_t bytes);
 // The seed of block order and fiber interleaving of the following launches.
 void moacert_simt_set_schedule_seed(std::uint64_t seed);
 // Counters and the first hazard since the last call, as one JSON object;
@@ -120,11 +126,58 @@ struct dim3 {
   constexpr operator uint3() const { return {x, y, z}; }
 };
 
+// CUDA's vector types, aligned as its vector_types.h aligns them: a float4
+// is one 16-byte access, at an address a GPU requires to be a multiple of
+// 16 (else `misaligned address`), and so does the emulator.
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(8) int2 {
+  int x, y;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
+struct alignas(16) uint4 {
+  unsigned int x, y, z, w;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
+inline float2 make_float2(float x, float y) {
+  return {x, y};
+}
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+inline int2 make_int2(int x, int y) {
+  return {x, y};
+}
+inline int4 make_int4(int x, int y, int z, int w) {
+  return {x, y, z, w};
+}
+inline uint2 make_uint2(unsigned int x, unsigned int y) {
+  return {x, y};
+}
+inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) {
+  return {x, y, z, w};
+}
+inline double2 make_double2(double x, double y) {
+  return {x, y};
+}
+
 enum cudaError_t {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind {
@@ -227,8 +280,11 @@ struct Module {               // where a launch's kernel lives, for its shared m
 };
 
 using Body = void (*)(void* closure);
+// `pointers`: each parameter's value if it is a pointer, else null (host
+// memory handed to the kernel is told apart from device memory by them).
 void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::size_t shared_bytes,
-            Body body, void* closure, Site site);
+            Body body, void* closure, Site site, const void* const* pointers,
+            std::size_t n_pointers);
 
 uint3 thread_idx();
 uint3 block_idx();
@@ -305,14 +361,29 @@ MOACERT_SIMT_HELPER void run_closure(void* c) {
               std::make_index_sequence<std::tuple_size_v<Params>>());
 }
 
+template <class T>
+MOACERT_SIMT_HELPER const void* pointer_value(const T& v) {
+  if constexpr (std::is_pointer_v<T>)
+    return reinterpret_cast<const void*>(v);
+  else
+    return nullptr;
+}
+template <class Params, std::size_t... I>
+MOACERT_SIMT_HELPER void pointer_values(const Params& params, const void** out,
+                                        std::index_sequence<I...>) {
+  ((out[I] = pointer_value(std::get<I>(params))), ...);
+}
+
 template <class... P, class... A>
 MOACERT_SIMT_HELPER void launch_kernel(const char* name, void (*kernel)(P...), const Module& module,
                                        dim3 grid, dim3 block, std::size_t shared_bytes, Site site,
                                        A&&... args) {
   using Params = std::tuple<std::decay_t<P>...>;
   Closure<void (*)(P...), Params> closure{kernel, Params(std::forward<A>(args)...)};
+  const void* pointers[sizeof...(P) + 1] = {};
+  pointer_values(closure.params, pointers, std::index_sequence_for<P...>());
   launch(name, module, grid, block, shared_bytes, &run_closure<void (*)(P...), Params>, &closure,
-         site);
+         site, pointers, sizeof...(P));
 }
 
 }  // namespace detail

@@ -94,6 +94,8 @@ Runtime find_runtime(void* handle) {
   if (look(handle, "moacert_simt_")) {
     rt.name_buffer = reinterpret_cast<void (*)(const void*, const char*)>(
         dlsym(handle, "moacert_simt_name_buffer"));
+    rt.bound_buffer = reinterpret_cast<void (*)(const void*, std::size_t, std::size_t)>(
+        dlsym(handle, "moacert_simt_bound_buffer"));
     return rt;
   }
   if (!look(handle, ""))
@@ -192,6 +194,7 @@ std::string Tensors::upload(const wire::Request& q, const DLTensor* host, DLTens
     }
     b.base = static_cast<unsigned char*>(p);
     if (rt_.name_buffer) rt_.name_buffer(b.base, t.name);
+    if (rt_.bound_buffer) rt_.bound_buffer(b.base, kGuardBytes, b.span);
     // The span poisoned, then each element of an input copied in.
     std::vector<unsigned char> span(b.span, kPoison);
     if (!t.output) {

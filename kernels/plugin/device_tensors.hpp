@@ -44,6 +44,9 @@ struct Runtime {
   int (*event_destroy)(void*) = nullptr;
   // The emulator's: names a buffer for its messages and counters.
   void (*name_buffer)(const void*, const char*) = nullptr;
+  // The emulator's: a tensor's bounds are its own bytes, the guards around
+  // it the worker's (an access to them is out of bounds at the access).
+  void (*bound_buffer)(const void*, std::size_t, std::size_t) = nullptr;
   // The stream every call is handed, created on the first (null: the
   // default stream).
   void* stream = nullptr;

@@ -17,6 +17,21 @@
 //   FAULT_DEVICE_OUTSIDE  envelope D in {16, 32}, refuses any other D
 //   FAULT_DEVICE_GAPS     correct, strided (accepts_strided = 1), and checks
 //                         that the gaps of a padded x are poison (all ones)
+// and, device memory as a GPU defines it (issue 47):
+//   FAULT_DEVICE_READ_PAST     reads the 4 bytes just past w (its guard)
+//   FAULT_DEVICE_HOST_HEAP     hands the kernel w copied into a heap buffer
+//   FAULT_DEVICE_HOST_STATIC   hands the kernel w copied into a static array
+//   FAULT_DEVICE_FREE_INPUT    cudaFree of x (not an allocation: inside one)
+//   FAULT_DEVICE_FREE_TWICE    frees its scratch twice
+//   FAULT_DEVICE_COPY_PAST     cudaMemcpy of 1 MiB from x, past its allocation
+//   FAULT_DEVICE_MEMSET_PAST   cudaMemset of 1 MiB at y, past its allocation
+//   FAULT_DEVICE_HOST_READ     reads w[0] on the host, through its device pointer
+//   FAULT_DEVICE_HOST_WRITE    writes y[0] on the host after the launch
+//   FAULT_DEVICE_VEC4          correct: w[0..3] loaded as one aligned float4
+//   FAULT_DEVICE_MISALIGNED    the same float4 loaded from w + 1: misaligned
+//   FAULT_DEVICE_DYNAMIC       correct: the partial sums in dynamic shared
+//                              memory, as many bytes as the block needs
+//   FAULT_DEVICE_DYNAMIC_PAST  the same launched with half of those bytes
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,18 +45,41 @@
 
 #if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) || \
     defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||   \
-    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) || defined(FAULT_DEVICE_GAPS)
+    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                           \
+    defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                            \
+    defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                     \
+    defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                     \
+    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                     \
+    defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                           \
+    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                      \
+    defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE)
 #define ON_DEVICE 1
+#endif
+#if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
+#define VEC4_W 1
+#endif
+#if defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST)
+#define DYNAMIC_PARTIAL 1
+#endif
+
+constexpr int THREADS = 32;
+
+#if defined(DYNAMIC_PARTIAL)
+// Outside the unnamed namespace: the arena moacert-simt-c++ defines must
+// be able to name it (docs/simt.md, limits).
+extern __shared__ float dynamic_partial[];  // (THREADS)
 #endif
 
 namespace {
 
-constexpr int THREADS = 32;
-
 // xs, ys: row strides; xd, yd, ws: element strides.
 __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, long long xs,
                                long long xd, long long ys, long long yd, long long ws, float eps) {
+#if defined(DYNAMIC_PARTIAL)
+  float* partial = dynamic_partial;  // (THREADS), as many floats as the launch gave
+#else
   __shared__ float partial[THREADS];  // (THREADS)
+#endif
   const int t = blockIdx.x;
   float ss = 0.0f;
   for (int d = threadIdx.x; d < D; d += THREADS) {
@@ -66,8 +104,30 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
   total = spill[threadIdx.x];
 #endif
   const float r = rsqrtf(total / float(D) + eps);
+#if defined(VEC4_W)
+  // w[0..3] as one float4 (w is row-major: accepts_strided = 0), copied whole
+  // into shared memory: one 16-byte load, 16-byte aligned at w itself.
+  __shared__ float4 w4;
+#if defined(FAULT_DEVICE_MISALIGNED)
+  const int from = 1;  // planted: w + 1 is 4 bytes past a 16-byte boundary
+#else
+  const int from = 0;
+#endif
+  // Written whatever D (GCC may load w4.x before it tests D); w[0..4] exist
+  // from D = 5.
+  if (threadIdx.x == 0) {
+    if (D >= 5)
+      w4 = *reinterpret_cast<const float4*>(w + from);
+    else
+      w4 = make_float4(w[0], 0.0f, 0.0f, 0.0f);
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < D; d += THREADS)
+    y[t * ys + d * yd] = x[t * xs + d * xd] * r * (d == 0 ? w4.x : w[d * ws]);
+#else
   for (int d = threadIdx.x; d < D; d += THREADS)
     y[t * ys + d * yd] = x[t * xs + d * xd] * r * w[d * ws];
+#endif
 #if defined(FAULT_DEVICE_PAST)
   // Planted: the last row's thread 0 writes one element past y's end.
   if (t == int(gridDim.x) - 1 && threadIdx.x == 0) y[t * ys + D * yd] = 0.0f;
@@ -77,12 +137,16 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
 #elif defined(FAULT_DEVICE_INPUT)
   __syncthreads();                                             // every thread has read x
   if (threadIdx.x == 0) const_cast<float*>(x)[t * xs] = 0.0f;  // planted: an input written
+#elif defined(FAULT_DEVICE_READ_PAST)
+  // Planted: the last row's thread 0 reads the element just past w (its
+  // value unused: the read alone is the fault, as on a GPU).
+  if (t == int(gridDim.x) - 1 && threadIdx.x == 0 && w[D * ws] == 12345.0f) y[t * ys] = 0.0f;
 #elif defined(FAULT_DEVICE_FAR)
   if (threadIdx.x == 0) y[t * ys + (1 << 20)] = 0.0f;  // planted: in no buffer
 #elif defined(FAULT_DEVICE_HANG)
   volatile int spin = 0;
   if (threadIdx.x == 0)
-    for (;;) (void)spin;  // planted: never returns
+    for (;;) (void)spin;            // planted: never returns
 #endif
 }
 
@@ -97,7 +161,11 @@ std::string gaps_not_poison(const DLTensor* t) {
   for (long long r = 0; r < rows; ++r)
     for (long long c = 0; c < cols; ++c)
       element[static_cast<std::size_t>(r * t->strides[0] + c * t->strides[1])] = true;
-  const auto* bytes = static_cast<const unsigned char*>(t->data);
+  // Device memory is not the host's (a GPU's, and the emulator's outside
+  // kernels and runtime calls): the span is copied to the host first.
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(span) * 4);
+  if (cudaMemcpy(bytes.data(), t->data, bytes.size(), cudaMemcpyDeviceToHost) != cudaSuccess)
+    return "cannot copy x to the host";
   long long gaps = 0;
   for (long long k = 0; k < span; ++k) {
     if (element[static_cast<std::size_t>(k)]) continue;
@@ -133,8 +201,8 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   }
 #endif
 #if defined(FAULT_DEVICE_GAPS)
-  // On the emulator device memory is the host's: every byte of x's span
-  // that no element covers must hold the poison moacert filled it with.
+  // Every byte of x's span that no element covers must hold the poison
+  // moacert filled it with.
   if (std::string why = gaps_not_poison(x); !why.empty()) {
     std::snprintf(err, err_len, "%s", why.c_str());
     return 1;
@@ -150,19 +218,59 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
     return MOACERT_UNSUPPORTED;
   }
 #endif
+  const float* w_data = static_cast<const float*>(w->data);
+  [[maybe_unused]] const std::size_t w_bytes = std::size_t(x->shape[1]) * sizeof(float);
+#if defined(FAULT_DEVICE_HOST_HEAP)
+  // Planted: w copied to host memory, and that handed to the kernel.
+  std::vector<float> host_w(std::size_t(x->shape[1]));
+  cudaMemcpy(host_w.data(), w_data, w_bytes, cudaMemcpyDeviceToHost);
+  w_data = host_w.data();
+#elif defined(FAULT_DEVICE_HOST_STATIC)
+  static float host_w[1 << 16];  // planted: a static array of the host's
+  if (w_bytes > sizeof host_w) return MOACERT_UNSUPPORTED;
+  cudaMemcpy(host_w, w_data, w_bytes, cudaMemcpyDeviceToHost);
+  w_data = host_w;
+#elif defined(FAULT_DEVICE_FREE_INPUT)
+  cudaFree(x->data);  // planted: x is the worker's, and not an allocation's start
+#elif defined(FAULT_DEVICE_FREE_TWICE)
+  void* scratch = nullptr;
+  cudaMalloc(&scratch, 64);
+  cudaFree(scratch);
+  cudaFree(scratch);  // planted: freed twice
+#elif defined(FAULT_DEVICE_COPY_PAST)
+  void* scratch = nullptr;
+  cudaMalloc(&scratch, 1 << 20);
+  cudaMemcpy(scratch, x->data, 1 << 20, cudaMemcpyDeviceToDevice);  // planted: past x
+  cudaFree(scratch);
+#elif defined(FAULT_DEVICE_MEMSET_PAST)
+  cudaMemset(y->data, 0, 1 << 20);  // planted: past y
+#elif defined(FAULT_DEVICE_HOST_READ)
+  // Planted: device memory read on the host (a GPU's pointer faults there).
+  if (static_cast<const float*>(w->data)[0] == 12345.0f) return MOACERT_UNSUPPORTED;
+#endif
+#if defined(FAULT_DEVICE_DYNAMIC_PAST)
+  const std::size_t shared_bytes = THREADS / 2 * sizeof(float);  // planted: half
+#elif defined(FAULT_DEVICE_DYNAMIC)
+  const std::size_t shared_bytes = THREADS * sizeof(float);
+#else
+  const std::size_t shared_bytes = 0;
+#endif
   const char* at = std::strstr(params, "\"eps\":");
   const float eps = at ? float(std::strtod(at + 6, nullptr)) : 1e-6f;
   const int T = int(x->shape[0]), D = int(x->shape[1]);
   if (T == 0) return 0;
   try {
-    moacert_launch(rmsnorm_kernel, T, THREADS, 0, static_cast<const float*>(x->data),
-                   static_cast<const float*>(w->data), static_cast<float*>(y->data), D,
-                   (long long)x->strides[0], (long long)x->strides[1], (long long)y->strides[0],
-                   (long long)y->strides[1], (long long)w->strides[0], eps);
+    moacert_launch(rmsnorm_kernel, T, THREADS, shared_bytes, static_cast<const float*>(x->data),
+                   w_data, static_cast<float*>(y->data), D, (long long)x->strides[0],
+                   (long long)x->strides[1], (long long)y->strides[0], (long long)y->strides[1],
+                   (long long)w->strides[0], eps);
   } catch (const std::exception& e) {
     std::snprintf(err, err_len, "%s", e.what());
     return 1;
   }
+#if defined(FAULT_DEVICE_HOST_WRITE)
+  static_cast<float*>(y->data)[0] = 0.0f;  // planted: device memory written on the host
+#endif
   return 0;
 }
 

@@ -165,6 +165,33 @@ __global__ void stack_hog(float* y) {
   y[threadIdx.x] = big[threadIdx.x];
 }
 
+// ---- device memory as a GPU defines it (issue 47): each planted, and its
+// correct twin in run_strict_twins.
+
+__global__ void read_one(const float* x, float* y, int offset) {
+  if (threadIdx.x == 0) y[0] = x[offset];  // planted at offset 1 of a 1-float x
+}
+
+// Host memory handed to a kernel: a static array of this module's.
+float host_table[64];
+
+__global__ void copy_vec4(const float* x, float* y, int offset) {
+  // planted at offset 1: a 16-byte load at 4 bytes past a 16-byte boundary
+  const float4 v = *reinterpret_cast<const float4*>(x + offset + 4 * threadIdx.x);
+  reinterpret_cast<float4*>(y)[threadIdx.x] = v;
+}
+
+// A float4 copied whole is one 16-byte access (GCC splits one whose fields
+// are used apart into 4-byte ones: docs/simt.md#device-memory).
+__global__ void shared_vec4(float* y, int offset) {
+  __shared__ float4 tile[8];  // (8 x 4 floats)
+  tile[threadIdx.x] = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+  __syncthreads();
+  // planted at offset 1: a float4 read 4 bytes into the tile
+  reinterpret_cast<float4*>(y)[threadIdx.x] =
+      *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(tile) + offset);
+}
+
 }  // namespace
 
 namespace simt_test {
@@ -235,6 +262,38 @@ void run_planted(const std::string& name) {
   if (name == "negative_grid") moacert_launch(trivial, dim3(unsigned(-1)), 32, 0, y);
   if (name == "too_much_shared") moacert_launch(block_sum, 1, 32, 64 * 1024, x, y, 32);
   if (name == "stack_overflow") moacert_launch(stack_hog, 1, 32, 0, y);
+  if (name == "read_past_small_input") {
+    const float* one = b.add(device_copy(std::vector<float>{1.0f}));
+    moacert_simt_name_buffer(one, "x");
+    moacert_launch(read_one, 1, 32, 0, one, y, 1);
+  }
+  if (name == "heap_host_memory") {
+    const std::vector<float> host(64, 1.0f);  // planted: host memory, never copied
+    moacert_launch(read_one, 1, 32, 0, host.data(), y, 0);
+  }
+  if (name == "static_host_memory") moacert_launch(read_one, 1, 32, 0, host_table, y, 3);
+  if (name == "misaligned_global") moacert_launch(copy_vec4, 1, 8, 0, x, y, 1);
+  if (name == "misaligned_shared") moacert_launch(shared_vec4, 1, 8, 0, y, 1);
+  // planted: 32 threads write 32 floats, the launch gives 16 (64 bytes)
+  if (name == "past_dynamic_shared") moacert_launch(block_sum, 1, 32, 16 * sizeof(float), x, y, 32);
+}
+
+std::vector<float> run_strict_twins() {
+  Buffers b;
+  std::vector<float> ones(256, 1.0f);
+  const float* x = b.add(device_copy(ones));
+  const float* one = b.add(device_copy(std::vector<float>{1.0f}));
+  float* y = b.zeros<float>(256);
+  std::vector<float> out;
+  moacert_launch(read_one, 1, 32, 0, one, y, 0);  // the last float of a 1-float x
+  out.push_back(host_copy(y, 1)[0]);
+  moacert_launch(copy_vec4, 1, 8, 0, x, y, 0);  // aligned float4 loads
+  out.push_back(host_copy(y, 32)[31]);
+  moacert_launch(shared_vec4, 1, 8, 0, y, 4);  // an aligned float4 of the tile
+  out.push_back(host_copy(y, 4)[3]);
+  moacert_launch(block_sum, 1, 32, 32 * sizeof(float), x, y, 32);  // shared_bytes enough
+  out.push_back(host_copy(y, 1)[0]);
+  return out;
 }
 
 }  // namespace simt_test

@@ -290,10 +290,36 @@ INSTANTIATE_TEST_SUITE_P(
                 "__syncthreads at .*kernels\\.cu:\\d+ reached by 16 of 64 threads.*exited without "
                 "reaching it"},
         Planted{"barriers_differ", "divergent barrier", "threads of a block at different barriers"},
+        Planted{"off_by_one", "out of bounds",
+                "kernel off_by_one: thread \\(31,0,0\\) of block \\(1,0,0\\) reads 4 bytes at "
+                "'cudaMalloc#\\d+'\\+256 \\(.*kernels\\.cu:\\d+\\): past the end of "
+                "'cudaMalloc#\\d+' \\(256 bytes\\), its bytes 256\\.\\.259, in no tensor"},
+        // Issue 47: device memory as a GPU defines it.
+        Planted{"read_past_small_input", "out of bounds",
+                "kernel read_one: thread \\(0,0,0\\) of block \\(0,0,0\\) reads 4 bytes at 'x'\\+4 "
+                "\\(.*kernels\\.cu:\\d+\\): past the end of 'x' \\(4 bytes\\), its bytes 4\\.\\.7"},
         Planted{
-            "off_by_one", "out of bounds",
-            "kernel off_by_one: thread \\(31,0,0\\) of block \\(1,0,0\\) reads 4 bytes at .* "
-            "\\(.*kernels\\.cu:\\d+\\): 0 bytes past the end of 'cudaMalloc#\\d+' \\(256 bytes\\)"},
+            "heap_host_memory", "host memory",
+            "kernel read_one: thread \\(0,0,0\\) of block \\(0,0,0\\) reads 4 bytes at 0x[0-9a-f]+ "
+            "\\(.*kernels\\.cu:\\d+\\): host memory, not device memory \\(no cudaMalloc "
+            "allocation holds it\\), which a kernel cannot dereference"},
+        Planted{"static_host_memory", "host memory",
+                "kernel read_one: thread \\(0,0,0\\) of block \\(0,0,0\\) reads 4 bytes at "
+                "'host_table'\\+12 \\(.*kernels\\.cu:\\d+\\): host memory, not device memory: "
+                "static data of a loaded module, handed to the kernel as its argument 1"},
+        Planted{"misaligned_global", "misaligned access",
+                "kernel copy_vec4: thread \\(\\d,0,0\\) of block \\(0,0,0\\) reads 16 bytes at "
+                "'cudaMalloc#\\d+'\\+\\d+ \\(.*kernels\\.cu:\\d+\\): misaligned address, not a "
+                "multiple of 16"},
+        Planted{"misaligned_shared", "misaligned access",
+                "kernel shared_vec4: thread \\(\\d,0,0\\) of block \\(0,0,0\\) reads 16 bytes at "
+                "static shared\\+4 \\(.*kernels\\.cu:\\d+\\): misaligned address, not a multiple "
+                "of 16"},
+        Planted{
+            "past_dynamic_shared", "out of bounds",
+            "kernel block_sum: thread \\((1[6-9]|2\\d|3[01]),0,0\\) of block \\(0,0,0\\) writes 4 "
+            "bytes at dynamic shared\\+\\d+ \\(.*kernels\\.cu:\\d+\\): past the launch's 64 bytes "
+            "of dynamic shared memory \\(its shared_bytes\\)"},
         Planted{"uninitialised_shared", "uninitialised shared read",
                 "thread \\((3[2-9]|[4-6]\\d),0,0\\) of block \\(0,0,0\\) reads 4 bytes at .*never "
                 "written in this block"},
@@ -315,6 +341,56 @@ INSTANTIATE_TEST_SUITE_P(
             "too_much_shared", "bad launch",
             "kernel block_sum: 65536 bytes of dynamic shared memory, above the limit of 49152"}),
     [](const testing::TestParamInfo<Planted>& i) { return std::string(i.param.name); });
+
+// The planted faults' correct twins hold, with their results.
+TEST(SimtStrict, CorrectTwinsRunClean) {
+  EXPECT_EQ(simt_test::run_strict_twins(), (std::vector<float>{1.0f, 1.0f, 4.0f, 32.0f}));
+}
+
+// The runtime's errors are CUDA's codes, never a crash (issue 47, item 4).
+TEST(SimtStrict, RuntimeErrorsAreCudaCodes) {
+  cudaGetLastError();
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 64), cudaSuccess);
+  float host[32] = {};
+  static float not_allocated[16];
+  EXPECT_EQ(cudaFree(not_allocated), cudaErrorInvalidValue);                          // never one
+  EXPECT_EQ(cudaFree(static_cast<char*>(p) + 16), cudaErrorInvalidValue);             // inside one
+  EXPECT_EQ(cudaMemcpy(p, host, 65, cudaMemcpyHostToDevice), cudaErrorInvalidValue);  // past it
+  EXPECT_EQ(cudaMemcpy(host, static_cast<char*>(p) + 32, 64, cudaMemcpyDeviceToHost),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(host, p, 64, cudaMemcpyHostToDevice), cudaErrorInvalidValue);  // sides
+  EXPECT_EQ(cudaMemcpy(p, host, 64, cudaMemcpyKind(7)), cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemset(p, 0, 65), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemset(host, 0, 4), cudaErrorInvalidValue);  // host memory
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);      // kept, as CUDA keeps it
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, host, 64, cudaMemcpyHostToDevice), cudaSuccess);  // the twins
+  EXPECT_EQ(cudaMemset(p, 0, 64), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaErrorInvalidValue);                                     // twice
+  EXPECT_EQ(cudaMemcpy(host, p, 4, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);  // freed
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
+// Host code touching device memory outside a launch or a runtime call
+// faults, as on a GPU, and the handler names the buffer; through the
+// runtime the same bytes are copied (issue 47, item 1).
+TEST(SimtStrictDeathTest, HostAccessToDeviceMemoryFaults) {
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 64), cudaSuccess);
+  moacert_simt_name_buffer(p, "d");
+  auto* f = static_cast<volatile float*>(p);
+  EXPECT_DEATH(f[3] = 1.0f,
+               "moacert simt: host access to device memory: host code writes 'd'\\+12, outside "
+               "every kernel and runtime call");
+  EXPECT_DEATH((void)f[1], "moacert simt: host access to device memory: host code reads 'd'\\+4");
+  float host[16] = {};
+  EXPECT_EQ(cudaMemset(p, 0, 64), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(host, p, 64, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[3], 0.0f);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+}
 
 TEST(SimtPlanted, HazardSetsTheLastError) {
   EXPECT_THROW(simt_test::run_planted("missing_sync"), Hazard);
