@@ -173,8 +173,9 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
   // ... and each rounded weight may underflow in storage: η_w / 2, against
   // l >= 1.
   if (u.u_weights > 0) L += nn * u.eta_weights / 2;
-  // ... and l rounded to a format before its use (l >= 1: relative).
-  if (u.row_sum) L = compose(L, u.row_sum.u);
+  // ... and the running sum l rounded to a format after each of its n
+  // updates and once more after the last rescale (l >= 1: relative).
+  if (u.row_sum) L = compose(L, power(u.row_sum.u, nn + 1));
   const double lse = smax + std::log(l);
   r.lse_val.view()(b, h, i) = lse;
   const double lse_acc = dmax + L / (1 - L) + u.eps_log * std::log(nn) * (1 + u.ua) +

@@ -45,11 +45,11 @@ std::vector<std::string> rounded_to_storage(const Arithmetic& a) {
 
 // The declared arithmetic (docs/certificate.md, `arithmetic`): the fields a
 // tensor-core variant's certificate always had (accumulation, what is
-// rounded to storage), its text, and each further freedom where declared.
+// rounded to storage), and each further freedom where declared; its text
+// is arithmetic_check's `declared`.
 nlohmann::json arithmetic_json(const Arithmetic& a) {
   nlohmann::json j = {{"accumulation", std::string(name(a.accumulation))},
-                      {"rounded_to_storage", rounded_to_storage(a)},
-                      {"declared", to_string(a)}};
+                      {"rounded_to_storage", rounded_to_storage(a)}};
   if (!a.contractions.empty()) {
     nlohmann::json c = nlohmann::json::object();
     for (const auto& [contraction, mode] : a.contractions) c[contraction] = std::string(name(mode));
@@ -141,6 +141,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   // what the cases need, and --arithmetic-at-most's limit.
   if (c.arithmetic_checked) {
     j["arithmetic_check"] = {
+        {"declared", to_string(c.arithmetic)},
         {"standard_model",
          {{"holds", c.standard_holds}, {"worst_ratio", number(c.standard_worst_ratio)}}},
         {"needs", c.needs.empty() ? nlohmann::json() : nlohmann::json(c.needs)}};

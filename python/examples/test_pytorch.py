@@ -64,7 +64,7 @@ def test_bf16_attention_composed_in_bf16_declared_holds(moacert_certify):
     cert = holds(moacert_certify("attention.fwd", kernels.attention, dtype="bf16",
                                  arithmetic=BF16_COMPOSITION))
     declared = "round.P=bf16, round.S=bf16, ftz=inputs"
-    assert cert["arithmetic"]["declared"] == declared
+    assert cert["arithmetic_check"]["declared"] == declared
     assert cert["arithmetic_check"]["standard_model"]["holds"] is False
     assert cert["arithmetic_check"]["needs"] == declared
 

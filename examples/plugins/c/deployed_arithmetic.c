@@ -24,6 +24,12 @@
    ftz            f32, subnormal inputs read as 0 and subnormal outputs
                   written as 0 (a CPU's FTZ and DAZ); declares "ftz=both".
                   ftz_undeclared: declaring nothing.
+   scores_bf16    f32, the scores rounded to bf16; "round.S=bf16".
+   row_sum_bf16   f32, the running sum l rounded to bf16; "round.l=bf16".
+   log_coarse     f32, a log of relative error 2^-12; "log=4096ulp".
+   qk_f16         f32, q·k accumulated in f16; "sum.QK=f16".
+   pv_bf16        f32, the value sum accumulated in bf16; "sum.PV=bf16".
+                  Each NAME_undeclared: the same, declaring nothing.
 
    An online softmax over one key at a time, row by row; causal masks are
    bottom-right aligned (moacert's). CTest certifies each
@@ -102,7 +108,12 @@ typedef enum {
   ARITH_TF32,
   ARITH_EXP_2ULP,
   ARITH_EXP_COARSE,
-  ARITH_FTZ
+  ARITH_FTZ,
+  ARITH_SCORES_BF16,
+  ARITH_ROW_SUM_BF16,
+  ARITH_LOG_COARSE,
+  ARITH_QK_F16,
+  ARITH_PV_BF16
 } arithmetic;
 
 /* The exp each kernel uses. */
@@ -153,17 +164,28 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
         for (int64_t d = 0; d < D; ++d) acc[d] = 0;
         for (int64_t j = 0; j < n; ++j) {
           float dot = 0;
-          for (int64_t d = 0; d < D; ++d)
-            dot += READ(q, at4(q, b, h, i, d)) * READ(k, at4(k, b, g, j, d));
-          const float score = scale * dot;
+          for (int64_t d = 0; d < D; ++d) {
+            const float product = READ(q, at4(q, b, h, i, d)) * READ(k, at4(k, b, g, j, d));
+            dot = a == ARITH_QK_F16 ? (float)(_Float16)(dot + (float)(_Float16)product)
+                                    : dot + product;
+          }
+          const float score =
+              a == ARITH_SCORES_BF16 ? from_bf16(to_bf16(scale * dot)) : scale * dot;
           const float m_new = score > m ? score : m;
           const float alpha = kernel_exp(m - m_new, a); /* 0 for the first key */
           const float p = kernel_exp(score - m_new, a);
           l = l * alpha + p;
+          if (a == ARITH_ROW_SUM_BF16) l = from_bf16(to_bf16(l));
           if (a == ARITH_TF32) {
             const float p_tf32 = to_tf32(p);
             for (int64_t d = 0; d < D; ++d)
               acc[d] = acc[d] * alpha + p_tf32 * READ(v, at4(v, b, g, j, d));
+          } else if (a == ARITH_PV_BF16) { /* every operation of the value sum in bf16 */
+            for (int64_t d = 0; d < D; ++d) {
+              const float rescaled = from_bf16(to_bf16(acc[d] * alpha));
+              const float term = from_bf16(to_bf16(p * READ(v, at4(v, b, g, j, d))));
+              acc[d] = from_bf16(to_bf16(rescaled + term));
+            }
           } else if (a != ARITH_F16_VALUE_SUM) {
             const float weight = a == ARITH_FA2 ? in_storage(p, s) : p; /* the mma's A operand */
             for (int64_t d = 0; d < D; ++d)
@@ -181,7 +203,9 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
           const float y = acc[d] / l;
           store(o, at4(o, b, h, i, d), a == ARITH_FTZ ? flushed(y) : y, s);
         }
-        store(lse, at3(lse, b, h, i), m + logf(l), s);
+        /* a short log: relative error 2^-12 */
+        const float log_l = a == ARITH_LOG_COARSE ? logf(l) * (1 + 0x1p-12f) : logf(l);
+        store(lse, at3(lse, b, h, i), m + log_l, s);
       }
     }
   free(acc);
@@ -213,6 +237,26 @@ static int ftz(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_
                const char* params, char* err, size_t err_len) {
   return attention(in, n_in, out, n_out, params, err, err_len, ARITH_FTZ);
 }
+static int scores_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                       const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_SCORES_BF16);
+}
+static int row_sum_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                        const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_ROW_SUM_BF16);
+}
+static int log_coarse(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                      const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_LOG_COARSE);
+}
+static int qk_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                  const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_QK_F16);
+}
+static int pv_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                   const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_PV_BF16);
+}
 
 static const moacert_kernel kernels[] = {
     {"attention.fwd", "fa2", "bf16", 1, fa2, NULL, "cpu", "round.P=storage"},
@@ -228,6 +272,16 @@ static const moacert_kernel kernels[] = {
     {"attention.fwd", "exp_coarse_4096", "f32", 1, exp_coarse, NULL, "cpu", "exp=4096ulp"},
     {"attention.fwd", "ftz", "f32", 1, ftz, NULL, "cpu", "ftz=both"},
     {"attention.fwd", "ftz_undeclared", "f32", 1, ftz, NULL, "cpu", NULL},
+    {"attention.fwd", "scores_bf16", "f32", 1, scores_bf16, NULL, "cpu", "round.S=bf16"},
+    {"attention.fwd", "scores_bf16_undeclared", "f32", 1, scores_bf16, NULL, "cpu", NULL},
+    {"attention.fwd", "row_sum_bf16", "f32", 1, row_sum_bf16, NULL, "cpu", "round.l=bf16"},
+    {"attention.fwd", "row_sum_bf16_undeclared", "f32", 1, row_sum_bf16, NULL, "cpu", NULL},
+    {"attention.fwd", "log_coarse", "f32", 1, log_coarse, NULL, "cpu", "log=4096ulp"},
+    {"attention.fwd", "log_coarse_undeclared", "f32", 1, log_coarse, NULL, "cpu", NULL},
+    {"attention.fwd", "qk_f16", "f32", 1, qk_f16, NULL, "cpu", "sum.QK=f16"},
+    {"attention.fwd", "qk_f16_undeclared", "f32", 1, qk_f16, NULL, "cpu", NULL},
+    {"attention.fwd", "pv_bf16", "f32", 1, pv_bf16, NULL, "cpu", "sum.PV=bf16"},
+    {"attention.fwd", "pv_bf16_undeclared", "f32", 1, pv_bf16, NULL, "cpu", NULL},
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
