@@ -418,8 +418,9 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
     fmt::print("under the standard model: {}, worst error/allowed {:.3g}\n",
                cert.standard_holds ? "holds" : "fails", cert.standard_worst_ratio);
   if (cert.arithmetic_checked && !cert.standard_holds)
-    fmt::print("needs: {}\n",
-               cert.needs.empty() ? "more than any single freedom of the vocabulary" : cert.needs);
+    fmt::print("needs: {}\n", cert.needs.empty()
+                                  ? "no arithmetic of the vocabulary explains its errors"
+                                  : cert.needs);
   // Where an allowance is infinite (an upstream stage's bound is), the rule
   // says nothing: said beside the verdict (docs/certificate.md).
   for (const properties::TensorSummary& t : cert.tensors)

@@ -28,8 +28,10 @@ std::vector<Arithmetic> candidate_arithmetics(Op op, Format format, const Arithm
 
 // One case's findings: its largest error / allowed under the standard
 // model, and per candidate whether its errors are within that candidate's
-// bounds (every candidate is, where the standard model holds: each only
-// adds freedom) and how much looser its bounds are than the standard
+// bounds, a vacuous one replaced by the standard model's but for the
+// kernel's own `declared` arithmetic's (every candidate
+// is, where the standard model holds: each only adds freedom), and how
+// much looser its bounds are than the standard
 // model's (the sum of its bounds over the case's elements against the
 // standard's; 1 where it was not evaluated).
 struct ArithmeticFindings {
@@ -44,7 +46,7 @@ ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exac
                                        const std::vector<AnyTensor>& outputs, const Rule& rule,
                                        const std::vector<std::vector<double>>& standard_bounds,
                                        const std::vector<Arithmetic>& candidates,
-                                       const oracle::Selection* rows);
+                                       const Arithmetic& declared, const oracle::Selection* rows);
 
 // Of the candidates every case is consistent with (`per_case`: each judged
 // case's findings), the one whose bounds are the tightest (the least

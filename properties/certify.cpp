@@ -398,9 +398,10 @@ class CaseRun {
     r_.refused = j.refused;
     if (o_.rule.kind == Rule::apriori && j.error.empty() && !j.refused) {
       r_.has_arithmetic = true;
-      r_.arithmetic = arithmetic_findings(j.c, j.exact, j.outputs, o_.rule,
-                                          j.standard_bounds.empty() ? j.bounds : j.standard_bounds,
-                                          candidates_, j.sample.rows ? &*j.sample.rows : nullptr);
+      r_.arithmetic =
+          arithmetic_findings(j.c, j.exact, j.outputs, o_.rule,
+                              j.standard_bounds.empty() ? j.bounds : j.standard_bounds, candidates_,
+                              v_.arithmetic, j.sample.rows ? &*j.sample.rows : nullptr);
     }
     if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);
@@ -620,9 +621,13 @@ std::vector<Certificate::EnvelopeReach> envelope_reach(Op op, const ShapeConstra
 
 void CaseRunner::check_arithmetic(Certificate& cert, const std::vector<CaseRecord>& records) const {
   const kernels::Variant& v = *o_.variant;
+  // The records the certificate reduces: up to its first failing case, in
+  // position order (ranks may have judged cases past it).
   std::vector<const ArithmeticFindings*> findings;
-  for (const CaseRecord& r : records)
+  for (const CaseRecord& r : records) {
     if (r.has_arithmetic) findings.push_back(&r.arithmetic);
+    if (!r.holds) break;
+  }
   std::optional<Arithmetic> needs;
   if (!findings.empty()) {
     cert.arithmetic_checked = true;

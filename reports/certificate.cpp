@@ -286,8 +286,9 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
        << to_string(c.arithmetic) << "`.\n";
   if (c.arithmetic_checked && (!c.arithmetic.standard() || !c.standard_holds))
     md << "\nUnder the standard model: " << (c.standard_holds ? "holds" : "fails")
-       << fmt::format(", worst error/allowed {:.3g}", c.standard_worst_ratio)
-       << ". Needs: " << (c.needs.empty() ? "more than any candidate" : "`" + c.needs + "`")
+       << fmt::format(", worst error/allowed {:.3g}", c.standard_worst_ratio) << ". Needs: "
+       << (c.needs.empty() ? "no arithmetic of the vocabulary explains its errors"
+                           : "`" + c.needs + "`")
        << ".\n";
   if (c.counted_cases > 0) {
     md << "\n## Counts\n\nOver the " << c.counted_cases
