@@ -93,6 +93,9 @@ struct ForwardRowScratch {
 struct RowWeights {
   double l, L, Delta;
   bool unbounded;
+  // The value sums alone unbounded: a declared accumulation whose γ_{n+2}
+  // is infinite (n u >= 1: bf16 past 255 keys).
+  bool values_unbounded = false;
 };
 
 // One query row (b, h, i) that sees the keys 0 .. n-1 (n > 0; a prefix:
@@ -132,8 +135,8 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
     // rounding, where declared (docs/bounds.md#declared-arithmetic).
     const bool overflows = std::max(1.0, scale) * mag * 2 >= u.qk.overflow;
     w.delta[j] = overflows ? kInf
-                           : u.qk.gamma(double(D + 3)) * (w.a[j] + scale * extra) + scale * extra +
-                                 double(D + 1) * u.qk.eta * std::max(1.0, scale);
+                           : bound_times(u.qk.gamma(double(D + 3)), w.a[j] + scale * extra) +
+                                 scale * extra + double(D + 1) * u.qk.eta * std::max(1.0, scale);
     // Scores rounded to a format are rounded twice where a kernel rounds
     // the product q kᵀ and then its scaling (PyTorch's composition in bf16):
     // each within u |s| + η / 2, the first's η scaled by σ.
@@ -191,7 +194,7 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
       unbounded
           ? kInf
           : kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_out(lse, lse_acc));
-  return {l, L, Delta, unbounded};
+  return {l, L, Delta, unbounded, std::isinf(numerator)};
 }
 
 // Row i's value sums of keys first .. last - 1, every d at once (V row by
@@ -228,7 +231,7 @@ void attention_forward_values(extent_t b, extent_t h, extent_t i, extent_t n,
     // largest finite it may overflow.
     const bool overflows = 4 * nn * w.vmax[d] >= u.pv.overflow;
     o_val[d] = o;
-    o_bound[d] = unbounded || overflows || std::isinf(w.ev[d])
+    o_bound[d] = unbounded || rw.values_unbounded || overflows || std::isinf(w.ev[d])
                      ? kInf
                      : kEvalSlack * (acc * (1 + u.us) + u.us * std::fabs(o) + u.eta_out(o, acc));
   }
@@ -370,8 +373,9 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
     // The sum of squares as declared accumulated and rounded; unbounded
     // where it may pass its accumulator's or its rounding's largest finite.
     const bool overflows = 2 * ss >= u.ss.overflow || 2 * ss >= u.sum_of_squares.overflow;
-    double rho =
-        (u.ss.gamma(double(D + 2)) * ss / double(D) + u.ss.eta * double(D) + u.ua * eps) / ms;
+    double rho = (bound_times(u.ss.gamma(double(D + 2)), ss) / double(D) + u.ss.eta * double(D) +
+                  u.ua * eps) /
+                 ms;
     if (u.sum_of_squares)
       rho = compose(rho, u.sum_of_squares.u) + u.sum_of_squares.eta / 2 / (double(D) * ms);
     double rel = overflows ? kInf : compose(rho, ops);
@@ -447,8 +451,9 @@ Mat gemm_bounds(const Mat& a, const MatrixRows& bmat, const Mat* ea, const Round
         double* ri = row_of(r, {i, j0});
         for (extent_t j = 0; j < w; ++j) {
           // unbounded where a partial sum may pass the accumulator's largest finite
-          double e =
-              2 * at[j] >= sum.overflow ? kInf : gk * (at[j] + pt[j]) + pt[j] + double(k) * sum.eta;
+          double e = 2 * at[j] >= sum.overflow
+                         ? kInf
+                         : bound_times(gk, at[j] + pt[j]) + pt[j] + double(k) * sum.eta;
           if (store) e = e * (1 + u.us) + u.us * std::fabs(vt[j]) + u.eta_out(vt[j], e);
           ri[j] = kEvalSlack * e;
         }

@@ -9,6 +9,7 @@
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
+#include "properties/arithmetic_check.hpp"
 #include "properties/properties.hpp"
 #include "reference/dnf/attention.hpp"
 #include "tests/support/harness.hpp"
@@ -195,6 +196,35 @@ TEST(AprioriBounds, AnInfiniteUpstreamBoundStaysInfinite) {
   EXPECT_TRUE(v.holds) << v.why;
   ASSERT_EQ(v.tensors.size(), 1u);
   EXPECT_EQ(v.tensors[0].unbounded, v.tensors[0].elements);
+}
+
+}  // namespace
+}  // namespace moacert
+
+namespace moacert {
+namespace {
+
+// Every declared arithmetic's bound is a number or +inf, never NaN: a
+// declared accumulation whose γ_n is infinite (bf16 past 255 keys, f16
+// past 2047) once gave NaN (0 · inf in the value sums), which failed an
+// honest kernel as "bound -nan". M up to 600 reaches bf16's limit.
+TEST(DeclaredArithmetic, EveryBoundIsANumberOrInfinite) {
+  const bool ok = rc::check("no declared arithmetic gives a NaN bound", [] {
+    properties::CaseSpec s = *gen_plain_fwd(1, 16);
+    s.problem.dims.M = *rc::gen::inRange<moa::extent_t>(200, 600);
+    s.layouts.clear();
+    for (const moa::Shape& shape : input_shapes(s.problem))
+      s.layouts.push_back(moa::Layout::row_major(shape));
+    Case c = properties::make_case(s);
+    // A value column of zeros: P |v| = 0 there, where an infinite γ made
+    // 0 · inf.
+    for (moa::extent_t j = 0; j < s.problem.dims.M; ++j) c.inputs[2].set({0, 0, j, 0}, 0.0);
+    for (const Arithmetic& a :
+         properties::candidate_arithmetics(Op::attention_fwd, Format::f32, {}))
+      for (const auto& tensor : oracle::apriori_bounds(c, {.arithmetic = a}))
+        for (double b : tensor) RC_ASSERT(!std::isnan(b) && b >= 0);
+  });
+  EXPECT_TRUE(ok);
 }
 
 }  // namespace
