@@ -11,17 +11,39 @@
                    to f16 before the down product (ggml's f16-weight MLP);
                    declares "round.h=f16".
 
+   div_approx      rmsnorm dividing by an estimate of relative error 2^-12;
+                   declares "div=4096ulp".
+   r_bf16          rmsnorm with its reciprocal root rounded to bf16;
+                   declares "round.r=bf16".
+   silu_approx     the MLP with a sigmoid estimate of relative error
+                   2^-12; declares "silu=4096ulp".
+   gate_bf16       the MLP with x w1 rounded to bf16 before silu; declares
+                   "round.gate=bf16".
+   down_bf16       the MLP with its down product accumulated in bf16;
+                   declares "sum.down=bf16".
+
    NAME_undeclared: the same kernel, declaring nothing. Row-major tensors
    (accepts_strided 0). CTest certifies each (tests/plugins/CMakeLists.txt). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <moacert/plugin.h>
 #include <moacert/plugin_params.h>
 
-typedef enum { SS_F16, RSQRT_APPROX } norm_arithmetic;
+/* x rounded to bf16 (nearest even) and back */
+static float bf16_of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+typedef enum { SS_F16, RSQRT_APPROX, DIV_APPROX, R_BF16 } norm_arithmetic;
 
 static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                    const char* params, char* err, size_t err_len, norm_arithmetic a) {
@@ -41,8 +63,11 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
                        : ss + xt[d] * xt[d];
     const float ms = ss / (float)D + eps;
     /* the estimate: the correctly rounded reciprocal root, off by 2^-12 */
-    const float r = a == RSQRT_APPROX ? (1 / sqrtf(ms)) * (1 - 0x1p-12f) : 1 / sqrtf(ms);
-    for (int64_t d = 0; d < D; ++d) y[t * D + d] = xt[d] * r * w[d];
+    float r = a == RSQRT_APPROX ? (1 / sqrtf(ms)) * (1 - 0x1p-12f) : 1 / sqrtf(ms);
+    if (a == R_BF16) r = bf16_of(r);
+    for (int64_t d = 0; d < D; ++d) /* a division estimate of relative error 2^-12 (rcpps) */
+      y[t * D + d] =
+          a == DIV_APPROX ? xt[d] / (sqrtf(ms) * (1 + 0x1p-12f)) * w[d] : xt[d] * r * w[d];
   }
   return 0;
 }
@@ -55,10 +80,20 @@ static int rsqrt_approx(const DLTensor* const* in, int n_in, DLTensor* const* ou
                         const char* params, char* err, size_t err_len) {
   return rmsnorm(in, n_in, out, n_out, params, err, err_len, RSQRT_APPROX);
 }
+static int div_approx(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                      const char* params, char* err, size_t err_len) {
+  return rmsnorm(in, n_in, out, n_out, params, err, err_len, DIV_APPROX);
+}
+static int r_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                  const char* params, char* err, size_t err_len) {
+  return rmsnorm(in, n_in, out, n_out, params, err, err_len, R_BF16);
+}
 
-/* mlp.swiglu: y = (silu(x w1) * (x w3)) w2, h rounded to f16. */
-static int h_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
-                 const char* params, char* err, size_t err_len) {
+typedef enum { H_F16, SILU_APPROX, GATE_BF16, DOWN_BF16 } mlp_arithmetic;
+
+/* mlp.swiglu: y = (silu(x w1) * (x w3)) w2, as `a` says. */
+static int mlp(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+               const char* params, char* err, size_t err_len, mlp_arithmetic a) {
   (void)params;
   if (n_in != 4 || n_out != 1) {
     snprintf(err, err_len, "mlp.swiglu: expected 4 inputs and 1 output");
@@ -80,17 +115,40 @@ static int h_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int 
         gate += x[t * Dm + d] * w1[d * F + f];
         up += x[t * Dm + d] * w3[d * F + f];
       }
-      const float silu = gate / (1 + expf(-gate));
-      h[f] = (float)(_Float16)(silu * up); /* the activation, stored in f16 */
+      if (a == GATE_BF16) gate = bf16_of(gate);
+      /* a sigmoid estimate of relative error 2^-12 */
+      const float silu =
+          a == SILU_APPROX ? gate / (1 + expf(-gate)) * (1 + 0x1p-12f) : gate / (1 + expf(-gate));
+      h[f] = a == H_F16 ? (float)(_Float16)(silu * up) /* the activation, stored in f16 */
+                        : silu * up;
     }
     for (int64_t d = 0; d < Dm; ++d) {
       float sum = 0;
-      for (int64_t f = 0; f < F; ++f) sum += h[f] * w2[f * Dm + d];
+      for (int64_t f = 0; f < F; ++f)
+        sum = a == DOWN_BF16 ? bf16_of(sum + bf16_of(h[f] * w2[f * Dm + d]))
+                             : sum + h[f] * w2[f * Dm + d];
       y[t * Dm + d] = sum;
     }
   }
   free(h);
   return 0;
+}
+
+static int h_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                 const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, H_F16);
+}
+static int silu_approx(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                       const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, SILU_APPROX);
+}
+static int gate_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                     const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, GATE_BF16);
+}
+static int down_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                     const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, DOWN_BF16);
 }
 
 static const moacert_kernel kernels[] = {
@@ -100,6 +158,16 @@ static const moacert_kernel kernels[] = {
     {"rmsnorm", "rsqrt_approx_undeclared", "f32", 0, rsqrt_approx, NULL, "cpu", NULL},
     {"mlp.swiglu", "h_f16", "f32", 0, h_f16, NULL, "cpu", "round.h=f16"},
     {"mlp.swiglu", "h_f16_undeclared", "f32", 0, h_f16, NULL, "cpu", NULL},
+    {"rmsnorm", "div_approx", "f32", 0, div_approx, NULL, "cpu", "div=4096ulp"},
+    {"rmsnorm", "div_approx_undeclared", "f32", 0, div_approx, NULL, "cpu", NULL},
+    {"rmsnorm", "r_bf16", "f32", 0, r_bf16, NULL, "cpu", "round.r=bf16"},
+    {"rmsnorm", "r_bf16_undeclared", "f32", 0, r_bf16, NULL, "cpu", NULL},
+    {"mlp.swiglu", "silu_approx", "f32", 0, silu_approx, NULL, "cpu", "silu=4096ulp"},
+    {"mlp.swiglu", "silu_approx_undeclared", "f32", 0, silu_approx, NULL, "cpu", NULL},
+    {"mlp.swiglu", "gate_bf16", "f32", 0, gate_bf16, NULL, "cpu", "round.gate=bf16"},
+    {"mlp.swiglu", "gate_bf16_undeclared", "f32", 0, gate_bf16, NULL, "cpu", NULL},
+    {"mlp.swiglu", "down_bf16", "f32", 0, down_bf16, NULL, "cpu", "sum.down=bf16"},
+    {"mlp.swiglu", "down_bf16_undeclared", "f32", 0, down_bf16, NULL, "cpu", NULL},
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
