@@ -88,9 +88,10 @@ ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exac
                                        const std::vector<AnyTensor>& outputs, const Rule& rule,
                                        const std::vector<std::vector<double>>& standard_bounds,
                                        const std::vector<Arithmetic>& candidates,
-                                       const Arithmetic& declared, const oracle::Selection* rows) {
+                                       const Arithmetic& declared, const oracle::Selection* rows,
+                                       const Verdict* judged) {
   ArithmeticFindings f;
-  const Verdict standard = judge(c, exact, outputs, rule, &standard_bounds);
+  const Verdict standard = judged ? *judged : judge(c, exact, outputs, rule, &standard_bounds);
   f.standard_ratio = worst_ratio(standard);
   f.consistent.assign(candidates.size(), 1);
   f.looseness.assign(candidates.size(), 1);

@@ -40,13 +40,16 @@ struct ArithmeticFindings {
   std::vector<double> looseness;
 };
 
-// `bounds` are the case's bounds under the standard model (the rule's own
-// when the kernel declares nothing).
+// `standard_bounds` are the case's bounds under the standard model (the
+// rule's own when the kernel declares nothing); `standard`, the case's
+// verdict under them where the rule already judged it so (a kernel that
+// declares nothing), else null: judged here.
 ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exact,
                                        const std::vector<AnyTensor>& outputs, const Rule& rule,
                                        const std::vector<std::vector<double>>& standard_bounds,
                                        const std::vector<Arithmetic>& candidates,
-                                       const Arithmetic& declared, const oracle::Selection* rows);
+                                       const Arithmetic& declared, const oracle::Selection* rows,
+                                       const Verdict* standard = nullptr);
 
 // Of the candidates every case is consistent with (`per_case`: each judged
 // case's findings), the one whose bounds are the tightest (the least

@@ -401,7 +401,8 @@ class CaseRun {
       r_.arithmetic =
           arithmetic_findings(j.c, j.exact, j.outputs, o_.rule,
                               j.standard_bounds.empty() ? j.bounds : j.standard_bounds, candidates_,
-                              v_.arithmetic, j.sample.rows ? &*j.sample.rows : nullptr);
+                              v_.arithmetic, j.sample.rows ? &*j.sample.rows : nullptr,
+                              j.standard_bounds.empty() ? &j.verdict : nullptr);
     }
     if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);
