@@ -47,19 +47,11 @@ double* row_of(Mat& m, const Index& start) {
   return m.storage().data() + moa::row_major_offset(m.shape(), start);
 }
 
-// The errors of inputs flushed to zero (declared: Flush::inputs): an
-// element of magnitude below `floor` (the storage format's smallest
-// normal) may be read as 0, an error of its whole magnitude; others none.
-Mat flush_errors(const Mat& x, double floor) {
-  Mat e(x.shape());
-  std::transform(x.storage().begin(), x.storage().end(), e.storage().begin(),
-                 [floor](double v) { return std::fabs(v) < floor ? std::fabs(v) : 0.0; });
-  return e;
-}
-
-// The errors of an attention input as a kernel reads it for a contraction
-// `sum`: flushed where declared (the whole magnitude of a subnormal), else
-// its rounding to the contraction's operand format (TF32), else none.
+// The errors of an input as a kernel reads it for a contraction `sum`:
+// flushed where declared (Flush::inputs: an element below the storage
+// format's smallest normal may be read as 0, an error of its whole
+// magnitude), else its rounding to the contraction's operand format
+// (TF32), else none.
 Mat read_errors(const Mat& x, const RoundingUnits& u, const SumUnits& sum) {
   Mat e(x.shape());
   std::transform(x.storage().begin(), x.storage().end(), e.storage().begin(), [&](double v) {
@@ -351,7 +343,7 @@ Mat rmsnorm_bounds(const Mat& x, const Mat& w, double eps, const RoundingUnits& 
   const extent_t T = x.shape()[0], D = x.shape()[1];
   // Inputs flushed to zero, where declared: x's subnormals as errors of x,
   // w's below (a flushed w_d makes y_td 0).
-  const Mat flushed = u.flush_inputs && !given ? flush_errors(x, u.input_floor) : Mat();
+  const Mat flushed = u.flush_inputs && !given ? read_errors(x, u, u.ss) : Mat();
   const Mat* ex = u.flush_inputs && !given ? &flushed : given;
   // The operations past the sum of squares: /D, + eps, sqrt, the division
   // (or reciprocal and product) and the product by w; sqrt and the division
