@@ -107,7 +107,7 @@ struct RoundingUnits {
 
 // The units of a case's format under the constants and the kernel's
 // declared arithmetic (docs/bounds.md: the table of u and η, and
-// #tensor-cores).
+// #declared-arithmetic). Defined in oracle/rounding_units.cpp.
 RoundingUnits rounding_units(Format f, const BoundConstants& k);
 
 // Relative error factors are carried as θ (the factor is 1 + θ) and
