@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "oracle/bounds.hpp"
+#include "properties/certify.hpp"
 #include "reference/arithmetic_spec.hpp"
 
 namespace moacert::properties {
@@ -133,6 +134,42 @@ std::optional<Arithmetic> tightest_consistent(
   }
   if (!tightest) return std::nullopt;
   return candidates[*tightest];
+}
+
+void CaseRunner::check_arithmetic(Certificate& cert, const std::vector<CaseRecord>& records) const {
+  const kernels::Variant& v = *o_.variant;
+  // The records the certificate reduces: up to its first failing case, in
+  // position order (ranks may have judged cases past it).
+  std::vector<const ArithmeticFindings*> findings;
+  for (const CaseRecord& r : records) {
+    if (r.has_arithmetic) findings.push_back(&r.arithmetic);
+    if (!r.holds) break;
+  }
+  std::optional<Arithmetic> needs;
+  if (!findings.empty()) {
+    cert.arithmetic_checked = true;
+    for (const ArithmeticFindings* f : findings)
+      cert.standard_worst_ratio = std::max(cert.standard_worst_ratio, f->standard_ratio);
+    cert.standard_holds = cert.standard_worst_ratio <= 1;
+    needs =
+        cert.standard_holds
+            ? std::optional(Arithmetic{})
+            : tightest_consistent(candidate_arithmetics(v.op, o_.format, v.arithmetic), findings);
+    cert.needs = needs ? to_string(*needs) : "";
+  }
+  if (!o_.arithmetic_at_most) return;
+  cert.arithmetic_at_most = o_.arithmetic_at_most_text;
+  if (!cert.holds) return;  // failed already: its own counterexample says why
+  const std::string limit = " beyond --arithmetic-at-most '" + o_.arithmetic_at_most_text + "'";
+  std::optional<std::string> past = beyond(v.arithmetic, *o_.arithmetic_at_most, o_.format);
+  std::string what = past ? "declares " + *past : "";
+  if (!past && needs && (past = beyond(*needs, *o_.arithmetic_at_most, o_.format)))
+    what = "needs " + *past;
+  if (!past) return;
+  cert.holds = false;
+  cert.failure = v.name + " " + what + "," + limit;
+  cert.failure_case = "the whole run";
+  cert.worst_ratio = INFINITY;
 }
 
 }  // namespace moacert::properties

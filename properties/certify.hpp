@@ -117,7 +117,8 @@ class CaseRunner {
   //      every position; throws std::logic_error otherwise.
   Certificate certificate(std::vector<CaseRecord> records) const;
   // The verdict under the standard model beside the declared one, what the
-  // cases' errors need, and --arithmetic-at-most (properties/arithmetic_check.hpp).
+  // cases' errors need, and --arithmetic-at-most (defined in
+  // properties/arithmetic_check.cpp).
   void check_arithmetic(Certificate& cert, const std::vector<CaseRecord>& records) const;
 
  private:
