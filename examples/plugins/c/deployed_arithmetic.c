@@ -34,6 +34,8 @@
    ftz_inputs     f32, subnormal inputs read as 0 (DAZ); "ftz=inputs".
    ftz_outputs    f32, subnormal outputs written as 0 (FTZ);
                   "ftz=outputs".
+   lse_bf16       f32, lse kept in bf16 (a kernel whose statistics are
+                  stored narrow); "round.lse=bf16".
                   Each NAME_undeclared: the same, declaring nothing.
 
    An online softmax over one key at a time, row by row; causal masks are
@@ -122,7 +124,8 @@ typedef enum {
   ARITH_QK_BF16,
   ARITH_PV_TF32,
   ARITH_FTZ_INPUTS,
-  ARITH_FTZ_OUTPUTS
+  ARITH_FTZ_OUTPUTS,
+  ARITH_LSE_BF16
 } arithmetic;
 
 static int flushes_inputs(arithmetic a) {
@@ -228,7 +231,9 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
         }
         /* a short log: relative error 2^-12 */
         const float log_l = a == ARITH_LOG_COARSE ? logf(l) * (1 + 0x1p-12f) : logf(l);
-        store(lse, at3(lse, b, h, i), m + log_l, s);
+        const float row_lse = m + log_l;
+        store(lse, at3(lse, b, h, i), a == ARITH_LSE_BF16 ? from_bf16(to_bf16(row_lse)) : row_lse,
+              s);
       }
     }
   free(acc);
@@ -298,6 +303,10 @@ static int ftz_outputs(const DLTensor* const* in, int n_in, DLTensor* const* out
                        const char* params, char* err, size_t err_len) {
   return attention(in, n_in, out, n_out, params, err, err_len, ARITH_FTZ_OUTPUTS);
 }
+static int lse_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                    const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_LSE_BF16);
+}
 
 static const moacert_kernel kernels[] = {
     {"attention.fwd", "fa2", "bf16", 1, fa2, NULL, "cpu", "round.P=storage"},
@@ -331,6 +340,8 @@ static const moacert_kernel kernels[] = {
     {"attention.fwd", "ftz_inputs_undeclared", "f32", 1, ftz_inputs, NULL, "cpu", NULL},
     {"attention.fwd", "ftz_outputs", "f32", 1, ftz_outputs, NULL, "cpu", "ftz=outputs"},
     {"attention.fwd", "ftz_outputs_undeclared", "f32", 1, ftz_outputs, NULL, "cpu", NULL},
+    {"attention.fwd", "lse_bf16", "f32", 1, lse_bf16, NULL, "cpu", "round.lse=bf16"},
+    {"attention.fwd", "lse_bf16_undeclared", "f32", 1, lse_bf16, NULL, "cpu", NULL},
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
