@@ -98,7 +98,13 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
   *abi = -1;
   const moacert_kernel* table = fn(count, abi);
   if (!table && *count != 0) {
-    write_all(fd_for_errors, "error notable\n");
+    // A library that cannot serve (a dependency of the wrong version, say)
+    // may say why through moacert_plugin_error (docs/design.md#plugin-abi).
+    using ErrorFn = const char* (*)();
+    const auto why = reinterpret_cast<ErrorFn>(dlsym(h, "moacert_plugin_error"));
+    const char* reason = why ? why() : nullptr;
+    write_all(fd_for_errors,
+              std::string("error notable") + (reason && *reason ? " " + field(reason) : "") + "\n");
     return nullptr;
   }
   return table;
