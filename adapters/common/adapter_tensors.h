@@ -41,6 +41,12 @@ void adapter_write_f32(DLTensor* t, const float* src);
 void adapter_lse(const DLTensor* q, const DLTensor* k, double scale, int64_t visible_from,
                  int64_t visible_to, int64_t b, int64_t h, int64_t n, double* lse_out);
 
+/* 1 when MOACERT_ADAPTER_BENCH_WITHOUT_LSE is set: the wrapper's f64 lse
+   (as costly as the attention it accompanies) is skipped and lse filled
+   with NaN, so that `moacert bench` times the library's kernel and the
+   copies around it; a certify under it fails on lse, never passes. */
+int adapter_skip_lse(void);
+
 /* The thread count a library runs with: MOACERT_ADAPTER_THREADS, else 1.
    The ABI has no thread channel (moacert's --threads does not reach a
    plugin), so certify runs one thread unless told otherwise. */

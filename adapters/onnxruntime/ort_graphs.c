@@ -110,6 +110,111 @@ done:
   return rc;
 }
 
+/* (B, H, N, D) <-> (B, N, H * D): the 3-D layout of com.microsoft's
+   attention operators */
+static void to_bshd(const float* src, float* dst, int64_t B, int64_t H, int64_t N, int64_t D) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t n = 0; n < N; ++n)
+        memcpy(dst + ((b * N + n) * H + h) * D, src + ((b * H + h) * N + n) * D,
+               sizeof(float) * (size_t)D);
+}
+
+static void from_bshd(const float* src, float* dst, int64_t B, int64_t H, int64_t N, int64_t D) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t n = 0; n < N; ++n)
+        memcpy(dst + ((b * H + h) * N + n) * D, src + ((b * N + n) * H + h) * D,
+               sizeof(float) * (size_t)D);
+}
+
+/* com.microsoft's MultiHeadAttention: query, key and value (B, S, H * D),
+   num_heads and scale attributes, and for a causal problem an additive
+   attention_bias (1, 1, N, M) of 0 and -inf in moacert's alignment (its
+   unidirectional attribute is top-left aligned). It has no grouped heads:
+   the kernel's envelope refuses them. */
+static int multi_head_attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, int causal,
+                                double scale, DLTensor* o, DLTensor* lse, char* err,
+                                size_t err_len) {
+  const int64_t B = q->shape[0], H = q->shape[1], N = q->shape[2], D = q->shape[3];
+  const int64_t M = k->shape[2];
+  const int64_t qs[3] = {B, N, H * D}, ks[3] = {B, M, H * D}, bias_shape[4] = {1, 1, N, M};
+  onnx_graph g = {{0}};
+  onnx_graph_input(&g, "query", ONNX_FLOAT, qs, 3);
+  onnx_graph_input(&g, "key", ONNX_FLOAT, ks, 3);
+  onnx_graph_input(&g, "value", ONNX_FLOAT, ks, 3);
+  if (causal) onnx_graph_input(&g, "attention_bias", ONNX_FLOAT, bias_shape, 4);
+  onnx_graph_output(&g, "output", ONNX_FLOAT, qs, 3);
+  /* inputs: query, key, value, bias, key_padding_mask, attention_bias */
+  const char* inputs[] = {"query", "key", "value", "", "", "attention_bias"};
+  const char* outputs[] = {"output"};
+  const onnx_attribute attributes[] = {{"num_heads", 0, H, 0}, {"scale", 1, 0, (float)scale}};
+  onnx_graph_node(&g, "MultiHeadAttention", "com.microsoft", inputs, causal ? 6 : 3, outputs, 1,
+                  attributes, 2);
+  onnx_bytes model = onnx_model(&g, 23);
+  const size_t qn = (size_t)(B * H * N * D), kn = (size_t)(B * H * M * D);
+  float* qd = f32_copy(q);
+  float* kd = f32_copy(k);
+  float* vd = f32_copy(v);
+  float* qt = (float*)malloc(sizeof(float) * qn);
+  float* kt = (float*)malloc(sizeof(float) * kn);
+  float* vt = (float*)malloc(sizeof(float) * kn);
+  float* bias = (float*)malloc(sizeof(float) * (size_t)(N * M > 0 ? N * M : 1));
+  float* y = (float*)malloc(sizeof(float) * qn);
+  float* l = (float*)malloc(sizeof(float) * (size_t)(B * H * N));
+  int rc = 1;
+  if (!qd || !kd || !vd || !qt || !kt || !vt || !bias || !y || !l) {
+    snprintf(err, err_len, "out of memory");
+    goto done;
+  }
+  to_bshd(qd, qt, B, H, N, D);
+  to_bshd(kd, kt, B, H, M, D);
+  to_bshd(vd, vt, B, H, M, D);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < M; ++j)
+      bias[i * M + j] = j < visible_to(causal, i, N, M) ? 0 : -INFINITY;
+  const ort_tensor in[] = {{"query", ONNX_FLOAT, qs, 3, qt},
+                           {"key", ONNX_FLOAT, ks, 3, kt},
+                           {"value", ONNX_FLOAT, ks, 3, vt},
+                           {"attention_bias", ONNX_FLOAT, bias_shape, 4, bias}};
+  const ort_tensor result[] = {{"output", ONNX_FLOAT, qs, 3, y}};
+  rc = ort_run(&model, in, causal ? 4 : 3, result, 1, err, err_len);
+  if (rc) goto done;
+  from_bshd(y, qd, B, H, N, D);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t n = 0; n < N; ++n) {
+        double lv;
+        adapter_lse(q, k, scale, 0, visible_to(causal, n, N, M), b, h, n, &lv);
+        l[(b * H + h) * N + n] = (float)lv;
+      }
+  adapter_write_f32(o, qd);
+  adapter_write_f32(lse, l);
+done:
+  free(qd);
+  free(kd);
+  free(vd);
+  free(qt);
+  free(kt);
+  free(vt);
+  free(bias);
+  free(y);
+  free(l);
+  onnx_bytes_free(&model);
+  return rc;
+}
+
+int ort_multi_head_attention(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                             const char* params, char* err, size_t err_len) {
+  if (n_in != 3 || n_out != 2) {
+    snprintf(err, err_len, "onnxruntime attention.fwd: expected 3 inputs and 2 outputs");
+    return 1;
+  }
+  const double scale = moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
+  return multi_head_attention(in[0], in[1], in[2], moacert_flag(params, "causal"), scale, out[0],
+                              out[1], err, err_len);
+}
+
 int ort_attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                       const char* params, char* err, size_t err_len) {
   if (n_in != 3 || n_out != 2) {

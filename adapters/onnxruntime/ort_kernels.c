@@ -6,9 +6,14 @@
 #include "ort_kernels.h"
 #include "ort_session.h"
 
+/* com.microsoft's MultiHeadAttention has one head count for q, k and v */
+static const moacert_envelope mha_envelope = {NULL, 0, MOACERT_REFUSES_GROUPED_HEADS};
+
 static const moacert_kernel kernels[] = {
     /* op, name, dtype, strided, run, envelope, device, arithmetic */
     {"attention.fwd", "attention", "f32", 0, ort_attention_fwd, NULL, "cpu", "standard"},
+    {"attention.fwd", "multi_head_attention", "f32", 0, ort_multi_head_attention, &mha_envelope,
+     "cpu", "standard"},
     {"attention.decode", "attention_decode", "f32", 0, ort_attention_decode, NULL, "cpu",
      "standard"},
     {"rmsnorm", "rms_normalization", "f32", 0, ort_rms_normalization, NULL, "cpu", "standard"},
