@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/adapter_tensors.h"
@@ -81,14 +82,28 @@ const char* ggml_runtime_cpu_variant(void) {
   return g_variant;
 }
 
+/* The contexts' memory, kept from call to call and grown when a call needs
+   more: llama.cpp allocates its buffers once, so a call should not pay for
+   fresh pages (page faults over the tensors cost more than rmsnorm
+   itself). One context at a time lives in it (each kernel frees its
+   context before returning). */
+static void* g_buffer;
+static size_t g_buffer_size;
+
 struct ggml_context* ggml_runtime_context(size_t tensor_bytes, int n_tensors) {
   /* the CPU backend's work buffer comes from the context too: at most a
      copy of the inputs converted (an f32 activation to f16 against f16
      weights) and a few rows per thread */
   const size_t work = tensor_bytes + (size_t)adapter_threads() * (4u << 20);
-  struct ggml_init_params p = {tensor_bytes + (size_t)(n_tensors + 8) * ggml_tensor_overhead() +
-                                   ggml_graph_overhead() + work + (1u << 20),
-                               NULL, false};
+  const size_t size = tensor_bytes + (size_t)(n_tensors + 8) * ggml_tensor_overhead() +
+                      ggml_graph_overhead() + work + (1u << 20);
+  if (size > g_buffer_size) {
+    free(g_buffer);
+    g_buffer = malloc(size);
+    g_buffer_size = g_buffer ? size : 0;
+    if (!g_buffer) return NULL;
+  }
+  struct ggml_init_params p = {size, g_buffer, false};
   return ggml_init(p);
 }
 
