@@ -56,15 +56,19 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
   onnx_graph_node(&g, "Attention", "", inputs, need_mask ? 4 : 3, outputs, 1, attributes, 1);
   onnx_bytes model = onnx_model(&g, 23);
 
-  float* qd = f32_copy(q);
-  float* kd = f32_copy(k);
-  float* vd = f32_copy(v);
+  /* every kernel here is f32: ORT reads moacert's tensors in place (it
+     never writes an input), and writes its output into moacert's; only a
+     decode cache with positions past lens is copied, to zero them */
+  int partial = 0;
+  for (int64_t b = 0; lens && b < B; ++b) partial |= lens[b] < M;
+  float* qd = (float*)q->data;
+  float* kd = partial ? f32_copy(k) : (float*)k->data;
+  float* vd = partial ? f32_copy(v) : (float*)v->data;
   const int64_t mask_n = need_mask ? (lens ? B * M : N * M) : 1;
   uint8_t* mask = (uint8_t*)malloc((size_t)mask_n);
-  float* y = (float*)malloc(sizeof(float) * (size_t)(B * H * N * D));
   float* l = (float*)malloc(sizeof(float) * (size_t)(B * H * N));
   int rc = 1;
-  if (!qd || !kd || !vd || !mask || !y || !l) {
+  if (!kd || !vd || !mask || !l) {
     snprintf(err, err_len, "out of memory");
     goto done;
   }
@@ -73,7 +77,7 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
       for (int64_t j = 0; j < M; ++j) mask[b * M + j] = j < lens[b];
     /* past lens a cache is never read (the op's contract): zeroed, so that
        whatever the caller left there cannot reach a product */
-    for (int64_t b = 0; b < B; ++b)
+    for (int64_t b = 0; partial && b < B; ++b)
       for (int64_t h = 0; h < Hkv; ++h) {
         const int64_t from = ((b * Hkv + h) * M + lens[b]) * D, count = (M - lens[b]) * D;
         memset(kd + from, 0, sizeof(float) * (size_t)count);
@@ -87,7 +91,7 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
                            {"K", ONNX_FLOAT, ks, 4, kd},
                            {"V", ONNX_FLOAT, ks, 4, vd},
                            {"mask", ONNX_BOOL, mask_shape, mask_rank, mask}};
-  const ort_tensor result[] = {{"Y", ONNX_FLOAT, qs, 4, y}};
+  const ort_tensor result[] = {{"Y", ONNX_FLOAT, qs, 4, o->data}};
   rc = ort_run(&model, in, need_mask ? 4 : 3, result, 1, err, err_len);
   if (rc) goto done;
   for (int64_t b = 0; b < B; ++b)
@@ -97,14 +101,13 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
         adapter_lse(q, k, scale, 0, lens ? lens[b] : visible_to(causal, n, N, M), b, h, n, &lv);
         l[(b * H + h) * N + n] = (float)lv;
       }
-  adapter_write_f32(o, y);
   adapter_write_f32(lse, l);
 done:
-  free(qd);
-  free(kd);
-  free(vd);
+  if (partial) {
+    free(kd);
+    free(vd);
+  }
   free(mask);
-  free(y);
   free(l);
   onnx_bytes_free(&model);
   return rc;
@@ -257,21 +260,11 @@ static int rms_norm(const DLTensor* const* in, int n_in, DLTensor* const* out, i
                                        {"stash_type", 0, 1, 0}};
   onnx_graph_node(&g, op_type, "", inputs, 2, outputs, 1, attributes, 3);
   onnx_bytes model = onnx_model(&g, 23);
-  float* x = f32_copy(in[0]);
-  float* w = f32_copy(in[1]);
-  float* y = (float*)malloc(sizeof(float) * (size_t)(xs[0] * xs[1]));
-  int rc = 1;
-  if (x && w && y) {
-    const ort_tensor ins[] = {{"X", ONNX_FLOAT, xs, 2, x}, {"scale", ONNX_FLOAT, ws, 1, w}};
-    const ort_tensor result[] = {{"Y", ONNX_FLOAT, xs, 2, y}};
-    rc = ort_run(&model, ins, 2, result, 1, err, err_len);
-    if (!rc) adapter_write_f32(out[0], y);
-  } else {
-    snprintf(err, err_len, "out of memory");
-  }
-  free(x);
-  free(w);
-  free(y);
+  /* f32: read in place, written into moacert's output */
+  const ort_tensor ins[] = {{"X", ONNX_FLOAT, xs, 2, in[0]->data},
+                            {"scale", ONNX_FLOAT, ws, 1, in[1]->data}};
+  const ort_tensor result[] = {{"Y", ONNX_FLOAT, xs, 2, out[0]->data}};
+  const int rc = ort_run(&model, ins, 2, result, 1, err, err_len);
   onnx_bytes_free(&model);
   return rc;
 }
@@ -323,28 +316,13 @@ int ort_matmul_swiglu(const DLTensor* const* in, int n_in, DLTensor* const* out,
   onnx_graph_node(&g, "Mul", "", h_in, 2, h_out, 1, NULL, 0);
   onnx_graph_node(&g, "MatMul", "", y_in, 2, y_out, 1, NULL, 0);
   onnx_bytes model = onnx_model(&g, 23);
-  float* x = f32_copy(in[0]);
-  float* w1 = f32_copy(in[1]);
-  float* w3 = f32_copy(in[2]);
-  float* w2 = f32_copy(in[3]);
-  float* y = (float*)malloc(sizeof(float) * (size_t)(T * Dm));
-  int rc = 1;
-  if (x && w1 && w3 && w2 && y) {
-    const ort_tensor ins[] = {{"x", ONNX_FLOAT, xs, 2, x},
-                              {"w1", ONNX_FLOAT, w13, 2, w1},
-                              {"w3", ONNX_FLOAT, w13, 2, w3},
-                              {"w2", ONNX_FLOAT, w2s, 2, w2}};
-    const ort_tensor result[] = {{"y", ONNX_FLOAT, xs, 2, y}};
-    rc = ort_run(&model, ins, 4, result, 1, err, err_len);
-    if (!rc) adapter_write_f32(out[0], y);
-  } else {
-    snprintf(err, err_len, "out of memory");
-  }
-  free(x);
-  free(w1);
-  free(w3);
-  free(w2);
-  free(y);
+  /* f32: read in place, written into moacert's output */
+  const ort_tensor ins[] = {{"x", ONNX_FLOAT, xs, 2, in[0]->data},
+                            {"w1", ONNX_FLOAT, w13, 2, in[1]->data},
+                            {"w3", ONNX_FLOAT, w13, 2, in[2]->data},
+                            {"w2", ONNX_FLOAT, w2s, 2, in[3]->data}};
+  const ort_tensor result[] = {{"y", ONNX_FLOAT, xs, 2, out[0]->data}};
+  const int rc = ort_run(&model, ins, 4, result, 1, err, err_len);
   onnx_bytes_free(&model);
   return rc;
 }
