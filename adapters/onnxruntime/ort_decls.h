@@ -28,11 +28,11 @@ typedef struct OrtSessionOptions OrtSessionOptions;
 typedef struct OrtValue OrtValue;
 typedef struct OrtRunOptions OrtRunOptions;
 
-enum { ORT_LOGGING_LEVEL_ERROR = 3 };
+enum { ORT_LOGGING_LEVEL_FATAL = 4 };
 enum { OrtArenaAllocator = 1 };
 enum { OrtMemTypeDefault = 0 };
 /* ONNXTensorElementDataType, TensorProto.DataType's numbers */
-enum { ONNX_FLOAT = 1, ONNX_BOOL = 9, ONNX_FLOAT16 = 10 };
+enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_BOOL = 9, ONNX_FLOAT16 = 10 };
 
 /* The OrtApi slots called, by index; the others are opaque padding. */
 typedef struct OrtApi {

@@ -218,6 +218,108 @@ int ort_multi_head_attention(const DLTensor* const* in, int n_in, DLTensor* cons
                               out[1], err, err_len);
 }
 
+/* com.microsoft's GroupQueryAttention as a decode step with a past KV
+   cache, as onnxruntime-genai runs it: the query and the step's own key and
+   value (B, 1, H * D) and (B, 1, Hkv * D), the past cache (B, Hkv, L, D) of
+   which row b holds lens[b] - 1 positions, seqlens_k = lens - 1 (its total
+   length less one) and total_sequence_length = max(lens); no rotary. The
+   step's key and value are moacert's at position lens[b] - 1. */
+static int group_query_attention_decode(const DLTensor* q, const DLTensor* k, const DLTensor* v,
+                                        const int64_t* lens, double scale, DLTensor* o,
+                                        DLTensor* lse, char* err, size_t err_len) {
+  const int64_t B = q->shape[0], H = q->shape[1], D = q->shape[3];
+  const int64_t Hkv = k->shape[1], L = k->shape[2];
+  int64_t longest = 1;
+  for (int64_t b = 0; b < B; ++b) longest = lens[b] > longest ? lens[b] : longest;
+  const int64_t qs[3] = {B, 1, H * D}, ks[3] = {B, 1, Hkv * D}, past[4] = {B, Hkv, L, D};
+  const int64_t present[4] = {B, Hkv, L, D}, bs[1] = {B}, scalar_shape[1] = {1};
+  onnx_graph g = {{0}};
+  onnx_graph_input(&g, "query", ONNX_FLOAT, qs, 3);
+  onnx_graph_input(&g, "key", ONNX_FLOAT, ks, 3);
+  onnx_graph_input(&g, "value", ONNX_FLOAT, ks, 3);
+  onnx_graph_input(&g, "past_key", ONNX_FLOAT, past, 4);
+  onnx_graph_input(&g, "past_value", ONNX_FLOAT, past, 4);
+  onnx_graph_input(&g, "seqlens_k", ONNX_INT32, bs, 1);
+  onnx_graph_input(&g, "total_sequence_length", ONNX_INT32, scalar_shape, 0);
+  onnx_graph_output(&g, "output", ONNX_FLOAT, qs, 3);
+  onnx_graph_output(&g, "present_key", ONNX_FLOAT, present, 4);
+  onnx_graph_output(&g, "present_value", ONNX_FLOAT, present, 4);
+  const char* inputs[] = {
+      "query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length"};
+  const char* outputs[] = {"output", "present_key", "present_value"};
+  const onnx_attribute attributes[] = {
+      {"num_heads", 0, H, 0}, {"kv_num_heads", 0, Hkv, 0}, {"scale", 1, 0, (float)scale}};
+  onnx_graph_node(&g, "GroupQueryAttention", "com.microsoft", inputs, 7, outputs, 3, attributes, 3);
+  onnx_bytes model = onnx_model(&g, 23);
+  const size_t cache = (size_t)(B * Hkv * L * D);
+  float* kd = f32_copy(k);
+  float* vd = f32_copy(v);
+  float* step_k = (float*)malloc(sizeof(float) * (size_t)(B * Hkv * D));
+  float* step_v = (float*)malloc(sizeof(float) * (size_t)(B * Hkv * D));
+  float* present_k = (float*)malloc(sizeof(float) * cache);
+  float* present_v = (float*)malloc(sizeof(float) * cache);
+  int32_t* seqlens = (int32_t*)malloc(sizeof(int32_t) * (size_t)B);
+  float* l = (float*)malloc(sizeof(float) * (size_t)(B * H));
+  int32_t total = (int32_t)longest;
+  int rc = 1;
+  if (!kd || !vd || !step_k || !step_v || !present_k || !present_v || !seqlens || !l) {
+    snprintf(err, err_len, "out of memory");
+    goto done;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    seqlens[b] = (int32_t)(lens[b] - 1);
+    for (int64_t h = 0; h < Hkv; ++h) {
+      const int64_t row = ((b * Hkv + h) * L + lens[b] - 1) * D;
+      memcpy(step_k + (b * Hkv + h) * D, kd + row, sizeof(float) * (size_t)D);
+      memcpy(step_v + (b * Hkv + h) * D, vd + row, sizeof(float) * (size_t)D);
+      /* the past holds lens[b] - 1 positions; the rest is never read */
+      memset(kd + row, 0, sizeof(float) * (size_t)((L - lens[b] + 1) * D));
+      memset(vd + row, 0, sizeof(float) * (size_t)((L - lens[b] + 1) * D));
+    }
+  }
+  const ort_tensor in[] = {{"query", ONNX_FLOAT, qs, 3, q->data},
+                           {"key", ONNX_FLOAT, ks, 3, step_k},
+                           {"value", ONNX_FLOAT, ks, 3, step_v},
+                           {"past_key", ONNX_FLOAT, past, 4, kd},
+                           {"past_value", ONNX_FLOAT, past, 4, vd},
+                           {"seqlens_k", ONNX_INT32, bs, 1, seqlens},
+                           {"total_sequence_length", ONNX_INT32, scalar_shape, 0, &total}};
+  const ort_tensor result[] = {{"output", ONNX_FLOAT, qs, 3, o->data},
+                               {"present_key", ONNX_FLOAT, present, 4, present_k},
+                               {"present_value", ONNX_FLOAT, present, 4, present_v}};
+  rc = ort_run(&model, in, 7, result, 3, err, err_len);
+  if (rc) goto done;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      double lv;
+      adapter_lse(q, k, scale, 0, lens[b], b, h, 0, &lv);
+      l[b * H + h] = (float)lv;
+    }
+  adapter_write_f32(lse, l);
+done:
+  free(kd);
+  free(vd);
+  free(step_k);
+  free(step_v);
+  free(present_k);
+  free(present_v);
+  free(seqlens);
+  free(l);
+  onnx_bytes_free(&model);
+  return rc;
+}
+
+int ort_group_query_attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* out,
+                                     int n_out, const char* params, char* err, size_t err_len) {
+  if (n_in != 4 || n_out != 2) {
+    snprintf(err, err_len, "onnxruntime attention.decode: expected 4 inputs and 2 outputs");
+    return 1;
+  }
+  const double scale = moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
+  return group_query_attention_decode(in[0], in[1], in[2], (const int64_t*)in[3]->data, scale,
+                                      out[0], out[1], err, err_len);
+}
+
 int ort_attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                       const char* params, char* err, size_t err_len) {
   if (n_in != 3 || n_out != 2) {

@@ -9,6 +9,10 @@
 /* com.microsoft's MultiHeadAttention has one head count for q, k and v */
 static const moacert_envelope mha_envelope = {NULL, 0, MOACERT_REFUSES_GROUPED_HEADS};
 
+/* com.microsoft's GroupQueryAttention: "head_size must be a multiple of 8" */
+static const moacert_axis gqa_axes[] = {{"D", 0, 0, NULL, 0, 8}};
+static const moacert_envelope gqa_envelope = {gqa_axes, 1, 0};
+
 static const moacert_kernel kernels[] = {
     /* op, name, dtype, strided, run, envelope, device, arithmetic */
     {"attention.fwd", "attention", "f32", 0, ort_attention_fwd, NULL, "cpu", "standard"},
@@ -16,6 +20,8 @@ static const moacert_kernel kernels[] = {
      "cpu", "standard"},
     {"attention.decode", "attention_decode", "f32", 0, ort_attention_decode, NULL, "cpu",
      "standard"},
+    {"attention.decode", "group_query_attention", "f32", 0, ort_group_query_attention_decode,
+     &gqa_envelope, "cpu", "standard"},
     {"rmsnorm", "rms_normalization", "f32", 0, ort_rms_normalization, NULL, "cpu", "standard"},
     {"rmsnorm", "simplified_layer_norm", "f32", 0, ort_simplified_layer_norm, NULL, "cpu",
      "standard"},

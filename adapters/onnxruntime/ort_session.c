@@ -1,4 +1,5 @@
-/* ort_session.h: ONNX Runtime's environment, the session of the last
+/* ort_session.h: ONNX Runtime's environment (logging fatal errors only: a
+   failing run's message is the kernel's error return already), the session of the last
    model, and one run. Sessions run on adapter_threads() intra-op threads
    with ORT's default graph optimisations (ORT_ENABLE_ALL), as a user's
    session does. */
@@ -43,7 +44,7 @@ int ort_open(char* err, size_t err_len) {
     return -1;
   }
   g_api = api;
-  if (failed(api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "moacert", &g_env), "CreateEnv", err,
+  if (failed(api->CreateEnv(ORT_LOGGING_LEVEL_FATAL, "moacert", &g_env), "CreateEnv", err,
              err_len) ||
       failed(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &g_cpu),
              "CreateCpuMemoryInfo", err, err_len)) {
@@ -60,7 +61,7 @@ static int64_t numel(const ort_tensor* t) {
 }
 
 static size_t element_size(int elem_type) {
-  return elem_type == ONNX_BOOL ? 1 : elem_type == ONNX_FLOAT16 ? 2 : 4;
+  return elem_type == ONNX_BOOL ? 1 : elem_type == ONNX_FLOAT16 ? 2 : 4; /* f32, int32 */
 }
 
 static int session_for(const onnx_bytes* model, char* err, size_t err_len) {
