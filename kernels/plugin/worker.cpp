@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,7 +99,13 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
   *abi = -1;
   const moacert_kernel* table = fn(count, abi);
   if (!table && *count != 0) {
-    write_all(fd_for_errors, "error notable\n");
+    // A library that cannot serve (a dependency of the wrong version, say)
+    // may say why through moacert_plugin_error (docs/design.md#plugin-abi).
+    using ErrorFn = const char* (*)();
+    const auto why = reinterpret_cast<ErrorFn>(dlsym(h, "moacert_plugin_error"));
+    const char* reason = why ? why() : nullptr;
+    write_all(fd_for_errors,
+              std::string("error notable") + (reason && *reason ? " " + field(reason) : "") + "\n");
     return nullptr;
   }
   return table;
@@ -334,25 +341,33 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
       g_simt.register_buffer(view[i].data, data_bytes(q.tensors[i]), q.tensors[i].name);
   }
   g_nranges = nt;
-  // bench of a `cuda` kernel: the same call repeated on the resident
-  // tensors, the last `timed_calls` timed; the checks below follow the last.
-  const bool timing = on_device && q.timed_calls > 0;
+  // bench: the same call repeated on the resident tensors, the last
+  // `timed_calls` timed (a `cuda` kernel's launches by its runtime's events,
+  // a `cpu` kernel's call by the host clock here, without the copies into
+  // and out of the shared memory); the checks below follow the last.
+  const bool timing = q.timed_calls > 0;
   const int timed = std::min(q.timed_calls, wire::kMaxTimedCalls);
   const int calls = timing ? std::max(0, q.timed_warmup) + timed : 1;
   std::optional<device::LaunchTimer> timer;
-  if (timing) timer.emplace(runtime);
+  if (timing && on_device) timer.emplace(runtime);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point host_start;
   for (int c = 0; c < calls; ++c) {
     const bool timed_call = timing && c >= calls - timed;
-    if (timed_call) timer->start();
+    if (timed_call && timer) timer->start();
+    if (timed_call && !timer) host_start = Clock::now();
     r.rc = k.run(in, q.n_inputs, out, q.n_outputs, params.c_str(), r.message, sizeof r.message);
     if (timed_call && r.rc == 0) {
-      const double seconds = timer->stop();
+      const double seconds =
+          timer ? timer->stop() : std::chrono::duration<double>(Clock::now() - host_start).count();
       if (seconds < 0) break;  // the device's error: finish() below names it
       r.timing.seconds[r.timing.calls++] = seconds;
     }
     if (r.rc != 0) break;
   }
-  if (timer) std::snprintf(r.timing.clock, sizeof r.timing.clock, "%s", timer->clock());
+  if (timing)
+    std::snprintf(r.timing.clock, sizeof r.timing.clock, "%s",
+                  timer ? timer->clock() : "host clock, in the worker");
   g_nranges = 0;
   if (g_simt.register_buffer) {
     for (int i = 0; i < nt && !on_device; ++i)
