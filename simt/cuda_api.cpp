@@ -1,13 +1,14 @@
 // CUDA's runtime API on the host: allocations are registered buffers, the
-// last error is the emulator's, events read the host's clock (a launch has
-// run to its end when it returns); and the message of a fault the signal
-// handler recognised.
+// last error is the emulator's, copies and memsets are works on a stream
+// (streams.cpp keeps their order; streams and events are there); and the
+// message of a fault the signal handler recognised.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "simt/state.hpp"
 
@@ -65,6 +66,9 @@ cudaError_t cudaFree(void* ptr) {
   std::lock_guard lock(detail::runtime.mutex);
   const auto it = detail::runtime.device_allocations.find(ptr);
   if (it == detail::runtime.device_allocations.end()) return fail(cudaErrorInvalidValue);
+  // cudaFree waits for the device's work first (CUDA's implicit
+  // synchronisation), so a kernel still using the memory is not a race.
+  detail::host_waits_for_device();
   const std::size_t bytes = it->second;
   detail::runtime.device_bytes -= bytes;
   detail::runtime.device_allocations.erase(it);
@@ -72,13 +76,31 @@ cudaError_t cudaFree(void* ptr) {
   detail::device_release(ptr, bytes);
   return cudaSuccess;
 }
+namespace {
+
+// A copy or memset as a work on stream `index`: its device sides as its
+// touches; a race with unordered earlier work is kept for the report (a
+// GPU reports none: it returns success, and the data may be anything).
+void enqueue(std::size_t index, const char* call, std::size_t bytes, const void* dst,
+             const void* src) {
+  std::vector<detail::Touch> touches;
+  if (src && device_side(src, bytes)) touches.push_back(detail::touch_of(src, bytes, false));
+  if (device_side(dst, bytes)) touches.push_back(detail::touch_of(dst, bytes, true));
+  const std::string why = detail::enqueue_work(
+      index, std::string(call) + " of " + std::to_string(bytes) + " bytes", std::move(touches));
+  if (!why.empty()) detail::report_runtime_hazard("stream race", why);
+}
+
 // The device sides of a copy must lie in one allocation each; else
 // cudaErrorInvalidValue, and nothing is copied (CUDA checks the device
 // pointers it knows; a bad host pointer is the caller's, on a GPU too).
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+cudaError_t copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                 cudaStream_t stream, bool synchronous) {
   if (bytes == 0) return cudaSuccess;
   if (!dst || !src) return fail(cudaErrorInvalidValue);
   std::lock_guard lock(detail::runtime.mutex);
+  const long index = detail::stream_index(stream);
+  if (index < 0) return fail(cudaErrorInvalidResourceHandle);
   bool ok = false;
   switch (kind) {
     case cudaMemcpyHostToHost:
@@ -101,19 +123,49 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
       return fail(cudaErrorInvalidMemcpyDirection);
   }
   if (!ok) return fail(cudaErrorInvalidValue);
-  const detail::DeviceOpen open;
-  std::memmove(dst, src, bytes);
+  enqueue(std::size_t(index), synchronous ? "cudaMemcpy" : "cudaMemcpyAsync", bytes, dst, src);
+  {
+    const detail::DeviceOpen open;
+    std::memmove(dst, src, bytes);
+  }
+  // cudaMemcpy returns when the copy is done, but one between two device
+  // buffers returns at once (CUDA's API synchronisation behaviour).
+  const bool host_side_copy =
+      kind != cudaMemcpyDeviceToDevice && !(device_side(dst, bytes) && device_side(src, bytes));
+  if (synchronous && host_side_copy) detail::host_waits_for(std::size_t(index));
   return cudaSuccess;
 }
-cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
+// cudaMemset returns before the device has set the bytes, as on a GPU.
+cudaError_t set(void* ptr, int value, std::size_t bytes, cudaStream_t stream, bool synchronous) {
   if (bytes == 0) return cudaSuccess;
   std::lock_guard lock(detail::runtime.mutex);
+  const long index = detail::stream_index(stream);
+  if (index < 0) return fail(cudaErrorInvalidResourceHandle);
   if (!device_side(ptr, bytes)) return fail(cudaErrorInvalidValue);
+  enqueue(std::size_t(index), synchronous ? "cudaMemset" : "cudaMemsetAsync", bytes, ptr, nullptr);
   const detail::DeviceOpen open;
   std::memset(ptr, value, bytes);
   return cudaSuccess;
 }
+
+}  // namespace
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  return copy(dst, src, bytes, kind, nullptr, /*synchronous=*/true);
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  return copy(dst, src, bytes, kind, stream, /*synchronous=*/false);
+}
+cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
+  return set(ptr, value, bytes, nullptr, /*synchronous=*/true);
+}
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
+  return set(ptr, value, bytes, stream, /*synchronous=*/false);
+}
 cudaError_t cudaDeviceSynchronize() {
+  std::lock_guard lock(detail::runtime.mutex);
+  detail::host_waits_for_device();
   return detail::runtime.last_error;
 }
 cudaError_t cudaGetLastError() {
@@ -136,6 +188,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid copy direction for memcpy";
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure (a hazard; see the report)";
   }
@@ -160,40 +214,4 @@ extern "C" int moacert_simt_cudaGetLastError(void) {
 }
 extern "C" const char* moacert_simt_cudaGetErrorString(int error) {
   return cudaGetErrorString(cudaError_t(error));
-}
-
-// Events: a host time point each. The emulator runs a launch to its end
-// before the launch call returns, so an event recorded after it follows
-// the launch's last instruction, as on a GPU's stream.
-namespace {
-using EventClock = std::chrono::steady_clock;
-struct Event {
-  EventClock::time_point at;
-  bool recorded = false;
-};
-}  // namespace
-extern "C" int moacert_simt_cudaEventCreate(void** event) {
-  if (!event) return detail::runtime.last_error = cudaErrorInvalidValue;
-  *event = new Event;
-  return cudaSuccess;
-}
-extern "C" int moacert_simt_cudaEventRecord(void* event, void* /*stream: there is one*/) {
-  if (!event) return detail::runtime.last_error = cudaErrorInvalidValue;
-  *static_cast<Event*>(event) = {EventClock::now(), true};
-  return cudaSuccess;
-}
-extern "C" int moacert_simt_cudaEventSynchronize(void* event) {
-  return event ? cudaSuccess : detail::runtime.last_error = cudaErrorInvalidValue;
-}
-extern "C" int moacert_simt_cudaEventElapsedTime(float* ms, void* start, void* stop) {
-  const auto* a = static_cast<const Event*>(start);
-  const auto* b = static_cast<const Event*>(stop);
-  if (!ms || !a || !b || !a->recorded || !b->recorded)
-    return detail::runtime.last_error = cudaErrorInvalidValue;
-  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
-  return cudaSuccess;
-}
-extern "C" int moacert_simt_cudaEventDestroy(void* event) {
-  delete static_cast<Event*>(event);
-  return cudaSuccess;
 }

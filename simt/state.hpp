@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -232,6 +233,53 @@ void device_release(void* p, std::size_t bytes);
 const std::pair<const void* const, std::size_t>* device_allocation_of(const void* p,
                                                                       std::size_t bytes);
 
+// ---- streams and events (streams.cpp): the order CUDA defines between the
+// streams' work and the host, kept beside the emulator's eager running (a
+// launch or a copy is done when its call returns, on a GPU perhaps not).
+// A clock holds, per stream, how many of its works are ordered before a
+// point (a vector clock: a stream's tail, an event, what the host waited for).
+using Clock = std::vector<std::uint64_t>;
+// A span of device memory a work reads or writes, named as its buffer is.
+struct Touch {
+  std::uintptr_t lo, hi;
+  bool write;
+  std::string name;
+};
+struct StreamRecord {
+  bool blocking = true;  // ordered with the legacy default stream (cudaStreamDefault)
+  std::uint64_t enqueued = 0;
+  Clock tail;  // what the next work enqueued on it is ordered after
+};
+struct Work {
+  std::string what;  // "kernel K (file:line)", "cudaMemcpyAsync of N bytes"
+  std::size_t stream;
+  std::uint64_t seq;  // its place on its stream, from 1
+  std::vector<Touch> touches;
+};
+struct Order {
+  std::vector<StreamRecord> streams{1};                  // [0]: the legacy default stream
+  Clock host;                                            // what the host has waited for
+  std::vector<Work> pending;                             // work the host has not waited for
+  std::map<const void*, std::size_t> streams_by_handle;  // the live cudaStream_t's
+  std::set<const void*> events;                          // the live cudaEvent_t's
+};
+// The index of a live stream's handle (null: 0, the legacy default
+// stream), or -1 when it is not one (destroyed, or never created).
+long stream_index(const void* stream);
+// "the legacy default stream", "stream #N".
+std::string stream_name(std::size_t index);
+// Enqueues a work on stream `index`: ordered after what CUDA orders it
+// after; returns "" or the `stream race` with earlier unordered work that
+// wrote what it touches or touched what it writes.
+std::string enqueue_work(std::size_t index, std::string what, std::vector<Touch> touches);
+// The host waits for a stream's work so far (a synchronous call), or all.
+void host_waits_for(std::size_t index);
+void host_waits_for_device();
+// The span [p, p + bytes) of device memory as a work's touch.
+Touch touch_of(const void* p, std::size_t bytes, bool write);
+// Keeps a hazard found outside a launch (a runtime call's) for the report.
+void report_runtime_hazard(const std::string& kind, const std::string& message);
+
 // ---- the runtime: what lives from launch to launch, once per process ------
 struct Runtime {
   Settings settings;
@@ -257,6 +305,7 @@ struct Runtime {
   std::size_t host_buffers = 0;  // registered buffers outside the device range
   std::size_t device_bytes = 0;  // their sum
   cudaError_t last_error = cudaSuccess;
+  Order order;  // streams.cpp
   Counters last_counters, report_counters;
   std::uint64_t report_launches = 0;
   std::string report_hazard_kind, report_hazard;

@@ -96,11 +96,12 @@ Runtime find_runtime(void* handle) {
         dlsym(handle, "moacert_simt_name_buffer"));
     rt.bound_buffer = reinterpret_cast<void (*)(const void*, std::size_t, std::size_t)>(
         dlsym(handle, "moacert_simt_bound_buffer"));
-    return rt;
-  }
-  if (!look(handle, ""))
+  } else if (!look(handle, "")) {
     for (const char* lib : {"libcudart.so", "libcudart.so.12", "libcudart.so.13"})
       if (void* shared = dlopen(lib, RTLD_NOW | RTLD_LOCAL); shared && look(shared, "")) break;
+  }
+  // A stream of the worker's own, on the emulator as on a GPU: work the
+  // kernel leaves on a stream of its own, unordered with it, is then a race.
   if (rt.found() && rt.stream_create && rt.stream_create(&rt.stream) != 0) rt.stream = nullptr;
   return rt;
 }

@@ -32,8 +32,7 @@ struct Runtime {
   int (*synchronize)() = nullptr;
   int (*get_last_error)() = nullptr;
   const char* (*error_string)(int) = nullptr;
-  // Optional: a stream of the worker's own (the emulator has none: 0, the
-  // default stream).
+  // Optional: a stream of the worker's own (else 0, the default stream).
   int (*stream_create)(void**) = nullptr;
   int (*stream_synchronize)(void*) = nullptr;
   // Optional: events, to time launches on the stream (bench).

@@ -45,6 +45,7 @@ struct Simt {
   void (*set_schedule_seed)(std::uint64_t) = nullptr;
   std::size_t (*take_report)(char*, std::size_t) = nullptr;
   const char* (*fault_message)() = nullptr;
+  void (*call_returns)(void* stream) = nullptr;
 };
 Simt g_simt;
 void* g_handle = nullptr;  // the plugin's, for its CUDA runtime (device tensors)
@@ -88,6 +89,7 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
   find(h, "moacert_simt_set_schedule_seed", g_simt.set_schedule_seed);
   find(h, "moacert_simt_take_report", g_simt.take_report);
   find(h, "moacert_simt_fault_message", g_simt.fault_message);
+  find(h, "moacert_simt_call_returns", g_simt.call_returns);
   dlerror();
   auto fn = reinterpret_cast<KernelsFn>(dlsym(h, "moacert_plugin_kernels"));
   if (!fn) {
@@ -357,6 +359,9 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
   if (g_simt.register_buffer) {
     for (int i = 0; i < nt && !on_device; ++i)
       if (g_simt.unregister_buffer) g_simt.unregister_buffer(view[i].data);
+    // Before the worker synchronises (finish): the call's work must be
+    // ordered before this point, on the stream it was handed.
+    if (g_simt.call_returns) g_simt.call_returns(on_device ? runtime.stream : nullptr);
     if (g_simt.take_report) g_simt.take_report(r.simt_report, sizeof r.simt_report);
   }
   r.message[sizeof r.message - 1] = '\0';
