@@ -168,6 +168,15 @@ cudaError_t cudaDeviceSynchronize() {
   detail::host_waits_for_device();
   return detail::runtime.last_error;
 }
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  if (!free || !total) return fail(cudaErrorInvalidValue);
+  std::lock_guard lock(detail::runtime.mutex);
+  const detail::DeviceRange& d = detail::runtime.device;
+  const std::size_t capacity = detail::runtime.settings.device_memory;
+  *total = capacity ? capacity : std::max<std::size_t>(d.hi - d.lo, detail::runtime.device_bytes);
+  *free = *total - std::min(*total, detail::runtime.device_bytes);
+  return cudaSuccess;
+}
 cudaError_t cudaGetLastError() {
   const cudaError_t e = detail::runtime.last_error;
   detail::runtime.last_error = cudaSuccess;
@@ -208,6 +217,9 @@ extern "C" int moacert_simt_cudaMemcpy(void* dst, const void* src, std::size_t b
 }
 extern "C" int moacert_simt_cudaDeviceSynchronize(void) {
   return cudaDeviceSynchronize();
+}
+extern "C" int moacert_simt_cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  return cudaMemGetInfo(free, total);
 }
 extern "C" int moacert_simt_cudaGetLastError(void) {
   return cudaGetLastError();

@@ -81,6 +81,7 @@ int moacert_simt_cudaMalloc(void** ptr, std::size_t bytes);
 int moacert_simt_cudaFree(void* ptr);
 int moacert_simt_cudaMemcpy(void* dst, const void* src, std::size_t bytes, int kind);
 int moacert_simt_cudaDeviceSynchronize(void);
+int moacert_simt_cudaMemGetInfo(std::size_t* free, std::size_t* total);
 int moacert_simt_cudaGetLastError(void);
 const char* moacert_simt_cudaGetErrorString(int error);
 // Streams and events (cudaStream_t, cudaEvent_t as void*): the worker's
@@ -210,6 +211,9 @@ cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes);
 cudaError_t cudaDeviceSynchronize();
+// total: MOACERT_SIMT_DEVICE_MEMORY, else the device's range; free: less
+// the live allocations' bytes (exact: the worker's leak check reads it).
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorString(cudaError_t error);

@@ -96,6 +96,8 @@ Runtime find_runtime(void* handle) {
         dlsym(handle, "moacert_simt_name_buffer"));
     rt.bound_buffer = reinterpret_cast<void (*)(const void*, std::size_t, std::size_t)>(
         dlsym(handle, "moacert_simt_bound_buffer"));
+    rt.mem_get_info = reinterpret_cast<int (*)(std::size_t*, std::size_t*)>(
+        dlsym(handle, "moacert_simt_cudaMemGetInfo"));
   } else if (!look(handle, "")) {
     for (const char* lib : {"libcudart.so", "libcudart.so.12", "libcudart.so.13"})
       if (void* shared = dlopen(lib, RTLD_NOW | RTLD_LOCAL); shared && look(shared, "")) break;

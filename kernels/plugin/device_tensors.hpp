@@ -41,6 +41,9 @@ struct Runtime {
   int (*event_synchronize)(void*) = nullptr;
   int (*event_elapsed_time)(float*, void*, void*) = nullptr;
   int (*event_destroy)(void*) = nullptr;
+  // The emulator's: its live allocations' bytes are total - free exactly
+  // (on a GPU other processes and the allocator's pools count too).
+  int (*mem_get_info)(std::size_t* free, std::size_t* total) = nullptr;
   // The emulator's: names a buffer for its messages and counters.
   void (*name_buffer)(const void*, const char*) = nullptr;
   // The emulator's: a tensor's bounds are its own bytes, the guards around

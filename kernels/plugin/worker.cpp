@@ -49,6 +49,9 @@ struct Simt {
 };
 Simt g_simt;
 void* g_handle = nullptr;  // the plugin's, for its CUDA runtime (device tensors)
+// That runtime, found on a `cuda` kernel's first call.
+device::Runtime g_device;
+bool g_device_looked = false;
 
 template <class F>
 void find(void* h, const char* name, F& fn) {
@@ -301,14 +304,13 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
   q.params[sizeof q.params - 1] = '\0';
   for (int i = 0; i < nt; ++i) q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
   std::string params = q.params;
-  static device::Runtime runtime;
-  static bool looked = false;
+  device::Runtime& runtime = g_device;
   std::optional<device::Tensors> on_device;
   DLTensor view[wire::kMaxTensors];
   for (int i = 0; i < nt; ++i) view[i] = host[i];
   if (is_cuda(k)) {
-    if (!looked) runtime = device::find_runtime(g_handle);
-    looked = true;
+    if (!g_device_looked) runtime = device::find_runtime(g_handle);
+    g_device_looked = true;
     if (!runtime.found()) {
       r.kind = wire::Reply::bad_request;
       std::snprintf(r.message, sizeof r.message, "%s: device cuda, but %s", field(k.name).c_str(),
@@ -375,6 +377,51 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
     }
     if (timing) on_device->add_copy_times(r.timing);
   }
+}
+
+// ---- leaks: device memory a `cuda` kernel holds from call to call. The
+// emulator counts its live allocations exactly (cudaMemGetInfo); on a GPU
+// other processes and the allocator's pools count too, so there the check
+// is compute-sanitizer's (--leak-check full), not the worker's.
+struct Held {
+  bool known = false;
+  std::size_t after_first = 0;  // bytes the kernel holds after its first call here
+  int calls = 0;                // its calls in this worker
+};
+Held g_held;
+
+// The live allocations' bytes: the kernel's, once the call's tensors are freed.
+std::size_t device_held() {
+  std::size_t free = 0, total = 0;
+  if (!g_device.mem_get_info || g_device.mem_get_info(&free, &total) != 0) return 0;
+  return total - free;
+}
+
+// `call`, and for a `cuda` kernel on the emulator the device memory it
+// holds after it: more than after its first call in this worker is a
+// leak, `device memory grows by N bytes per call`, never the device's
+// limit it would end in. A fresh worker runs its first such call twice
+// (the first sets what the kernel holds after one call), so that a token
+// of a leak replays there, and a workspace kept from call to call holds.
+void call_checking_held(wire::Request& q, DLTensor* host, wire::Reply& r) {
+  const bool check = is_cuda(entry(g_table, g_abi, q.kernel)) && q.timed_calls == 0;
+  if (check && !g_held.known) {
+    call(q, host, r);
+    if (r.kind != wire::Reply::ok || !g_device.mem_get_info) return;
+    g_held = {true, device_held(), 1};
+    r = wire::Reply{};
+  }
+  call(q, host, r);
+  if (!check || !g_held.known || r.kind != wire::Reply::ok) return;
+  const int call_no = ++g_held.calls;
+  const std::size_t now = device_held();
+  if (now <= g_held.after_first) return;
+  r.kind = wire::Reply::device_fault;  // the worker is stopped: the next call starts afresh
+  std::snprintf(r.message, sizeof r.message,
+                "device memory grows by %zu bytes per call: the kernel holds %zu bytes after "
+                "call %d, %zu after its first (allocated and never freed)",
+                (now - g_held.after_first) / std::size_t(call_no - 1), now, call_no,
+                g_held.after_first);
 }
 
 int serve(int fd, pid_t parent, const char* lib) {
@@ -462,7 +509,7 @@ int serve(int fd, pid_t parent, const char* lib) {
       std::snprintf(r.message, sizeof r.message, "cannot map the tensors: %s",
                     std::strerror(errno));
     } else {
-      call(q, dl, r);
+      call_checking_held(q, dl, r);
     }
     for (int i = 0; i < nt; ++i)
       if (reserved[i]) munmap(reserved[i], reserved_bytes[i]);

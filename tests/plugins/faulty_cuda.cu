@@ -32,6 +32,10 @@
 //   FAULT_DEVICE_DYNAMIC       correct: the partial sums in dynamic shared
 //                              memory, as many bytes as the block needs
 //   FAULT_DEVICE_DYNAMIC_PAST  the same launched with half of those bytes
+// and, device memory held from call to call:
+//   FAULT_DEVICE_LEAK       allocates 256 bytes each call, never freed
+//   FAULT_DEVICE_WORKSPACE  correct: 256 bytes allocated on its first call
+//                           and kept, a workspace of every later one
 // and, streams and events (values right: the emulator runs eagerly):
 //   FAULT_DEVICE_STREAM_UNSYNCED  the kernel on a stream of its own, not
 //                                 synchronised before the call returns
@@ -58,16 +62,17 @@
     defined(FAULT_DEVICE_STREAM_ORDERED)
 #define OWN_STREAM 1
 #endif
-#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) || \
-    defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||   \
-    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                           \
-    defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                            \
-    defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                     \
-    defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                     \
-    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                     \
-    defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                           \
-    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                      \
-    defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE) || defined(OWN_STREAM)
+#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) ||   \
+    defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||     \
+    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                             \
+    defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                              \
+    defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                       \
+    defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                       \
+    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                       \
+    defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                             \
+    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                        \
+    defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE) || defined(OWN_STREAM) || \
+    defined(FAULT_DEVICE_LEAK) || defined(FAULT_DEVICE_WORKSPACE)
 #define ON_DEVICE 1
 #endif
 #if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
@@ -259,6 +264,12 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   cudaFree(scratch);
 #elif defined(FAULT_DEVICE_MEMSET_PAST)
   cudaMemset(y->data, 0, 1 << 20);  // planted: past y
+#elif defined(FAULT_DEVICE_LEAK)
+  void* scratch = nullptr;
+  cudaMalloc(&scratch, 256);  // planted: never freed
+#elif defined(FAULT_DEVICE_WORKSPACE)
+  static void* workspace = nullptr;  // kept from call to call, as a library's
+  if (!workspace) cudaMalloc(&workspace, 256);
 #elif defined(FAULT_DEVICE_HOST_READ)
   // Planted: device memory read on the host (a GPU's pointer faults there).
   if (static_cast<const float*>(w->data)[0] == 12345.0f) return MOACERT_UNSUPPORTED;
