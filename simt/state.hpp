@@ -30,6 +30,10 @@ namespace moacert::simt::detail {
 
 namespace ctx = boost::context;
 
+// The device's range of addresses (device_memory.cpp reserves it, less
+// where the address space is smaller): MOACERT_SIMT_DEVICE_MEMORY's bound.
+inline constexpr std::size_t kDeviceRangeBytes = std::size_t(1) << 40;
+
 // ---- settings (settings.cpp): the options, and the schedule's seed; from
 // the environment (MOACERT_SIMT_*) until the API sets them.
 struct Settings {
@@ -40,6 +44,9 @@ struct Settings {
   // cudaErrorMemoryAllocation, as a GPU's does, so that the worker's
   // handling of a full device is tested without one.
   std::size_t device_memory = 0;
+  // "" or why a MOACERT_SIMT_* variable is refused (its value kept as the
+  // default's): moacert_simt_settings_error.
+  std::string error;
   Settings();
 };
 
@@ -304,7 +311,12 @@ struct Runtime {
   std::map<const void*, std::size_t> device_allocations;  // cudaMalloc's live ones, by size
   std::size_t host_buffers = 0;  // registered buffers outside the device range
   std::size_t device_bytes = 0;  // their sum
+  std::set<const void*> freed;   // freed allocations' starts, not allocated since
   cudaError_t last_error = cudaSuccess;
+  // The runtime call that failed last with `error_call_code`: its name,
+  // arguments and why (moacert_simt_error_call).
+  std::string error_call;
+  cudaError_t error_call_code = cudaSuccess;
   Order order;  // streams.cpp
   Counters last_counters, report_counters;
   std::uint64_t report_launches = 0;

@@ -73,6 +73,13 @@ std::size_t moacert_simt_take_report(char* buf, std::size_t len);
 // The message of a fault the emulator recognised in a signal handler (a
 // fiber's stack overflow), or "" — async-signal-safe.
 const char* moacert_simt_fault_message(void);
+// The runtime call that set CUDA error `error` last, with its arguments
+// and why (`cudaFree(0x7f…): not a live allocation (freed already)`), or
+// "" when the emulator knows none (a launch's error is its hazard's).
+const char* moacert_simt_error_call(int error);
+// "" or why a MOACERT_SIMT_* setting is refused (not a whole number in its
+// range): the worker refuses such a device at load, before any call.
+const char* moacert_simt_settings_error(void);
 // The emulator's CUDA runtime calls below under C names, for the worker's
 // device tensors of a `cuda` plugin (docs/plugins.md#device-tensors). The
 // calls themselves keep C++ linkage, so that they never collide with

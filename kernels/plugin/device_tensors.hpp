@@ -44,6 +44,10 @@ struct Runtime {
   // The emulator's: its live allocations' bytes are total - free exactly
   // (on a GPU other processes and the allocator's pools count too).
   int (*mem_get_info)(std::size_t* free, std::size_t* total) = nullptr;
+  // The emulator's: the runtime call that set an error, its arguments and
+  // why ("" when it knows none), and why its settings are refused ("").
+  const char* (*error_call)(int) = nullptr;
+  const char* (*settings_error)() = nullptr;
   // The emulator's: names a buffer for its messages and counters.
   void (*name_buffer)(const void*, const char*) = nullptr;
   // The emulator's: a tensor's bounds are its own bytes, the guards around

@@ -150,6 +150,7 @@ constexpr const char* kNoRuntime =
 std::string device_probe() {
   const device::Runtime rt = device::find_runtime(g_handle);
   if (!rt.found()) return kNoRuntime;
+  if (const char* why = rt.settings_error ? rt.settings_error() : nullptr; why && *why) return why;
   void* p = nullptr;
   if (const int e = rt.malloc(&p, 1); e != 0)
     return "the device cannot allocate: " + rt.error_text(e);
