@@ -256,6 +256,10 @@ struct StreamRecord {
   bool blocking = true;  // ordered with the legacy default stream (cudaStreamDefault)
   std::uint64_t enqueued = 0;
   Clock tail;  // what the next work enqueued on it is ordered after
+  // Destroyed, and retired once the host has waited for its whole tail:
+  // its tail is then cleared (a worker's streams of many calls cost
+  // nothing), since what the host waited for orders every later work.
+  bool destroyed = false, retired = false;
 };
 struct Work {
   std::string what;  // "kernel K (file:line)", "cudaMemcpyAsync of N bytes"

@@ -73,11 +73,23 @@ std::string race(const Work& later, const Work& earlier) {
   return "";
 }
 
-// The host has waited for everything `c` holds: the work it orders is done.
+bool covered(const Clock& c, const Clock& by) {
+  for (std::size_t k = 0; k < c.size(); ++k)
+    if (c[k] > at(by, k)) return false;
+  return true;
+}
+
+// The host has waited for everything `c` holds: the work it orders is
+// done, and a destroyed stream all of whose tail it holds is retired.
 void host_waits(const Clock& c) {
   Order& o = order();
   join(o.host, c);
   std::erase_if(o.pending, [&](const Work& w) { return w.seq <= at(o.host, w.stream); });
+  for (StreamRecord& s : o.streams)
+    if (s.destroyed && !s.retired && covered(s.tail, o.host)) {
+      s.retired = true;
+      Clock().swap(s.tail);
+    }
 }
 
 cudaError_t fail(cudaError_t e) {
@@ -112,11 +124,15 @@ std::string enqueue_work(std::size_t index, std::string what, std::vector<Touch>
   for (const Work& p : o.pending)
     if (p.stream != index && p.seq > at(c, p.stream) && why.empty()) why = race(w, p);
   o.pending.push_back(std::move(w));
-  // Without non-blocking streams, work the legacy default stream is
-  // ordered after is ordered before every later work and every return:
-  // forgotten, so that a program that never synchronises keeps no history.
-  const bool all_blocking = std::all_of(o.streams.begin(), o.streams.end(),
-                                        [](const StreamRecord& r) { return r.blocking; });
+  // While no non-blocking stream lives, work the legacy default stream is
+  // ordered after is ordered before every later work on it and on the
+  // blocking streams, and before every return: forgotten, so that a
+  // program that never synchronises keeps no history. (A non-blocking
+  // stream created later is ordered after none of it: a race with it is
+  // missed.)
+  const bool all_blocking =
+      std::all_of(o.streams.begin(), o.streams.end(),
+                  [](const StreamRecord& r) { return r.blocking || r.retired; });
   if (index == 0 && all_blocking)
     std::erase_if(o.pending, [&](const Work& p) { return p.seq <= at(c, p.stream); });
   return why;
@@ -168,6 +184,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   std::lock_guard lock(runtime.mutex);
   if (!stream || !runtime.order.streams_by_handle.erase(stream))
     return detail::fail(cudaErrorInvalidResourceHandle);
+  runtime.order.streams[stream->index].destroyed = true;
   delete stream;
   return cudaSuccess;
 }

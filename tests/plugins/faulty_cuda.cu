@@ -46,6 +46,10 @@
 //                                 kernel that writes it is unordered with it
 //   FAULT_DEVICE_STREAM_ORDERED   correct: the same copy after the second
 //                                 stream waits for the kernel's event
+//   FAULT_DEVICE_STREAM_LEGACY    correct: the copy on the legacy default
+//                                 stream, which waits for a blocking stream
+//   FAULT_DEVICE_STREAM_NONBLOCKING  the same with the kernel on a
+//                                 non-blocking stream, which it does not
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -59,7 +63,8 @@
 
 #if defined(FAULT_DEVICE_STREAM_UNSYNCED) || defined(FAULT_DEVICE_STREAM_SYNCED) || \
     defined(FAULT_DEVICE_STREAM_WAITED) || defined(FAULT_DEVICE_STREAM_RACE) ||     \
-    defined(FAULT_DEVICE_STREAM_ORDERED)
+    defined(FAULT_DEVICE_STREAM_ORDERED) || defined(FAULT_DEVICE_STREAM_LEGACY) ||  \
+    defined(FAULT_DEVICE_STREAM_NONBLOCKING)
 #define OWN_STREAM 1
 #endif
 #if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) ||   \
@@ -288,7 +293,11 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
 #if defined(OWN_STREAM)
   // The kernel on a stream of its own; "stream" is the one moacert hands.
   cudaStream_t stream = nullptr;
+#if defined(FAULT_DEVICE_STREAM_NONBLOCKING)
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+#else
   cudaStreamCreate(&stream);
+#endif
   const auto handed = reinterpret_cast<cudaStream_t>(
       std::strtoull(std::strstr(params, "\"stream\":") + 9, nullptr, 10));
 #else
@@ -311,11 +320,15 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   cudaStreamSynchronize(stream);
 #elif defined(FAULT_DEVICE_STREAM_WAITED)
   cudaStreamWaitEvent(handed, done, 0);
-#elif defined(FAULT_DEVICE_STREAM_RACE) || defined(FAULT_DEVICE_STREAM_ORDERED)
+#elif defined(FAULT_DEVICE_STREAM_RACE) || defined(FAULT_DEVICE_STREAM_ORDERED) || \
+    defined(FAULT_DEVICE_STREAM_LEGACY) || defined(FAULT_DEVICE_STREAM_NONBLOCKING)
   // y copied on a second stream (its values unused): ordered after the
-  // kernel by its event, or (planted) not.
+  // kernel by its event, or (planted) not; or on the legacy default stream
+  // (null), ordered after a blocking stream's kernel, not a non-blocking's.
   cudaStream_t second = nullptr;
+#if defined(FAULT_DEVICE_STREAM_RACE) || defined(FAULT_DEVICE_STREAM_ORDERED)
   cudaStreamCreate(&second);
+#endif
 #if defined(FAULT_DEVICE_STREAM_ORDERED)
   cudaStreamWaitEvent(second, done, 0);
 #endif
@@ -326,7 +339,7 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   cudaStreamSynchronize(second);
   cudaStreamSynchronize(stream);
   cudaFree(copy_of_y);
-  cudaStreamDestroy(second);
+  if (second) cudaStreamDestroy(second);
 #endif
   (void)handed;  // FAULT_DEVICE_STREAM_UNSYNCED: planted, returns unordered with it
   cudaEventDestroy(done);
