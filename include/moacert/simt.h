@@ -291,7 +291,9 @@ struct Counters {
 // A hazard or a bad launch, as the emulator found it. `kind` is one of
 // "shared race", "global race", "divergent barrier", "deadlock",
 // "warp mask", "out of bounds", "uninitialised shared read",
-// "misaligned access", "async copy race", "bad launch".
+// "misaligned access", "async copy race", "stream race" (a launch on a
+// stream, unordered with earlier work that touched its memory), "bad
+// launch"; "unsynchronised work" is reported by moacert_simt_call_returns.
 class Hazard : public std::runtime_error {
  public:
   Hazard(std::string kind, const std::string& message)
