@@ -219,9 +219,8 @@ cudaError_t cudaDeviceSynchronize() {
 cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
   if (!free || !total) return fail(cudaErrorInvalidValue);
   std::lock_guard lock(detail::runtime.mutex);
-  const detail::DeviceRange& d = detail::runtime.device;
   const std::size_t capacity = detail::runtime.settings.device_memory;
-  *total = capacity ? capacity : std::max<std::size_t>(d.hi - d.lo, detail::runtime.device_bytes);
+  *total = capacity ? capacity : detail::device_range_bytes();
   *free = *total - std::min(*total, detail::runtime.device_bytes);
   return cudaSuccess;
 }

@@ -64,6 +64,10 @@ void close_device() {
   if (--runtime.device.open == 0) protect(PROT_NONE);
 }
 
+std::size_t device_range_bytes() {
+  return reserve() ? runtime.device.hi - runtime.device.lo : 0;
+}
+
 void* device_allocate(std::size_t bytes) {
   if (!reserve()) return nullptr;
   const std::size_t need = round_to_pages(bytes);

@@ -234,6 +234,8 @@ struct DeviceOpen {
 // An allocation of `bytes` (rounded up to pages), accessible while the
 // device is open, or null when the range is exhausted or cannot be reserved.
 void* device_allocate(std::size_t bytes);
+// The range's bytes, reserving it first (0 when it cannot be reserved).
+std::size_t device_range_bytes();
 // Gives an allocation of `bytes` back to the range.
 void device_release(void* p, std::size_t bytes);
 // The live cudaMalloc allocation that holds [p, p + bytes), or null.

@@ -96,6 +96,12 @@ cudaError_t fail(cudaError_t e) {
   return runtime.last_error = e;
 }
 
+// What a synchronisation returns: the error of the work it waited for (a
+// launch that failed), not an earlier call's argument error.
+cudaError_t work_error() {
+  return runtime.last_error == cudaErrorLaunchFailure ? cudaErrorLaunchFailure : cudaSuccess;
+}
+
 CUevent_st* live_event(cudaEvent_t e) {
   return order().events.contains(e) ? e : nullptr;
 }
@@ -193,7 +199,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   const long index = detail::stream_index(stream);
   if (index < 0) return detail::fail(cudaErrorInvalidResourceHandle);
   detail::host_waits_for(std::size_t(index));
-  return runtime.last_error;
+  return detail::work_error();
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   std::lock_guard lock(runtime.mutex);
@@ -230,7 +236,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   std::lock_guard lock(runtime.mutex);
   if (!detail::live_event(event)) return detail::fail(cudaErrorInvalidResourceHandle);
   detail::host_waits(event->clock);
-  return runtime.last_error;
+  return detail::work_error();
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
   std::lock_guard lock(runtime.mutex);
