@@ -15,8 +15,8 @@
 #include "oracle/bounds.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/arithmetic_check.hpp"
-#include "reference/arithmetic_spec.hpp"
 #include "properties/properties.hpp"
+#include "reference/arithmetic_spec.hpp"
 
 namespace moacert::properties {
 namespace {
