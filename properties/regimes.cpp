@@ -146,9 +146,9 @@ RowsAsDouble rows_as_double(const std::vector<double>& row_major, extent_t width
   return [&row_major, width](extent_t first, extent_t) { return row_major.data() + first * width; };
 }
 
-void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm, bool causal,
-                      double scale, const std::vector<double>& lens, const FormatLimits& l,
-                      Regimes& out) {
+void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm,
+                      causal::Mask causal, double scale, const std::vector<double>& lens,
+                      const FormatLimits& l, Regimes& out) {
   const extent_t B = dm.B, H = dm.H, Hkv = dm.Hkv, N = dm.N, M = dm.M, D = dm.D;
   const extent_t group = H / Hkv;
   std::vector<double> s;

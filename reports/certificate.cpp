@@ -105,6 +105,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
       tensors[t.name]["sampled"] = {{"cases", t.cases_sampled}, {"rows_by_stratum", strata}};
     }
     if (t.unbounded > 0) tensors[t.name]["unbounded_elements"] = t.unbounded;  // a vacuous rule
+    if (!t.produced) tensors[t.name]["produced"] = false;  // declared: not judged
   }
   j["tensors"] = tensors;
   j["worst_case"] = {{"token", c.worst_token}, {"error_to_allowed", number(c.worst_ratio)}};
@@ -137,6 +138,13 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   // Only where the variant departs from the standard model, so that other
   // certificates stay as they were.
   if (!c.arithmetic.standard()) j["arithmetic"] = arithmetic_json(c.arithmetic);
+  // Likewise only where the variant declares conventions of its own
+  // (docs/design.md#conventions).
+  if (!c.conventions.standard()) {
+    j["conventions"] = {{"not_produced", c.conventions.not_produced},
+                        {"causal_alignment", name(c.conventions.causal_alignment)},
+                        {"params", name(c.conventions.params)}};
+  }
   // Beside the verdict under the declared arithmetic: the standard model's,
   // what the cases need, and --arithmetic-at-most's limit.
   if (c.arithmetic_checked) {
@@ -165,6 +173,12 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
     nlohmann::json spread = nlohmann::json::object();
     for (const auto& [tensor, ulps] : c.spread_ulps) spread[tensor] = number(ulps);
     j["schedule_spread"] = {{"runs", c.spread_runs}, {"case", c.worst_token}, {"max_ulp", spread}};
+  }
+  if (!c.thread_counts.empty()) {  // a user's kernel claiming no determinism
+    nlohmann::json spread = nlohmann::json::object();
+    for (const auto& [tensor, ulps] : c.thread_spread_ulps) spread[tensor] = number(ulps);
+    j["thread_spread"] = {
+        {"threads", c.thread_counts}, {"case", c.worst_token}, {"max_ulp", spread}};
   }
   j["seconds"] = c.seconds;
   j["seconds_by_phase"] = {{"generation", c.generation_seconds},
@@ -281,6 +295,9 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
     }
   }
   md << "\nRan on: " << c.ran_on << ".\n";
+  if (!c.conventions.standard())
+    md << "\nConventions declared, which the DNF follows (docs/design.md#conventions): `"
+       << to_string(c.conventions) << "`.\n";
   if (!c.arithmetic.standard())
     md << "\nArithmetic declared, which the bounds assume (docs/design.md#arithmetic): `"
        << to_string(c.arithmetic) << "`.\n";
@@ -312,6 +329,14 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
        << " block orders, each within the rule; per output the largest spread (max - min over "
           "the runs) in ulps:\n\n| output | spread (ulp) |\n| --- | ---: |\n";
     for (const auto& [tensor, ulps] : c.spread_ulps)
+      md << fmt::format("| {} | {:.3g} |\n", tensor, ulps);
+  }
+  if (!c.thread_counts.empty()) {
+    md << "\n## Spread across thread counts\n\nThe worst case at "
+       << fmt::format("{}", fmt::join(c.thread_counts, ", "))
+       << " threads (the kernel claims no determinism; recorded, not judged); per output the "
+          "largest spread in ulps:\n\n| output | spread (ulp) |\n| --- | ---: |\n";
+    for (const auto& [tensor, ulps] : c.thread_spread_ulps)
       md << fmt::format("| {} | {:.3g} |\n", tensor, ulps);
   }
   md << "\nDeterminism: "

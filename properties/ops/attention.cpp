@@ -9,6 +9,7 @@
 #include "properties/draws.hpp"
 #include "properties/ops/table.hpp"
 #include "properties/regime_parts.hpp"
+#include "reference/dnf/attention.hpp"
 #include "reference/named.hpp"
 
 namespace moacert::properties {
@@ -182,7 +183,7 @@ Regimes classify_attention(const Case& c, const FormatLimits& l) {
   std::vector<double> lens;
   if (in.has("lens")) lens = dense(in["lens"]);
   Regimes out;
-  classify_softmax(rows_as_double(in["q"]), rows_as_double(in["k"]), p.dims, p.causal(), p.scale(),
+  classify_softmax(rows_as_double(in["q"]), rows_as_double(in["k"]), p.dims, p.mask(), p.scale(),
                    lens, l, out);
   return out;
 }
@@ -265,12 +266,12 @@ PropertyOp attention_op(Op op) {
     query = {d.B * d.H, d.N, true, {}, {}};
     key = {d.B * d.Hkv, d.M, true, {}, {}};
     for (extent_t i = 0; i < d.N; ++i)  // one run's counts: every run has the same
-      query.seen.push_back(p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M);
+      query.seen.push_back(dnf::visible_keys(p.mask(), i, d.N, d.M, d.M));
     if (backward) {
       for (extent_t j = 0; j < d.M; ++j)
-        key.seen.push_back(
-            p.causal() ? std::clamp<extent_t>(d.N - std::max<extent_t>(0, j - (d.M - d.N)), 0, d.N)
-                       : d.N);
+        key.seen.push_back(p.causal() ? std::clamp<extent_t>(
+                                            d.N - causal::first_row(p.mask(), j, d.N, d.M), 0, d.N)
+                                      : d.N);
     }
     return std::pair{query, key};
   };
