@@ -472,6 +472,17 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
     fmt::print("spread across {} threads (worst case, not judged): {}\n",
                fmt::join(cert.thread_counts, ", "), each);
   }
+  // Shrinking keeps any smaller case that still fails: the worst case
+  // found, as drawn, beside the shrunk one (docs/certificate.md), each on
+  // one line, its shape and values (the layouts are the certificate's);
+  // nothing more where the case drawn is the case shrunk.
+  if (!cert.worst_found_case.empty() && cert.worst_found_case != cert.failure_case) {
+    auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
+    fmt::print("worst found (before shrinking): error/allowed {:.3g} at {}\n",
+               cert.worst_found_ratio, first_line(cert.worst_found_case));
+    fmt::print("shrunk to: error/allowed {:.3g} at {}\n", cert.worst_ratio,
+               first_line(cert.failure_case));
+  }
   if (!cert.holds) {
     fmt::print("{}\n", cert.failure);
     if (s.case_files.empty())

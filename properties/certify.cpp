@@ -336,6 +336,7 @@ class CaseRun {
     r_.ratio = ratio_of(j);
     if (!j.verdict.holds) {
       announce_failure();  // before the shrinking, which may take long
+      keep_drawn(j, describe(spec));
       rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
       shrink(s, j, token);
       r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
@@ -357,7 +358,10 @@ class CaseRun {
     keep_equivalence(j);
     if (j.error.empty()) keep_stats(j);
     r_.ratio = ratio_of(j);
-    if (!j.verdict.holds) fail(j, "case file " + path);
+    if (!j.verdict.holds) {
+      keep_drawn(j, "case file " + path);
+      fail(j, "case file " + path);
+    }
     return std::move(r_);
   }
 
@@ -387,6 +391,7 @@ class CaseRun {
       return std::move(r_);
     }
     announce_failure();  // before the shrinking, which may take long
+    keep_drawn(j, describe(s.value()));
     shrink(s, j, token);
     r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
@@ -483,6 +488,12 @@ class CaseRun {
     j.verdict.why = nondeterministic(v_);
     fail(j, std::move(case_words));
     return false;
+  }
+
+  // The failing case as drawn, before shrinking (CaseRecord::drawn_case).
+  void keep_drawn(const Judged& j, std::string case_words) {
+    r_.drawn_case = std::move(case_words);
+    r_.drawn_ratio = ratio_of(j);
   }
 
   // Announced once, as soon as the case is found to fail.
@@ -729,6 +740,11 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
           !r.failure_elements.empty() && !r.determinism_failed && r.ratio > 1;
       cert.worst_ratio = elements_failed ? r.ratio : INFINITY;
       cert.failure_elements = r.failure_elements;
+      if (elements_failed) {  // the larger of the case as drawn and as shrunk
+        const bool drawn_worse = r.drawn_ratio >= r.ratio;
+        cert.worst_found_case = drawn_worse ? r.drawn_case : r.failure_case;
+        cert.worst_found_ratio = drawn_worse ? r.drawn_ratio : r.ratio;
+      }
     } else if (r.kind == CaseRecord::case_file) {
       cert.worst_ratio = std::max(cert.worst_ratio, r.ratio);
     } else if (r.ratio >= cert.worst_ratio || cert.worst_token.empty()) {

@@ -29,6 +29,8 @@ std::string_view name(Regime r) {
       return "softmax.tie";
     case Regime::dominant_key:
       return "softmax.dominant-key";
+    case Regime::long_flat_row:
+      return "softmax.long-flat-row";
     case Regime::silu_exp_z_overflows:
       return "silu.exp(z)-overflows";
     case Regime::silu_exp_minus_z_overflows:
@@ -124,6 +126,11 @@ void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, R
     for (double x : s)
       if (x != m) rest += std::exp(x - m);
     if (rest < l.unit_roundoff) out.set(std::size_t(Regime::dominant_key));
+  }
+  if (double(s.size()) >= kFlatRowWeight) {  // no shorter row's weights can sum that far
+    double weight = 0;                       // l, relative to the maximum's weight 1
+    for (double x : s) weight += std::exp(x - m);
+    if (weight >= kFlatRowWeight) out.set(std::size_t(Regime::long_flat_row));
   }
   const extent_t t = kUnderflowTile, seen = extent_t(s.size());
   for (extent_t a = 0; a + t <= seen && !out.test(std::size_t(Regime::underflowing_tile)); a += t)

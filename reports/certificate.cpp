@@ -123,6 +123,10 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                            {"case", c.failure_case},
                            {"token", c.worst_token},
                            {"worst_elements", elems}};
+    // The worst case found before shrinking, beside the shrunk one.
+    if (!c.worst_found_case.empty())
+      j["counterexample"]["worst_found"] = {{"case", c.worst_found_case},
+                                            {"error_to_allowed", number(c.worst_found_ratio)}};
   }
   j["determinism"] = {{"checked", c.determinism_checked}, {"holds", c.determinism_holds}};
   if (c.vs_torch_cases > 0) {  // the equivalence report: only when PyTorch ran
@@ -276,6 +280,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
   }
   if (!c.holds) {
     md << "\n## Counterexample\n\n" << c.failure << "\n\n```\n" << c.failure_case << "\n```\n\n";
+    if (!c.worst_found_case.empty())
+      md << fmt::format(
+          "Worst case found before shrinking (error / allowed {:.3g}):\n\n```\n{}\n```\n\n",
+          c.worst_found_ratio, c.worst_found_case);
     md << "| tensor | index | exact | computed | ulps | allowed |\n| --- | --- | ---: | ---: | "
           "---: | ---: |\n";
     for (const auto& e : c.failure_elements) {

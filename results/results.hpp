@@ -165,8 +165,15 @@ struct Certificate {
   // token a reader replays with the variant the certificate names.
   std::string reproduce_command;
   double worst_ratio = 0;
-  std::string failure;                          // why the counterexample fails, in words
-  std::string failure_case;                     // the shrunk case, described
+  std::string failure;       // why the counterexample fails, in words
+  std::string failure_case;  // the shrunk case, described
+  // The worst case found before shrinking: the failing case as drawn, its
+  // error / allowed and its shape described. Shrinking keeps any smaller
+  // case that still fails, so a kernel 41 times over its bound at M = 4096
+  // may shrink to a near miss at M = 2: both are in view. Empty case while
+  // it holds (worst_ratio is then the worst found).
+  std::string worst_found_case;
+  double worst_found_ratio = 0;
   std::vector<ElementReport> failure_elements;  // its worst elements
   bool determinism_checked = false, determinism_holds = true;
   double seconds = 0;

@@ -81,7 +81,9 @@ extent_t long_axis_limit(bool backward, int generation) {
 }
 
 // The shape a regime's family needs, where --shape allows it: causal rows
-// with no key (N > M), two whole key tiles for one to underflow.
+// with no key (N > M), two whole key tiles for one to underflow, long
+// flat rows (kFlatRowKeys keys, every one seen; few queries and a narrow
+// head, so that the oracle's cost stays that of a small case).
 void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   Problem& p = s.problem;
   Dims& d = p.dims;
@@ -99,6 +101,15 @@ void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   if (s.values == Values::underflowing_tile) {
     const ExtentRange r = shape.range(&Dims::M);
     d.M = r.clamp(std::max(d.M, 2 * kUnderflowTile));
+  }
+  if (s.values == Values::flat_rows) {
+    d.M = shape.range(&Dims::M).clamp(kFlatRowKeys);
+    d.N = shape.range(&Dims::N).clamp(std::min<extent_t>(d.N, 4));
+    d.D = shape.range(&Dims::D).clamp(std::min<extent_t>(d.D, 64));
+    d.B = shape.range(&Dims::B).clamp(1);
+    if (shape.range(&Dims::H).contains(1) && shape.range(&Dims::Hkv).contains(1)) d.H = d.Hkv = 1;
+    p.params.causal = false;
+    if (!s.lens.empty()) s.lens.assign(std::size_t(d.B), d.M);  // a curated decode's
   }
 }
 
@@ -129,6 +140,8 @@ void draw_lens(CaseSpec& s, const GenSettings& g) {
   // A whole tile past key 0's to underflow: batch 0 sees two tiles.
   if (s.values == Values::underflowing_tile)
     s.lens[0] = std::max<std::int64_t>(s.lens[0], std::min(2 * kUnderflowTile, d.M));
+  // A flat row is the whole cache.
+  if (s.values == Values::flat_rows) s.lens.assign(s.lens.size(), d.M);
 }
 
 // The curated cases alternate the structural extremes across families:
@@ -232,6 +245,13 @@ PropertyOp attention_op(Op op) {
                 Values::dominant, Values::tiny_scale, Values::extreme};
   a.regime_families = {Values::exp_overflow, Values::underflowing_tile, Values::one_hot};
   if (!one_query) a.regime_families.push_back(Values::no_key_rows);
+  // Long flat rows for the ops whose value sum a narrow accumulator
+  // stalls in (the forward's, decode's), first among the curated cases,
+  // so that such a kernel's first failure shows its severity.
+  if (!backward) {
+    a.regime_families.push_back(Values::flat_rows);
+    a.curated_first = {Values::flat_rows};
+  }
   a.shape_for_regime = shape_for_regime;
   a.broadcasts = true;
   for (std::string_view name : info(Op::attention_fwd).outputs)
@@ -246,6 +266,7 @@ PropertyOp attention_op(Op op) {
 
   a.regimes = {R::exp_overflow, R::underflowing_tile, R::no_key_row, R::tie, R::dominant_key};
   if (one_query) std::erase(a.regimes, R::no_key_row);
+  if (!backward) a.regimes.push_back(R::long_flat_row);
   a.classify = classify_attention;
 
   // The first pass's multiply-adds: scores and P·V (2) for the forward's
