@@ -58,6 +58,12 @@ std::string human_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
+// Whether a device timing has copies to report: a device's tensors always
+// cross (an input or an output of a byte at least); a cpu plugin's do not.
+bool copies(const kernels::DeviceTimes& d) {
+  return d.copy_to_device_bytes > 0 || d.copy_from_device_bytes > 0;
+}
+
 int run_bench(const BenchArgs& a) {
   const auto op = parse_op(a.op);
   if (!op) throw UsageError("bench: unknown op '" + a.op + "'");
@@ -180,7 +186,7 @@ int run_bench(const BenchArgs& a) {
                           {"gflops", r.gflops},
                           {"gbps", r.gbps},
                           {"peak_bytes", r.peak_bytes}};
-      if (r.device) {
+      if (r.device && copies(*r.device)) {
         o["copy_to_device_seconds"] = r.device->copy_to_device_seconds;
         o["copy_to_device_bytes"] = r.device->copy_to_device_bytes;
         o["copy_from_device_seconds"] = r.device->copy_from_device_seconds;
@@ -239,9 +245,14 @@ int run_bench(const BenchArgs& a) {
       fmt::print("\n");
     }
   }
-  // A device backend's seconds are its launches alone; its copies apart.
+  // A device backend's seconds are its launches alone; its copies apart. A
+  // cpu plugin's are its calls alone, timed in its worker.
   for (const bench::Result& r : results) {
     if (!r.device) continue;
+    if (!copies(*r.device)) {
+      fmt::print("\n{}: seconds time the {}", r.variant, r.timed);
+      continue;
+    }
     fmt::print(
         "\n{}: seconds time the {}; copies timed apart: to the device {} in {:.4f} s, from the "
         "device {} in {:.4f} s",

@@ -179,11 +179,13 @@ RowWeights attention_forward_weights(const Mat& q, const Mat& k, double scale, e
   // error of l of 1 or more (a declared arithmetic as coarse as scores
   // rounded to bf16 at logits in the hundreds), where 1/(1 - L) turns
   // negative: nothing bounds such a row.
-  const bool unbounded = std::isinf(Delta) || !(L < 1);
-  r.lse.view()(b, h, i) =
-      unbounded
-          ? kInf
-          : kEvalSlack * (lse_acc * (1 + u.us) + u.us * std::fabs(lse) + u.eta_out(lse, lse_acc));
+  // lse rounded to a format before it is written (declared: round.lse):
+  // unbounded too where it may pass that format's largest finite.
+  const double lse_error = u.lse.after(lse, lse_acc);
+  const bool unbounded = std::isinf(Delta) || !(L < 1) || std::isinf(lse_error);
+  r.lse.view()(b, h, i) = unbounded ? kInf
+                                    : kEvalSlack * (lse_error * (1 + u.us) + u.us * std::fabs(lse) +
+                                                    u.eta_out(lse, lse_error));
   return {l, L, Delta, unbounded, std::isinf(numerator)};
 }
 

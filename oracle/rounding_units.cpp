@@ -100,6 +100,7 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   u.eta_score_grads = score_grads.eta;
   u.scores = rounding_of(a, "S", f);
   u.row_sum = rounding_of(a, "l", f);
+  u.lse = rounding_of(a, "lse", f);
   u.sum_of_squares = rounding_of(a, "ss", f);
   u.inverse_root = rounding_of(a, "r", f);
   u.gate_value = rounding_of(a, "gate", f);

@@ -92,6 +92,37 @@ def bench_tables(paths, run):
     return out
 
 
+def deployed_tables(paths, run):
+    """One table per run of a built-in variant against a deployed library's kernel
+    (adapters/): each one's median time, rates, and its time over the built-in's."""
+    out = []
+    for path in paths:
+        where = str(path)
+        doc = load_json(path)
+        op = field(doc, "op", where)
+        results = field(doc, "results", where)
+        if not isinstance(results, list) or len(results) < 2:
+            raise BadResult(f"{where}: 'results' is not a list of a variant and a plugin")
+        rows = []
+        for i, r in enumerate(results):
+            w = f"{where}: results[{i}]"
+            rows.append((field(r, "variant", w), number(r, "seconds", w), number(r, "gflops", w),
+                         number(r, "gbps", w)))
+        builtin, base = rows[0][0], rows[0][1]
+        library = rows[-1][0].split("#")[0].replace("plugin:libmoacert_", "").replace(".so", "")
+        out += [f"### {op}: {builtin} against {library}", ""]
+        out += [f"{field(doc, 'dtype', where)}, {field(doc, 'shape', where)}"
+                f"{', causal' if doc.get('causal') else ''}, {field(doc, 'threads', where)} threads "
+                "(the adapter's too); median of the repeats."]
+        out += provenance(command_of(path), run)
+        out += [f"| variant | time (ms) | GFLOP/s | GB/s | time / `{builtin}` time |",
+                "|---|---:|---:|---:|---:|"]
+        for name, sec, gf, gb in rows:
+            out.append(f"| `{name}` | {sec * 1e3:.3f} | {gf:.1f} | {gb:.2f} | {sec / base:.3g} |")
+        out.append("")
+    return out
+
+
 def gbench_tables(paths, run):
     """One table per Google Benchmark program: each benchmark's real time and counters."""
     out = []
@@ -265,6 +296,23 @@ def page(results):
         "",
     ]
     lines += bench_tables(bench, run)
+    deployed = sorted((results / "deployed").glob("*.json"))
+    lines += ["## Against the deployed libraries", "",
+              "`moacert bench` of each built-in CPU variant beside the kernel a user would",
+              "pick instead, llama.cpp's ggml or ONNX Runtime through its adapter",
+              "(`adapters/`, [deployed-kernels.md](deployed-kernels.md)), on the same",
+              "problem (f32; decode with an f16 KV cache as llama.cpp runs it). A plugin",
+              "is timed in its worker, around its call. The ggml adapter's time includes",
+              "copying the tensors into ggml's and the result out (into memory kept",
+              "across calls); ONNX Runtime's reads moacert's tensors in place and writes",
+              "into them, and includes writing the model (the session is kept). The",
+              "wrapper's lse is left out (`MOACERT_ADAPTER_BENCH_WITHOUT_LSE`). The",
+              "adapters run `MOACERT_ADAPTER_THREADS` threads, set to `--threads`.", ""]
+    if deployed:
+        lines += deployed_tables(deployed, run)
+    else:
+        lines += ["Not measured in this run (no adapters in the build: "
+                  "`bash scripts/setup-deployed.sh`).", ""]
     lines += ["## Oracle time and the other benchmark programs", ""]
     if gbench:
         lines += ["Google Benchmark programs of `bench/` (`--benchmark_format=json`).", ""]

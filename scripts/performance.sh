@@ -54,6 +54,32 @@ for op in attention.fwd attention.bwd attention.fwdbwd attention.decode rmsnorm 
   run "$results/bench/$op.json" "$moacert" "${args[@]}"
 done
 
+# The built-in CPU variants against the deployed libraries' kernels
+# (adapters/, docs/deployed-kernels.md), when the build has the adapters:
+# the same shapes, f32, decode with an f16 KV cache as llama.cpp runs it;
+# the adapters on as many threads as the variants, their wrapper's lse
+# (as costly as the attention) left out.
+mkdir -p "$results/deployed"
+ggml=$build/adapters/libmoacert_ggml.so
+ort=$build/adapters/libmoacert_onnxruntime.so
+deployed=(
+  "attention.fwd f32 cpu.flash $ggml#flash_attn_ext ggml"
+  "attention.fwd f32 cpu.flash $ort#attention onnxruntime"
+  "attention.decode f16 cpu.split $ggml#decode_f16_cache ggml"
+  "attention.decode f32 cpu.split $ort#attention_decode onnxruntime"
+  "rmsnorm f32 cpu.fused $ggml#rms_norm ggml"
+  "rmsnorm f32 cpu.fused $ort#rms_normalization onnxruntime"
+  "mlp.swiglu f32 cpu.tiled $ggml#swiglu_mlp ggml"
+  "mlp.swiglu f32 cpu.tiled $ort#matmul_swiglu onnxruntime"
+)
+for row in "${deployed[@]}"; do
+  read -r op dtype variant plugin library <<<"$row"
+  [[ -f ${plugin%#*} ]] || continue
+  run "$results/deployed/$op.$dtype.$library.json" env MOACERT_ADAPTER_THREADS="$threads" \
+    MOACERT_ADAPTER_BENCH_WITHOUT_LSE=1 "$moacert" bench "$op" --variants "$variant" \
+    --plugin "$plugin" --dtype "$dtype" --threads "$threads" --json --shape "${shape[$op]}"
+done
+
 short=--benchmark_min_time=0.05
 run "$results/gbench/oracle_bench.json" "$build/bench/oracle_bench" "$short" --benchmark_format=json
 run "$results/gbench/simt_bench.json" "$build/bench/simt_bench" "$short" --benchmark_format=json

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package moacert needs, in one apt-get line.
-# A no-op (no apt-get at all) when everything is already present.
+# Installs every Debian package moacert needs, in one apt-get line, then
+# the deployed CPU libraries the adapters certify (scripts/setup-deployed.sh:
+# two npm packages, pinned by a lockfile).
+# A no-op (no apt-get, no npm) when everything is already present.
 set -euo pipefail
 
 packages=(
@@ -21,12 +23,13 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-sudo_cmd=()
-[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+bash "$(dirname "$0")/setup-deployed.sh"

@@ -34,7 +34,7 @@ bool reserve() {
   DeviceRange& d = runtime.device;
   if (d.hi) return true;
   install_fault_handler();  // before any allocation a host access could fault in
-  for (std::size_t bytes = std::size_t(1) << 40; bytes >= (std::size_t(1) << 30); bytes /= 2) {
+  for (std::size_t bytes = kDeviceRangeBytes; bytes >= (std::size_t(1) << 30); bytes /= 2) {
     void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     d.lo = reinterpret_cast<std::uintptr_t>(p);
@@ -62,6 +62,10 @@ void open_device() {
 }
 void close_device() {
   if (--runtime.device.open == 0) protect(PROT_NONE);
+}
+
+std::size_t device_range_bytes() {
+  return reserve() ? runtime.device.hi - runtime.device.lo : 0;
 }
 
 void* device_allocate(std::size_t bytes) {

@@ -1,6 +1,7 @@
 // The launch: blocks of a launch run one at a time in a seeded order; the
 // threads of a block are Boost.Context fibers on the launching OS thread,
 // switched at synchronisation points in a seeded order (docs/simt.md).
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -129,11 +130,33 @@ void host_arguments(Launch& L, const void* const* pointers, std::size_t n) {
   throw Hazard(L.hazard_kind, L.hazard_message);
 }
 
+// The launch as a work on its stream (streams.cpp), touching the device
+// buffers it read and wrote; a race with unordered earlier work fails it.
+void enqueue_launch(Launch& L, std::size_t stream, Site site) {
+  std::vector<Touch> touches;
+  for (std::size_t i : L.touched) {
+    const Buffer& b = runtime.buffers[i];
+    if (!runtime.device.holds(b.lo)) continue;  // host memory: refused at the access already
+    if (b.counts.loads) touches.push_back({b.lo, b.hi, false, b.counts.name});
+    if (b.counts.stores || b.counts.atomics) touches.push_back({b.lo, b.hi, true, b.counts.name});
+  }
+  const std::string why = enqueue_work(
+      stream,
+      "kernel " + std::string(L.kernel) + " (launched at " + describe_where(intern(site)) + ")",
+      std::move(touches));
+  if (why.empty()) return;
+  L.failed = true;
+  L.hazard_kind = "stream race";
+  L.hazard_message = why;
+  runtime.last_error = cudaErrorLaunchFailure;
+  throw Hazard(L.hazard_kind, L.hazard_message);
+}
+
 }  // namespace
 
 // ---- the launch ---------------------------------------------------------
 void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::size_t shared_bytes,
-            Body body, void* closure, Site site, const void* const* pointers,
+            cudaStream_t stream, Body body, void* closure, Site site, const void* const* pointers,
             std::size_t n_pointers) {
   std::lock_guard lock(runtime.mutex);
   if (runtime.launch)
@@ -158,7 +181,6 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
     }
   } reset{L};
   runtime.launch = &L;
-  (void)site;
   const std::uint64_t threads = std::uint64_t(block.x) * block.y * block.z;
   const std::uint64_t blocks = std::uint64_t(grid.x) * grid.y * grid.z;
   // A launch that starts leaves the last error as it was (a failed
@@ -185,6 +207,14 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
     bad_launch(L, std::to_string(shared_bytes) +
                       " bytes of dynamic shared memory for a module without `extern __shared__` "
                       "(build it with moacert-simt-c++)");
+  const long stream_at = stream_index(stream);
+  if (stream_at < 0) {
+    runtime.last_error = cudaErrorInvalidResourceHandle;
+    char handle[32];
+    std::snprintf(handle, sizeof handle, "%p", static_cast<const void*>(stream));
+    bad_launch(L, std::string("on stream ") + handle +
+                      ", which is no live stream (destroyed, or never created)");
+  }
   runtime.last_error = earlier;
   install_fault_handler();
   L.block_threads = std::uint32_t(threads);
@@ -224,6 +254,7 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
     runtime.last_error = cudaErrorLaunchFailure;
     throw Hazard(L.hazard_kind, L.hazard_message);
   }
+  enqueue_launch(L, std::size_t(stream_at), site);
 }
 
 uint3 thread_idx() {

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,10 @@ namespace moacert::simt::detail {
 
 namespace ctx = boost::context;
 
+// The device's range of addresses (device_memory.cpp reserves it, less
+// where the address space is smaller): MOACERT_SIMT_DEVICE_MEMORY's bound.
+inline constexpr std::size_t kDeviceRangeBytes = std::size_t(1) << 40;
+
 // ---- settings (settings.cpp): the options, and the schedule's seed; from
 // the environment (MOACERT_SIMT_*) until the API sets them.
 struct Settings {
@@ -39,6 +44,9 @@ struct Settings {
   // cudaErrorMemoryAllocation, as a GPU's does, so that the worker's
   // handling of a full device is tested without one.
   std::size_t device_memory = 0;
+  // "" or why a MOACERT_SIMT_* variable is refused (its value kept as the
+  // default's): moacert_simt_settings_error.
+  std::string error;
   Settings();
 };
 
@@ -226,11 +234,64 @@ struct DeviceOpen {
 // An allocation of `bytes` (rounded up to pages), accessible while the
 // device is open, or null when the range is exhausted or cannot be reserved.
 void* device_allocate(std::size_t bytes);
+// The range's bytes, reserving it first (0 when it cannot be reserved).
+std::size_t device_range_bytes();
 // Gives an allocation of `bytes` back to the range.
 void device_release(void* p, std::size_t bytes);
 // The live cudaMalloc allocation that holds [p, p + bytes), or null.
 const std::pair<const void* const, std::size_t>* device_allocation_of(const void* p,
                                                                       std::size_t bytes);
+
+// ---- streams and events (streams.cpp): the order CUDA defines between the
+// streams' work and the host, kept beside the emulator's eager running (a
+// launch or a copy is done when its call returns, on a GPU perhaps not).
+// A clock holds, per stream, how many of its works are ordered before a
+// point (a vector clock: a stream's tail, an event, what the host waited for).
+using Clock = std::vector<std::uint64_t>;
+// A span of device memory a work reads or writes, named as its buffer is.
+struct Touch {
+  std::uintptr_t lo, hi;
+  bool write;
+  std::string name;
+};
+struct StreamRecord {
+  bool blocking = true;  // ordered with the legacy default stream (cudaStreamDefault)
+  std::uint64_t enqueued = 0;
+  Clock tail;  // what the next work enqueued on it is ordered after
+  // Destroyed, and retired once the host has waited for its whole tail:
+  // its tail is then cleared (a worker's streams of many calls cost
+  // nothing), since what the host waited for orders every later work.
+  bool destroyed = false, retired = false;
+};
+struct Work {
+  std::string what;  // "kernel K (file:line)", "cudaMemcpyAsync of N bytes"
+  std::size_t stream;
+  std::uint64_t seq;  // its place on its stream, from 1
+  std::vector<Touch> touches;
+};
+struct Order {
+  std::vector<StreamRecord> streams{1};                  // [0]: the legacy default stream
+  Clock host;                                            // what the host has waited for
+  std::vector<Work> pending;                             // work the host has not waited for
+  std::map<const void*, std::size_t> streams_by_handle;  // the live cudaStream_t's
+  std::set<const void*> events;                          // the live cudaEvent_t's
+};
+// The index of a live stream's handle (null: 0, the legacy default
+// stream), or -1 when it is not one (destroyed, or never created).
+long stream_index(const void* stream);
+// "the legacy default stream", "stream #N".
+std::string stream_name(std::size_t index);
+// Enqueues a work on stream `index`: ordered after what CUDA orders it
+// after; returns "" or the `stream race` with earlier unordered work that
+// wrote what it touches or touched what it writes.
+std::string enqueue_work(std::size_t index, std::string what, std::vector<Touch> touches);
+// The host waits for a stream's work so far (a synchronous call), or all.
+void host_waits_for(std::size_t index);
+void host_waits_for_device();
+// The span [p, p + bytes) of device memory as a work's touch.
+Touch touch_of(const void* p, std::size_t bytes, bool write);
+// Keeps a hazard found outside a launch (a runtime call's) for the report.
+void report_runtime_hazard(const std::string& kind, const std::string& message);
 
 // ---- the runtime: what lives from launch to launch, once per process ------
 struct Runtime {
@@ -256,7 +317,13 @@ struct Runtime {
   std::map<const void*, std::size_t> device_allocations;  // cudaMalloc's live ones, by size
   std::size_t host_buffers = 0;  // registered buffers outside the device range
   std::size_t device_bytes = 0;  // their sum
+  std::set<const void*> freed;   // freed allocations' starts, not allocated since
   cudaError_t last_error = cudaSuccess;
+  // The runtime call that failed last with `error_call_code`: its name,
+  // arguments and why (moacert_simt_error_call).
+  std::string error_call;
+  cudaError_t error_call_code = cudaSuccess;
+  Order order;  // streams.cpp
   Counters last_counters, report_counters;
   std::uint64_t report_launches = 0;
   std::string report_hazard_kind, report_hazard;

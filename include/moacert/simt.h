@@ -11,9 +11,12 @@
 //   moacert_launch(kernel, grid, block, shared_bytes, args...)
 // which is `kernel<<<grid, block, shared_bytes>>>(args...)` under nvcc, and
 //   moacert_launch_on(kernel, grid, block, shared_bytes, stream, args...)
-// on a stream (a `void*`, as a plugin's params hand it): `kernel<<<grid,
-// block, shared_bytes, stream>>>(args...)` under nvcc; the emulator has one
-// stream, on which every launch has ended when it returns.
+// on a stream (a `void*` or a cudaStream_t): `kernel<<<grid, block,
+// shared_bytes, stream>>>(args...)` under nvcc. The emulator runs a launch
+// to its end before it returns, and keeps the order CUDA defines between
+// streams, events and the host apart from that (docs/simt.md#streams): work
+// that a GPU could still be running when the plugin's call returns, or that
+// touches memory another stream's unordered work wrote, is reported.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -70,6 +73,13 @@ std::size_t moacert_simt_take_report(char* buf, std::size_t len);
 // The message of a fault the emulator recognised in a signal handler (a
 // fiber's stack overflow), or "" — async-signal-safe.
 const char* moacert_simt_fault_message(void);
+// The runtime call that set CUDA error `error` last, with its arguments
+// and why (`cudaFree(0x7f…): not a live allocation (freed already)`), or
+// "" when the emulator knows none (a launch's error is its hazard's).
+const char* moacert_simt_error_call(int error);
+// "" or why a MOACERT_SIMT_* setting is refused (not a whole number in its
+// range): the worker refuses such a device at load, before any call.
+const char* moacert_simt_settings_error(void);
 // The emulator's CUDA runtime calls below under C names, for the worker's
 // device tensors of a `cuda` plugin (docs/plugins.md#device-tensors). The
 // calls themselves keep C++ linkage, so that they never collide with
@@ -78,15 +88,24 @@ int moacert_simt_cudaMalloc(void** ptr, std::size_t bytes);
 int moacert_simt_cudaFree(void* ptr);
 int moacert_simt_cudaMemcpy(void* dst, const void* src, std::size_t bytes, int kind);
 int moacert_simt_cudaDeviceSynchronize(void);
+int moacert_simt_cudaMemGetInfo(std::size_t* free, std::size_t* total);
 int moacert_simt_cudaGetLastError(void);
 const char* moacert_simt_cudaGetErrorString(int error);
-// Events on the host's clock, for bench's timing of a device plugin's
-// launches (cudaEvent_t as void*).
+// Streams and events (cudaStream_t, cudaEvent_t as void*): the worker's
+// stream, and events on the host's clock for bench's timing of a device
+// plugin's launches.
+int moacert_simt_cudaStreamCreate(void** stream);
+int moacert_simt_cudaStreamSynchronize(void* stream);
 int moacert_simt_cudaEventCreate(void** event);
 int moacert_simt_cudaEventRecord(void* event, void* stream);
 int moacert_simt_cudaEventSynchronize(void* event);
 int moacert_simt_cudaEventElapsedTime(float* ms, void* start, void* stop);
 int moacert_simt_cudaEventDestroy(void* event);
+// The plugin's call returns to the worker, which hands it `stream`: work
+// enqueued since the last call that neither the host waited for nor
+// `stream` is ordered after is an `unsynchronised work` hazard (in the
+// report); then everything counts as done, as the worker synchronises.
+void moacert_simt_call_returns(void* stream);
 }
 
 // ---- CUDA's vocabulary
@@ -178,6 +197,7 @@ enum cudaError_t {
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInvalidResourceHandle = 400,
   cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind {
@@ -198,9 +218,37 @@ cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes);
 cudaError_t cudaDeviceSynchronize();
+// total: MOACERT_SIMT_DEVICE_MEMORY, else the device's range; free: less
+// the live allocations' bytes (exact: the worker's leak check reads it).
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorString(cudaError_t error);
+
+// Streams and events, as CUDA's runtime declares them: opaque handles, 0
+// the legacy default stream (whose work waits for the blocking streams'
+// earlier work, and theirs for its).
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+constexpr unsigned int cudaStreamDefault = 0x0;
+constexpr unsigned int cudaStreamNonBlocking = 0x1;
+constexpr unsigned int cudaEventDefault = 0x0;
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags = 0);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
 
 namespace moacert::simt {
 
@@ -243,7 +291,9 @@ struct Counters {
 // A hazard or a bad launch, as the emulator found it. `kind` is one of
 // "shared race", "global race", "divergent barrier", "deadlock",
 // "warp mask", "out of bounds", "uninitialised shared read",
-// "misaligned access", "async copy race", "bad launch".
+// "misaligned access", "async copy race", "stream race" (a launch on a
+// stream, unordered with earlier work that touched its memory), "bad
+// launch"; "unsynchronised work" is reported by moacert_simt_call_returns.
 class Hazard : public std::runtime_error {
  public:
   Hazard(std::string kind, const std::string& message)
@@ -282,8 +332,9 @@ struct Module {               // where a launch's kernel lives, for its shared m
 using Body = void (*)(void* closure);
 // `pointers`: each parameter's value if it is a pointer, else null (host
 // memory handed to the kernel is told apart from device memory by them).
+// `stream`: the stream it is launched on (null: the legacy default stream).
 void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::size_t shared_bytes,
-            Body body, void* closure, Site site, const void* const* pointers,
+            cudaStream_t stream, Body body, void* closure, Site site, const void* const* pointers,
             std::size_t n_pointers);
 
 uint3 thread_idx();
@@ -376,14 +427,14 @@ MOACERT_SIMT_HELPER void pointer_values(const Params& params, const void** out,
 
 template <class... P, class... A>
 MOACERT_SIMT_HELPER void launch_kernel(const char* name, void (*kernel)(P...), const Module& module,
-                                       dim3 grid, dim3 block, std::size_t shared_bytes, Site site,
-                                       A&&... args) {
+                                       dim3 grid, dim3 block, std::size_t shared_bytes,
+                                       cudaStream_t stream, Site site, A&&... args) {
   using Params = std::tuple<std::decay_t<P>...>;
   Closure<void (*)(P...), Params> closure{kernel, Params(std::forward<A>(args)...)};
   const void* pointers[sizeof...(P) + 1] = {};
   pointer_values(closure.params, pointers, std::index_sequence_for<P...>());
-  launch(name, module, grid, block, shared_bytes, &run_closure<void (*)(P...), Params>, &closure,
-         site, pointers, sizeof...(P));
+  launch(name, module, grid, block, shared_bytes, stream, &run_closure<void (*)(P...), Params>,
+         &closure, site, pointers, sizeof...(P));
 }
 
 }  // namespace detail
@@ -400,17 +451,17 @@ MOACERT_SIMT_HELPER inline void* moacert_simt_touch_tls_() {
 }
 }  // namespace
 
-#define moacert_launch(kernel, grid, block, shared_bytes, ...)                                  \
+#define moacert_launch_on(kernel, grid, block, shared_bytes, stream, ...)                       \
   ::moacert::simt::detail::launch_kernel(                                                       \
       #kernel, kernel,                                                                          \
       ::moacert::simt::detail::Module{reinterpret_cast<const void*>(&kernel),                   \
                                       &moacert_simt_touch_tls_, &moacert_simt_dynamic_shared_}, \
-      dim3(grid), dim3(block), std::size_t(shared_bytes),                                       \
+      dim3(grid), dim3(block), std::size_t(shared_bytes), static_cast<cudaStream_t>(stream),    \
       ::moacert::simt::detail::Site{__builtin_FILE(), __builtin_LINE()} __VA_OPT__(, )          \
           __VA_ARGS__)
 
-#define moacert_launch_on(kernel, grid, block, shared_bytes, stream, ...) \
-  ((void)(stream), moacert_launch(kernel, grid, block, shared_bytes __VA_OPT__(, ) __VA_ARGS__))
+#define moacert_launch(kernel, grid, block, shared_bytes, ...) \
+  moacert_launch_on(kernel, grid, block, shared_bytes, nullptr __VA_OPT__(, ) __VA_ARGS__)
 
 #define threadIdx (::moacert::simt::detail::thread_idx())
 #define blockIdx (::moacert::simt::detail::block_idx())

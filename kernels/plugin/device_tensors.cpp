@@ -96,11 +96,18 @@ Runtime find_runtime(void* handle) {
         dlsym(handle, "moacert_simt_name_buffer"));
     rt.bound_buffer = reinterpret_cast<void (*)(const void*, std::size_t, std::size_t)>(
         dlsym(handle, "moacert_simt_bound_buffer"));
-    return rt;
-  }
-  if (!look(handle, ""))
+    rt.mem_get_info = reinterpret_cast<int (*)(std::size_t*, std::size_t*)>(
+        dlsym(handle, "moacert_simt_cudaMemGetInfo"));
+    rt.error_call =
+        reinterpret_cast<const char* (*)(int)>(dlsym(handle, "moacert_simt_error_call"));
+    rt.settings_error =
+        reinterpret_cast<const char* (*)()>(dlsym(handle, "moacert_simt_settings_error"));
+  } else if (!look(handle, "")) {
     for (const char* lib : {"libcudart.so", "libcudart.so.12", "libcudart.so.13"})
       if (void* shared = dlopen(lib, RTLD_NOW | RTLD_LOCAL); shared && look(shared, "")) break;
+  }
+  // A stream of the worker's own, on the emulator as on a GPU: work the
+  // kernel leaves on a stream of its own, unordered with it, is then a race.
   if (rt.found() && rt.stream_create && rt.stream_create(&rt.stream) != 0) rt.stream = nullptr;
   return rt;
 }
@@ -231,7 +238,11 @@ std::string Tensors::finish(const wire::Request& q, const DLTensor* host, bool& 
   int e = rt_.stream_synchronize ? rt_.stream_synchronize(rt_.stream) : 0;
   if (e == 0) e = rt_.synchronize();
   if (e == 0) e = rt_.get_last_error();
-  if (e != 0) return "the device reported " + rt_.error_text(e) + " after the call";
+  if (e != 0) {
+    const char* call = rt_.error_call ? rt_.error_call(e) : nullptr;
+    return "the device reported " + rt_.error_text(e) + " after the call" +
+           (call && *call ? std::string(": ") + call : std::string());
+  }
   sticky = false;
   const std::vector<unsigned char> guard = guard_pattern();
   std::vector<unsigned char> seen(kGuardBytes);

@@ -32,8 +32,7 @@ struct Runtime {
   int (*synchronize)() = nullptr;
   int (*get_last_error)() = nullptr;
   const char* (*error_string)(int) = nullptr;
-  // Optional: a stream of the worker's own (the emulator has none: 0, the
-  // default stream).
+  // Optional: a stream of the worker's own (else 0, the default stream).
   int (*stream_create)(void**) = nullptr;
   int (*stream_synchronize)(void*) = nullptr;
   // Optional: events, to time launches on the stream (bench).
@@ -42,6 +41,13 @@ struct Runtime {
   int (*event_synchronize)(void*) = nullptr;
   int (*event_elapsed_time)(float*, void*, void*) = nullptr;
   int (*event_destroy)(void*) = nullptr;
+  // The emulator's: its live allocations' bytes are total - free exactly
+  // (on a GPU other processes and the allocator's pools count too).
+  int (*mem_get_info)(std::size_t* free, std::size_t* total) = nullptr;
+  // The emulator's: the runtime call that set an error, its arguments and
+  // why ("" when it knows none), and why its settings are refused ("").
+  const char* (*error_call)(int) = nullptr;
+  const char* (*settings_error)() = nullptr;
   // The emulator's: names a buffer for its messages and counters.
   void (*name_buffer)(const void*, const char*) = nullptr;
   // The emulator's: a tensor's bounds are its own bytes, the guards around

@@ -112,6 +112,8 @@ std::vector<Entry> list_library(const std::string& lib, const std::string& worke
     throw PluginError(who + " has no symbol moacert_plugin_kernels (not a moacert plugin)");
   if (line == "error notable")
     throw PluginError(who + ": moacert_plugin_kernels returned no table");
+  if (line.rfind("error notable ", 0) == 0)
+    throw PluginError(who + ": moacert_plugin_kernels returned no table: " + line.substr(14));
   int abi = 0, count = 0;
   if (std::sscanf(line.c_str(), "abi %d count %d", &abi, &count) != 2)
     throw PluginError(who + ": the loader's report is garbled");

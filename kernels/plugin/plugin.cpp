@@ -147,28 +147,28 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
       throw;
     }
   };
-  // bench of a `cuda` kernel: its launches alone, on tensors the worker
-  // keeps on the device across the timed calls, and the copies apart.
-  if (v.envelope.device == Device::cuda)
-    v.time_on_device = [w, index_of](const Problem& p, std::span<const TensorRef> in,
-                                     std::span<const TensorRef> out,
-                                     const DeviceTimingOptions& opt) {
-      const wire::Timing t =
-          w->call(index_of.at(p.format), p, in, out, 0, {opt.warmup, opt.repeats});
-      // A timer's failure without a device error (which the call throws)
-      // leaves nothing timed: say so rather than take a median of nothing.
-      if (t.calls < 1)
-        throw std::runtime_error("plugin worker: its " + std::string(t.clock) +
-                                 " timed none of the calls");
-      DeviceTimes d;
-      d.clock = t.clock;
-      d.launches.assign(t.seconds, t.seconds + t.calls);
-      d.copy_to_device_seconds = t.copy_to_device_seconds;
-      d.copy_to_device_bytes = t.copy_to_device_bytes;
-      d.copy_from_device_seconds = t.copy_from_device_seconds;
-      d.copy_from_device_bytes = t.copy_from_device_bytes;
-      return d;
-    };
+  // bench of a plugin kernel: its calls alone, timed in the worker on the
+  // tensors it keeps across the timed calls (a `cuda` kernel's launches on
+  // the device, its copies apart; a `cpu` kernel's call without moacert's
+  // copies into and out of the shared memory and its guard checks, which
+  // would otherwise dominate a memory-bound kernel).
+  v.time_on_device = [w, index_of](const Problem& p, std::span<const TensorRef> in,
+                                   std::span<const TensorRef> out, const DeviceTimingOptions& opt) {
+    const wire::Timing t = w->call(index_of.at(p.format), p, in, out, 0, {opt.warmup, opt.repeats});
+    // A timer's failure without a device error (which the call throws)
+    // leaves nothing timed: say so rather than take a median of nothing.
+    if (t.calls < 1)
+      throw std::runtime_error("plugin worker: its " + std::string(t.clock) +
+                               " timed none of the calls");
+    DeviceTimes d;
+    d.clock = t.clock;
+    d.launches.assign(t.seconds, t.seconds + t.calls);
+    d.copy_to_device_seconds = t.copy_to_device_seconds;
+    d.copy_to_device_bytes = t.copy_to_device_bytes;
+    d.copy_from_device_seconds = t.copy_from_device_seconds;
+    d.copy_from_device_bytes = t.copy_from_device_bytes;
+    return d;
+  };
   v.instrumentation = std::make_shared<SimtCountersOnly>([w] { return w->simt_counters(); });
   return v;
 }

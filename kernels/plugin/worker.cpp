@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,9 +46,13 @@ struct Simt {
   void (*set_schedule_seed)(std::uint64_t) = nullptr;
   std::size_t (*take_report)(char*, std::size_t) = nullptr;
   const char* (*fault_message)() = nullptr;
+  void (*call_returns)(void* stream) = nullptr;
 };
 Simt g_simt;
 void* g_handle = nullptr;  // the plugin's, for its CUDA runtime (device tensors)
+// That runtime, found on a `cuda` kernel's first call.
+device::Runtime g_device;
+bool g_device_looked = false;
 
 template <class F>
 void find(void* h, const char* name, F& fn) {
@@ -88,6 +93,7 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
   find(h, "moacert_simt_set_schedule_seed", g_simt.set_schedule_seed);
   find(h, "moacert_simt_take_report", g_simt.take_report);
   find(h, "moacert_simt_fault_message", g_simt.fault_message);
+  find(h, "moacert_simt_call_returns", g_simt.call_returns);
   dlerror();
   auto fn = reinterpret_cast<KernelsFn>(dlsym(h, "moacert_plugin_kernels"));
   if (!fn) {
@@ -98,7 +104,13 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
   *abi = -1;
   const moacert_kernel* table = fn(count, abi);
   if (!table && *count != 0) {
-    write_all(fd_for_errors, "error notable\n");
+    // A library that cannot serve (a dependency of the wrong version, say)
+    // may say why through moacert_plugin_error (docs/design.md#plugin-abi).
+    using ErrorFn = const char* (*)();
+    const auto why = reinterpret_cast<ErrorFn>(dlsym(h, "moacert_plugin_error"));
+    const char* reason = why ? why() : nullptr;
+    write_all(fd_for_errors,
+              std::string("error notable") + (reason && *reason ? " " + field(reason) : "") + "\n");
     return nullptr;
   }
   return table;
@@ -154,6 +166,7 @@ constexpr const char* kNoRuntime =
 std::string device_probe() {
   const device::Runtime rt = device::find_runtime(g_handle);
   if (!rt.found()) return kNoRuntime;
+  if (const char* why = rt.settings_error ? rt.settings_error() : nullptr; why && *why) return why;
   void* p = nullptr;
   if (const int e = rt.malloc(&p, 1); e != 0)
     return "the device cannot allocate: " + rt.error_text(e);
@@ -312,14 +325,13 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
   q.params[sizeof q.params - 1] = '\0';
   for (int i = 0; i < nt; ++i) q.tensors[i].name[sizeof q.tensors[i].name - 1] = '\0';
   std::string params = q.params;
-  static device::Runtime runtime;
-  static bool looked = false;
+  device::Runtime& runtime = g_device;
   std::optional<device::Tensors> on_device;
   DLTensor view[wire::kMaxTensors];
   for (int i = 0; i < nt; ++i) view[i] = host[i];
   if (is_cuda(k)) {
-    if (!looked) runtime = device::find_runtime(g_handle);
-    looked = true;
+    if (!g_device_looked) runtime = device::find_runtime(g_handle);
+    g_device_looked = true;
     if (!runtime.found()) {
       r.kind = wire::Reply::bad_request;
       std::snprintf(r.message, sizeof r.message, "%s: device cuda, but %s", field(k.name).c_str(),
@@ -347,29 +359,40 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
       g_simt.register_buffer(view[i].data, data_bytes(q.tensors[i]), q.tensors[i].name);
   }
   g_nranges = nt;
-  // bench of a `cuda` kernel: the same call repeated on the resident
-  // tensors, the last `timed_calls` timed; the checks below follow the last.
-  const bool timing = on_device && q.timed_calls > 0;
+  // bench: the same call repeated on the resident tensors, the last
+  // `timed_calls` timed (a `cuda` kernel's launches by its runtime's events,
+  // a `cpu` kernel's call by the host clock here, without the copies into
+  // and out of the shared memory); the checks below follow the last.
+  const bool timing = q.timed_calls > 0;
   const int timed = std::min(q.timed_calls, wire::kMaxTimedCalls);
   const int calls = timing ? std::max(0, q.timed_warmup) + timed : 1;
   std::optional<device::LaunchTimer> timer;
-  if (timing) timer.emplace(runtime);
+  if (timing && on_device) timer.emplace(runtime);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point host_start;
   for (int c = 0; c < calls; ++c) {
     const bool timed_call = timing && c >= calls - timed;
-    if (timed_call) timer->start();
+    if (timed_call && timer) timer->start();
+    if (timed_call && !timer) host_start = Clock::now();
     r.rc = k.run(in, q.n_inputs, out, q.n_outputs, params.c_str(), r.message, sizeof r.message);
     if (timed_call && r.rc == 0) {
-      const double seconds = timer->stop();
+      const double seconds =
+          timer ? timer->stop() : std::chrono::duration<double>(Clock::now() - host_start).count();
       if (seconds < 0) break;  // the device's error: finish() below names it
       r.timing.seconds[r.timing.calls++] = seconds;
     }
     if (r.rc != 0) break;
   }
-  if (timer) std::snprintf(r.timing.clock, sizeof r.timing.clock, "%s", timer->clock());
+  if (timing)
+    std::snprintf(r.timing.clock, sizeof r.timing.clock, "%s",
+                  timer ? timer->clock() : "host clock, in the worker");
   g_nranges = 0;
   if (g_simt.register_buffer) {
     for (int i = 0; i < nt && !on_device; ++i)
       if (g_simt.unregister_buffer) g_simt.unregister_buffer(view[i].data);
+    // Before the worker synchronises (finish): the call's work must be
+    // ordered before this point, on the stream it was handed.
+    if (g_simt.call_returns) g_simt.call_returns(on_device ? runtime.stream : nullptr);
     if (g_simt.take_report) g_simt.take_report(r.simt_report, sizeof r.simt_report);
   }
   r.message[sizeof r.message - 1] = '\0';
@@ -383,6 +406,51 @@ void call(wire::Request& q, DLTensor* host, wire::Reply& r) {
     }
     if (timing) on_device->add_copy_times(r.timing);
   }
+}
+
+// ---- leaks: device memory a `cuda` kernel holds from call to call. The
+// emulator counts its live allocations exactly (cudaMemGetInfo); on a GPU
+// other processes and the allocator's pools count too, so there the check
+// is compute-sanitizer's (--leak-check full), not the worker's.
+struct Held {
+  bool known = false;
+  std::size_t after_first = 0;  // bytes the kernel holds after its first call here
+  int calls = 0;                // its calls in this worker
+};
+Held g_held;
+
+// The live allocations' bytes: the kernel's, once the call's tensors are freed.
+std::size_t device_held() {
+  std::size_t free = 0, total = 0;
+  if (!g_device.mem_get_info || g_device.mem_get_info(&free, &total) != 0) return 0;
+  return total - free;
+}
+
+// `call`, and for a `cuda` kernel on the emulator the device memory it
+// holds after it: more than after its first call in this worker is a
+// leak, `device memory grows by N bytes per call`, never the device's
+// limit it would end in. A fresh worker runs its first such call twice
+// (the first sets what the kernel holds after one call), so that a token
+// of a leak replays there, and a workspace kept from call to call holds.
+void call_checking_held(wire::Request& q, DLTensor* host, wire::Reply& r) {
+  const bool check = is_cuda(entry(g_table, g_abi, q.kernel)) && q.timed_calls == 0;
+  if (check && !g_held.known) {
+    call(q, host, r);
+    if (r.kind != wire::Reply::ok || !g_device.mem_get_info) return;
+    g_held = {true, device_held(), 1};
+    r = wire::Reply{};
+  }
+  call(q, host, r);
+  if (!check || !g_held.known || r.kind != wire::Reply::ok) return;
+  const int call_no = ++g_held.calls;
+  const std::size_t now = device_held();
+  if (now <= g_held.after_first) return;
+  r.kind = wire::Reply::device_fault;  // the worker is stopped: the next call starts afresh
+  std::snprintf(r.message, sizeof r.message,
+                "device memory grows by %zu bytes per call: the kernel holds %zu bytes after "
+                "call %d, %zu after its first (allocated and never freed)",
+                (now - g_held.after_first) / std::size_t(call_no - 1), now, call_no,
+                g_held.after_first);
 }
 
 int serve(int fd, pid_t parent, const char* lib) {
@@ -470,7 +538,7 @@ int serve(int fd, pid_t parent, const char* lib) {
       std::snprintf(r.message, sizeof r.message, "cannot map the tensors: %s",
                     std::strerror(errno));
     } else {
-      call(q, dl, r);
+      call_checking_held(q, dl, r);
     }
     for (int i = 0; i < nt; ++i)
       if (reserved[i]) munmap(reserved[i], reserved_bytes[i]);

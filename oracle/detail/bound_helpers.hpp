@@ -86,7 +86,7 @@ struct RoundingUnits {
   // of squares, the MLP's three products.
   SumUnits all, qk, pv, ss, gate, up, down;
   // Intermediates rounded before their next use, as declared.
-  IntermediateRounding scores, row_sum, sum_of_squares, inverse_root, gate_value, up_value, h;
+  IntermediateRounding scores, row_sum, lse, sum_of_squares, inverse_root, gate_value, up_value, h;
   // Outputs flushed to zero (declared): a result the kernel computes below
   // the storage format's smallest normal 2^emin may be written as 0.
   bool flush_outputs = false;

@@ -364,8 +364,12 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           const double Pi_norm =
               Lambda < 1 ? (compose(compose(Delta, w.rho[j]), two_products) + Lambda) / (1 - Lambda)
                          : kInf;
-          w.pi[j] = std::max(Pi_given, std::isfinite(Pi_norm) ? Pi_norm : 1e300);
+          w.pi[j] = std::max(Pi_given, Pi_norm);
         }
+        // Λ_i >= 1 (a declared exp coarse enough that its errors, compounded
+        // over the row's rescales, reach the row sum) or an unbounded lse:
+        // nothing bounds P̂ on this row, nor what it flows into.
+        const bool unbounded = !(Lambda < 1) || std::isinf(el);
         // D̂_i either from the given o (above) or as Σ_j P̂_ij dP̂_ij (autograd's
         // rowsum(P ∘ dP), scaled by 1 / l̂_i after the sum): each term errs by
         // its P̂'s Π and dP̂'s γ_D b_ij, the sum, product and scaling by
@@ -386,11 +390,19 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           const double ds = P * (dp - Drow);
           // P̂ may also underflow (x beyond the exponent range): an absolute
           // η_a next to its relative Π, carried through dS and its products.
-          const double two = compose(Pi, two_products);
+          // A kernel that rounds P̂ before its next use (declared: u_weights
+          // > 0) may use the rounded P̂ in dS as in dV: relative u_P and an
+          // underflow η_P / 2 more.
+          const double Pi_used = u.u_weights > 0 ? compose(Pi, u.u_weights) : Pi;
+          const double two = compose(Pi_used, two_products);
+          const double P_underflow =
+              u.u_weights > 0
+                  ? u.eta_weights / 2 * (std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD)
+                  : 0;
           const double sigma_f32 =
               P * (two * std::fabs(dp - Drow) +
                    (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
-              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD);
+              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD) + P_underflow;
           // A kernel that rounds dS to storage before its products
           // (declared: u_score_grads > 0) errs by u_s of the computed
           // |dS| <= |ds| + σ more, or underflows (η_s / 2)
@@ -399,8 +411,6 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
                                    ? sigma_f32 + u.u_score_grads * (std::fabs(ds) + sigma_f32) +
                                          u.eta_score_grads / 2
                                    : sigma_f32;
-          // Likewise P before P^T dO (declared: u_weights > 0).
-          const double Pi_v = u.u_weights > 0 ? compose(Pi, u.u_weights) : Pi;
           const double gq = u.gamma(double(n + 2)), gk = u.gamma(nq + 2), gv = u.gamma(nq + 1);
           const double* kj = kg + j * D;
           // σ·dS may underflow before its product with K or Q: that
@@ -410,8 +420,9 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
             for (extent_t d = 0; d < D; ++d) {
               const double kv = kj[d];
               dq_val_i[d] += scale * ds * kv;
-              dq_i[d] +=
-                  (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) * std::fabs(kv);
+              dq_i[d] += unbounded ? kInf
+                                   : (scale * (std::fabs(ds) * gq + sigma * (1 + gq)) + u.eta_a) *
+                                         std::fabs(kv);
             }
           }
           if (key_wanted) {
@@ -423,9 +434,14 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
               const double qv = qi[d], dov = doi[d];
               dk_val_j[d] += scale * ds * qv;
               dv_val_j[d] += P * dov;
+              if (unbounded) {
+                dk_j[d] = dv_j[d] = kInf;
+                continue;
+              }
               dk_j[d] +=
                   (scale * (std::fabs(ds) * gk + sigma * (1 + gk)) + u.eta_a) * std::fabs(qv);
-              dv_j[d] += P * std::fabs(dov) * compose(Pi_v, gv) + u.eta_a * (1 + std::fabs(dov)) +
+              dv_j[d] += P * std::fabs(dov) * compose(Pi_used, gv) +
+                         u.eta_a * (1 + std::fabs(dov)) +
                          u.eta_weights / 2 * std::fabs(dov) * (1 + gv);
             }
           }

@@ -103,3 +103,131 @@ def attention_tf32(q, k, v, scale, causal):
     p = torch.softmax(s, dim=-1).nan_to_num(0.0)
     o = torch.matmul(_tf32(p), _tf32(_repeat_kv(v, q.shape[1])))
     return {"o": o, "lse": lse}
+
+
+# Kernels that take a freedom of docs/design.md#arithmetic, each certified
+# declared (it holds) and undeclared (it fails) in test_pytorch.py.
+
+def _bf16(x):
+    """x rounded to bf16 (to nearest even) and back to its own format."""
+    return x.to(torch.bfloat16).to(x.dtype)
+
+
+def _coarse_exp(x):
+    """An exp of relative error 2^-12, as a short polynomial gives it; exact
+    at 0 (each row's maximum), so that the weights' ratios change."""
+    return torch.where(x == 0, torch.ones_like(x), torch.exp(x) * (1 + 2.0**-12))
+
+
+def _coarse_log(x):
+    """A log of relative error 2^-12."""
+    return torch.log(x) * (1 + 2.0**-12)
+
+
+def _softmax(s, exp=torch.exp, log=torch.log):
+    """P and lse of the scores s as a kernel computes them, shifted by each
+    row's maximum; a row that sees no key gives P = 0 and lse = -inf."""
+    m = s.amax(-1, keepdim=True)
+    m = torch.where(m == -math.inf, torch.zeros_like(m), m)
+    e = exp(s - m)
+    l = e.sum(-1, keepdim=True)
+    p = torch.where(l > 0, e / l, torch.zeros_like(e))
+    return p, (m + log(l)).squeeze(-1)
+
+
+def _forward(q, k, v, scale, causal, exp=torch.exp, log=torch.log, round_p=None):
+    """attention.fwd with the freedoms given: the functions, P's rounding."""
+    p, lse = _softmax(_scores(q, k, scale, causal), exp, log)
+    if round_p is not None:
+        p = round_p(p)
+    return torch.matmul(p, _repeat_kv(v, q.shape[1])), lse
+
+
+def _sum_groups(x, kv_heads):
+    """(B, H, M, D) -> (B, Hkv, M, D): each key/value head's gradient is the
+    sum over the query heads it serves."""
+    b, h, m, d = x.shape
+    return x.reshape(b, kv_heads, h // kv_heads, m, d).sum(2)
+
+
+def _backward(q, k, v, o, lse, do, scale, causal, exp=torch.exp, round_p=None, round_ds=None):
+    """attention.bwd as FlashAttention's backward computes it: P recomputed
+    from lse, dV = Pᵀ dO, dS = P (dO Vᵀ - rowsum(dO o)), dQ = dS K scale,
+    dK = dSᵀ Q scale; with the freedoms given."""
+    s = _scores(q, k, scale, causal)
+    p = torch.where(s == -math.inf, torch.zeros_like(s), exp(s - lse.unsqueeze(-1)))
+    if round_p is not None:
+        p = round_p(p)
+    heads, kv_heads = q.shape[1], k.shape[1]
+    dv = torch.matmul(p.transpose(-1, -2), do)
+    dp = torch.matmul(do, _repeat_kv(v, heads).transpose(-1, -2))
+    ds = p * (dp - (do * o).sum(-1, keepdim=True))
+    if round_ds is not None:
+        ds = round_ds(ds)
+    dq = torch.matmul(ds, _repeat_kv(k, heads)) * scale
+    dk = torch.matmul(ds.transpose(-1, -2), q) * scale
+    return {"dq": dq, "dk": _sum_groups(dk, kv_heads), "dv": _sum_groups(dv, kv_heads)}
+
+
+def backward_p_bf16(q, k, v, o, lse, do, scale, causal):
+    """attention.bwd in f32 with P rounded to bf16 before its products."""
+    return _backward(q, k, v, o, lse, do, scale, causal, round_p=_bf16)
+
+
+def backward_ds_bf16(q, k, v, o, lse, do, scale, causal):
+    """attention.bwd in f32 with dS rounded to bf16 before its products."""
+    return _backward(q, k, v, o, lse, do, scale, causal, round_ds=_bf16)
+
+
+def backward_exp_coarse(q, k, v, o, lse, do, scale, causal):
+    """attention.bwd in f32 recomputing P with an exp of relative error 2^-12."""
+    return _backward(q, k, v, o, lse, do, scale, causal, exp=_coarse_exp)
+
+
+def _forward_backward(q, k, v, do, scale, causal, exp=torch.exp, log=torch.log, round_p=None,
+                      round_ds=None):
+    o, lse = _forward(q, k, v, scale, causal, exp, log, round_p)
+    grads = _backward(q, k, v, o, lse, do, scale, causal, exp, round_p, round_ds)
+    return {"o": o, "lse": lse, **grads}
+
+
+def fused_p_bf16(q, k, v, do, scale, causal):
+    """attention.fwdbwd in f32, P rounded to bf16 in both passes."""
+    return _forward_backward(q, k, v, do, scale, causal, round_p=_bf16)
+
+
+def fused_ds_bf16(q, k, v, do, scale, causal):
+    """attention.fwdbwd in f32, dS rounded to bf16."""
+    return _forward_backward(q, k, v, do, scale, causal, round_ds=_bf16)
+
+
+def fused_log_coarse(q, k, v, do, scale, causal):
+    """attention.fwdbwd in f32, lse from a log of relative error 2^-12."""
+    return _forward_backward(q, k, v, do, scale, causal, log=_coarse_log)
+
+
+def decode_p_bf16(q, k, v, lens, scale):
+    """attention.decode in f32 with P rounded to bf16 before P·V."""
+    o = torch.empty_like(q)
+    lse = torch.empty(q.shape[:3], dtype=q.dtype)
+    for b in range(q.shape[0]):
+        n = int(lens[b])
+        o[b:b + 1], lse[b:b + 1] = _forward(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n],
+                                            scale, False, round_p=_bf16)
+    return {"o": o, "lse": lse}
+
+
+def block_exp_coarse(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps):
+    """The block (pre-norm, causal attention, SwiGLU MLP, no RoPE) in f32,
+    its softmax with an exp of relative error 2^-12."""
+    b, n, dm = x.shape
+    d = wq.shape[1] // heads
+
+    def split_heads(z, count):  # (B, N, count·D) -> (B, count, N, D)
+        return z.reshape(b, n, count, d).transpose(1, 2)
+
+    xn = rmsnorm(x, attn_norm, eps)
+    o, _ = _forward(split_heads(xn @ wq, heads), split_heads(xn @ wk, kv_heads),
+                    split_heads(xn @ wv, kv_heads), 1 / math.sqrt(d), True, exp=_coarse_exp)
+    h = x + o.transpose(1, 2).reshape(b, n, heads * d) @ wo
+    return h + swiglu(rmsnorm(h, mlp_norm, eps), w1, w3, w2)

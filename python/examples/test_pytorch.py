@@ -79,6 +79,64 @@ def test_tf32_attention_declared_holds_undeclared_fails(moacert_certify):
     assert failed.value.certificate["arithmetic_check"]["needs"] is not None
 
 
+# Each freedom of the backward, the fused pass, decode and the block, taken
+# by a kernel in kernels.py: declared, it holds (the standard model failing
+# it); undeclared, it fails. Where `needs` is given, the tightest
+# arithmetic its errors are consistent with is what it declares (elsewhere
+# an equivalent freedom may explain them first: an exp of 1024 ulps and P
+# in bf16 err alike).
+def declared_holds_undeclared_fails(moacert_certify, op, fn, declared, needs=None):
+    cert = holds(moacert_certify(op, fn, arithmetic=declared))
+    check = cert["arithmetic_check"]
+    assert check["declared"] == declared
+    assert check["standard_model"]["holds"] is False
+    if needs is not None:
+        assert check["needs"] == needs
+    with pytest.raises(moacert.CertificationFailed) as failed:
+        moacert_certify(op, fn)
+    assert failed.value.certificate["arithmetic_check"]["needs"] is not None
+
+
+def test_backward_p_in_bf16_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.bwd", kernels.backward_p_bf16,
+                                    "round.P=bf16", needs="round.P=bf16")
+
+
+def test_backward_ds_in_bf16_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.bwd", kernels.backward_ds_bf16,
+                                    "round.dS=bf16", needs="round.dS=bf16")
+
+
+def test_backward_coarse_exp_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.bwd",
+                                    kernels.backward_exp_coarse, "exp=4096ulp")
+
+
+def test_fused_p_in_bf16_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.fwdbwd", kernels.fused_p_bf16,
+                                    "round.P=bf16", needs="round.P=bf16")
+
+
+def test_fused_ds_in_bf16_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.fwdbwd", kernels.fused_ds_bf16,
+                                    "round.dS=bf16", needs="round.dS=bf16")
+
+
+def test_fused_coarse_log_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.fwdbwd", kernels.fused_log_coarse,
+                                    "log=4096ulp", needs="log=4096ulp")
+
+
+def test_decode_p_in_bf16_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.decode", kernels.decode_p_bf16,
+                                    "round.P=bf16")
+
+
+def test_block_coarse_exp_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "block", kernels.block_exp_coarse,
+                                    "exp=4096ulp")
+
+
 def test_a_declaration_past_the_gate_fails(moacert_certify):
     with pytest.raises(moacert.CertificationFailed) as failed:
         moacert_certify("attention.fwd", kernels.attention_tf32,

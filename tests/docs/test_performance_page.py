@@ -36,6 +36,9 @@ for needle in [
         "| variant | time (ms) | GFLOP/s | GB/s | peak extra (MB) | torch time / variant time |",
         "| `cpu.flash` | 0.200 | 170.9 | 2.60 | 0.36 | 2.5 |",  # 0.5 ms / 0.2 ms
         "| `cpu.fused` | 4.000 | 5.0 | 20.00 | 0.00 | 5 |",
+        "### rmsnorm: cpu.fused against ggml",
+        "| variant | time (ms) | GFLOP/s | GB/s | time / `cpu.fused` time |",
+        "| `plugin:libmoacert_ggml.so#rms_norm` | 8.000 | 2.5 | 10.00 | 2 |",
         "### oracle_bench",
         "| 120.5 ms | 100 | 0 | 53 |",
         "| rmsnorm | `cpu.fused` | holds | 0.03 | 0.40 | 0.33 | 0.02 | 1.71 | 2.96 |",
@@ -49,7 +52,7 @@ for needle in [
 ]:
     expect(needle in page, f"the page has {needle!r}")
 # One table per op: each table's header row once per op file.
-expect(page.count("| variant | time (ms) |") == 2, "one kernel-time table per op")
+expect(page.count("| variant | time (ms) | GFLOP/s | GB/s | peak extra") == 2, "one kernel-time table per op")
 
 # Planted: a result without the median time the table reads.
 planted = work / "planted"

@@ -32,6 +32,24 @@
 //   FAULT_DEVICE_DYNAMIC       correct: the partial sums in dynamic shared
 //                              memory, as many bytes as the block needs
 //   FAULT_DEVICE_DYNAMIC_PAST  the same launched with half of those bytes
+// and, device memory held from call to call:
+//   FAULT_DEVICE_LEAK       allocates 256 bytes each call, never freed
+//   FAULT_DEVICE_WORKSPACE  correct: 256 bytes allocated on its first call
+//                           and kept, a workspace of every later one
+// and, streams and events (values right: the emulator runs eagerly):
+//   FAULT_DEVICE_STREAM_UNSYNCED  the kernel on a stream of its own, not
+//                                 synchronised before the call returns
+//   FAULT_DEVICE_STREAM_SYNCED    correct: the same, cudaStreamSynchronize'd
+//   FAULT_DEVICE_STREAM_WAITED    correct: the stream moacert hands waits for
+//                                 an event recorded after the kernel
+//   FAULT_DEVICE_STREAM_RACE      y copied on a second stream while the
+//                                 kernel that writes it is unordered with it
+//   FAULT_DEVICE_STREAM_ORDERED   correct: the same copy after the second
+//                                 stream waits for the kernel's event
+//   FAULT_DEVICE_STREAM_LEGACY    correct: the copy on the legacy default
+//                                 stream, which waits for a blocking stream
+//   FAULT_DEVICE_STREAM_NONBLOCKING  the same with the kernel on a
+//                                 non-blocking stream, which it does not
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -43,16 +61,23 @@
 #include "moacert/plugin.h"
 #include "moacert/simt.h"
 
-#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) || \
-    defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||   \
-    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                           \
-    defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                            \
-    defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                     \
-    defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                     \
-    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                     \
-    defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                           \
-    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                      \
-    defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE)
+#if defined(FAULT_DEVICE_STREAM_UNSYNCED) || defined(FAULT_DEVICE_STREAM_SYNCED) || \
+    defined(FAULT_DEVICE_STREAM_WAITED) || defined(FAULT_DEVICE_STREAM_RACE) ||     \
+    defined(FAULT_DEVICE_STREAM_ORDERED) || defined(FAULT_DEVICE_STREAM_LEGACY) ||  \
+    defined(FAULT_DEVICE_STREAM_NONBLOCKING)
+#define OWN_STREAM 1
+#endif
+#if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) ||   \
+    defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||     \
+    defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                             \
+    defined(FAULT_DEVICE_GAPS) || defined(FAULT_DEVICE_READ_PAST) ||                              \
+    defined(FAULT_DEVICE_HOST_HEAP) || defined(FAULT_DEVICE_HOST_STATIC) ||                       \
+    defined(FAULT_DEVICE_FREE_INPUT) || defined(FAULT_DEVICE_FREE_TWICE) ||                       \
+    defined(FAULT_DEVICE_COPY_PAST) || defined(FAULT_DEVICE_MEMSET_PAST) ||                       \
+    defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                             \
+    defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                        \
+    defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE) || defined(OWN_STREAM) || \
+    defined(FAULT_DEVICE_LEAK) || defined(FAULT_DEVICE_WORKSPACE)
 #define ON_DEVICE 1
 #endif
 #if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
@@ -244,6 +269,12 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   cudaFree(scratch);
 #elif defined(FAULT_DEVICE_MEMSET_PAST)
   cudaMemset(y->data, 0, 1 << 20);  // planted: past y
+#elif defined(FAULT_DEVICE_LEAK)
+  void* scratch = nullptr;
+  cudaMalloc(&scratch, 256);  // planted: never freed
+#elif defined(FAULT_DEVICE_WORKSPACE)
+  static void* workspace = nullptr;  // kept from call to call, as a library's
+  if (!workspace) cudaMalloc(&workspace, 256);
 #elif defined(FAULT_DEVICE_HOST_READ)
   // Planted: device memory read on the host (a GPU's pointer faults there).
   if (static_cast<const float*>(w->data)[0] == 12345.0f) return MOACERT_UNSUPPORTED;
@@ -259,15 +290,61 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
   const float eps = at ? float(std::strtod(at + 6, nullptr)) : 1e-6f;
   const int T = int(x->shape[0]), D = int(x->shape[1]);
   if (T == 0) return 0;
+#if defined(OWN_STREAM)
+  // The kernel on a stream of its own; "stream" is the one moacert hands.
+  cudaStream_t stream = nullptr;
+#if defined(FAULT_DEVICE_STREAM_NONBLOCKING)
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+#else
+  cudaStreamCreate(&stream);
+#endif
+  const auto handed = reinterpret_cast<cudaStream_t>(
+      std::strtoull(std::strstr(params, "\"stream\":") + 9, nullptr, 10));
+#else
+  const cudaStream_t stream = nullptr;  // the default stream
+#endif
   try {
-    moacert_launch(rmsnorm_kernel, T, THREADS, shared_bytes, static_cast<const float*>(x->data),
-                   w_data, static_cast<float*>(y->data), D, (long long)x->strides[0],
-                   (long long)x->strides[1], (long long)y->strides[0], (long long)y->strides[1],
-                   (long long)w->strides[0], eps);
+    moacert_launch_on(rmsnorm_kernel, T, THREADS, shared_bytes, stream,
+                      static_cast<const float*>(x->data), w_data, static_cast<float*>(y->data), D,
+                      (long long)x->strides[0], (long long)x->strides[1], (long long)y->strides[0],
+                      (long long)y->strides[1], (long long)w->strides[0], eps);
   } catch (const std::exception& e) {
     std::snprintf(err, err_len, "%s", e.what());
     return 1;
   }
+#if defined(OWN_STREAM)
+  cudaEvent_t done = nullptr;  // after the kernel, on its stream
+  cudaEventCreate(&done);
+  cudaEventRecord(done, stream);
+#if defined(FAULT_DEVICE_STREAM_SYNCED)
+  cudaStreamSynchronize(stream);
+#elif defined(FAULT_DEVICE_STREAM_WAITED)
+  cudaStreamWaitEvent(handed, done, 0);
+#elif defined(FAULT_DEVICE_STREAM_RACE) || defined(FAULT_DEVICE_STREAM_ORDERED) || \
+    defined(FAULT_DEVICE_STREAM_LEGACY) || defined(FAULT_DEVICE_STREAM_NONBLOCKING)
+  // y copied on a second stream (its values unused): ordered after the
+  // kernel by its event, or (planted) not; or on the legacy default stream
+  // (null), ordered after a blocking stream's kernel, not a non-blocking's.
+  cudaStream_t second = nullptr;
+#if defined(FAULT_DEVICE_STREAM_RACE) || defined(FAULT_DEVICE_STREAM_ORDERED)
+  cudaStreamCreate(&second);
+#endif
+#if defined(FAULT_DEVICE_STREAM_ORDERED)
+  cudaStreamWaitEvent(second, done, 0);
+#endif
+  const std::size_t y_bytes = std::size_t(T) * std::size_t(y->strides[0]) * sizeof(float);
+  void* copy_of_y = nullptr;
+  cudaMalloc(&copy_of_y, y_bytes);
+  cudaMemcpyAsync(copy_of_y, y->data, y_bytes, cudaMemcpyDeviceToDevice, second);
+  cudaStreamSynchronize(second);
+  cudaStreamSynchronize(stream);
+  cudaFree(copy_of_y);
+  if (second) cudaStreamDestroy(second);
+#endif
+  (void)handed;  // FAULT_DEVICE_STREAM_UNSYNCED: planted, returns unordered with it
+  cudaEventDestroy(done);
+  cudaStreamDestroy(stream);
+#endif
 #if defined(FAULT_DEVICE_HOST_WRITE)
   static_cast<float*>(y->data)[0] = 0.0f;  // planted: device memory written on the host
 #endif

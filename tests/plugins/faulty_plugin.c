@@ -16,6 +16,7 @@
      FAULT_ERROR      returns an error with a message
      FAULT_ABORT      calls abort()
      FAULT_ABI        declares ABI version 5 (this moacert speaks 1 to 4)
+     FAULT_NOTABLE    returns no table, saying why through moacert_plugin_error
      FAULT_V1         correct, an ABI 1 table (moacert_kernel_v1: no envelope, no device)
      FAULT_V2         correct, an ABI 2 table (moacert_kernel_v2: no arithmetic)
      FAULT_V3         correct, an ABI 3 table (moacert_kernel_v3: no conventions)
@@ -184,8 +185,19 @@ static const moacert_kernel kernels[] = {
 #endif
 };
 
+#if defined(FAULT_NOTABLE)
+const char* moacert_plugin_error(void) {
+  return "libplanted.so: version 0.1 found, 0.2 required";
+}
+#endif
+
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
   *count = (int)(sizeof kernels / sizeof kernels[0]);
+#if defined(FAULT_NOTABLE)
+  *count = -1;
+  *abi_version = MOACERT_PLUGIN_ABI;
+  return NULL;
+#endif
 #if defined(FAULT_ABI)
   *abi_version = 5;
 #else

@@ -392,6 +392,97 @@ TEST(SimtStrictDeathTest, HostAccessToDeviceMemoryFaults) {
   EXPECT_EQ(cudaFree(p), cudaSuccess);
 }
 
+// Streams and events: handles checked as CUDA checks them, and the order
+// of the streams' work kept beside the eager running (docs/simt.md#streams).
+TEST(SimtStreams, HandlesAreCheckedAsCudaChecksThem) {
+  cudaGetLastError();
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 64), cudaSuccess);
+  cudaStream_t s = nullptr;
+  cudaEvent_t e = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+  float ms = 0;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, e, e), cudaErrorInvalidValue);  // never recorded
+  EXPECT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(e), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaErrorInvalidResourceHandle);  // twice
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 64, s), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventRecord(e, nullptr), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  EXPECT_STREQ(cudaGetErrorString(cudaErrorInvalidResourceHandle), "invalid resource handle");
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+}
+
+// The hazard of the report since the last take, or "".
+std::string reported_hazard() {
+  char buf[4096];
+  moacert_simt_take_report(buf, sizeof buf);
+  const std::string report = buf;
+  const auto at = report.find("\"message\":\"");
+  return at == std::string::npos ? "" : report.substr(at);
+}
+
+TEST(SimtStreams, UnorderedWorkRacesAndOrderedWorkDoesNot) {
+  reported_hazard();  // forget earlier tests
+  void *p = nullptr, *q = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 64), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&q, 64), cudaSuccess);
+  moacert_simt_name_buffer(p, "p");
+  cudaStream_t one = nullptr, two = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&one), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&two), cudaSuccess);
+  cudaEvent_t set = nullptr;
+  ASSERT_EQ(cudaEventCreate(&set), cudaSuccess);
+  // p set on one stream, copied on the other: unordered, then ordered.
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 64, one), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(q, p, 64, cudaMemcpyDeviceToDevice, two), cudaSuccess);
+  EXPECT_TRUE(std::regex_search(
+      reported_hazard(),
+      std::regex("stream race: cudaMemcpyAsync of 64 bytes on stream #[0-9]+ reads 'p' while "
+                 "cudaMemsetAsync of 64 bytes on stream #[0-9]+ writes it")));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 64, one), cudaSuccess);
+  EXPECT_EQ(cudaEventRecord(set, one), cudaSuccess);
+  EXPECT_EQ(cudaStreamWaitEvent(two, set, 0), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(q, p, 64, cudaMemcpyDeviceToDevice, two), cudaSuccess);
+  EXPECT_EQ(reported_hazard(), "");
+  // At the return: the legacy default stream's next work waits for a
+  // blocking stream's, another blocking stream's does not.
+  moacert_simt_call_returns(nullptr);
+  EXPECT_EQ(reported_hazard(), "");
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 64, one), cudaSuccess);
+  moacert_simt_call_returns(nullptr);
+  EXPECT_EQ(reported_hazard(), "");
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 64, one), cudaSuccess);
+  moacert_simt_call_returns(two);
+  EXPECT_TRUE(std::regex_search(
+      reported_hazard(), std::regex("unsynchronised work: cudaMemsetAsync of 64 bytes on stream "
+                                    "#[0-9]+ is not ordered before the call returns")));
+  for (cudaStream_t s : {one, two}) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(set), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  EXPECT_EQ(cudaFree(q), cudaSuccess);
+}
+
+// cudaMemGetInfo's used bytes are the live allocations', exactly (the
+// worker's leak check reads them).
+TEST(SimtStreams, MemGetInfoCountsTheLiveAllocations) {
+  std::size_t free0 = 0, total0 = 0, free1 = 0, total1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total0), cudaSuccess);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 1000), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total1), cudaSuccess);
+  EXPECT_EQ(total1, total0);
+  EXPECT_EQ(free0 - free1, 1000u);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total1), cudaSuccess);
+  EXPECT_EQ(free1, free0);
+}
+
 TEST(SimtPlanted, HazardSetsTheLastError) {
   EXPECT_THROW(simt_test::run_planted("missing_sync"), Hazard);
   EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);

@@ -37,4 +37,9 @@ CU
 refused cooperative_groups 'cannot run on the host emulator' <<'CU'
 #include <cooperative_groups.h>
 CU
+# A runtime call the emulator lacks: one line naming it, at build time.
+refused missing_runtime_call 'cudaMallocManaged.{1,3} was not declared' <<'CU'
+#include <cuda_runtime.h>
+void f(void** p) { cudaMallocManaged(p, 4); }
+CU
 echo "ok: the wrapper builds a certifying plugin and refuses what it cannot emulate"

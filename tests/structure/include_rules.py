@@ -13,7 +13,7 @@ import sys
 # The project's top-level folders: a quoted include of anything else
 # ("hwy/foreach_target.h", "dlpack/dlpack.h") is a third party's.
 PROJECT = {"reference", "oracle", "kernels", "properties", "results", "reports", "cli",
-           "bench", "simt", "include", "tests", "fuzz", "examples", "files"}
+           "bench", "simt", "include", "tests", "fuzz", "examples", "files", "adapters"}
 
 # folder -> (include prefixes it may use, the rule in words)
 RULES = {
@@ -37,11 +37,13 @@ RULES = {
                 "include/moacert/ (public headers) includes nothing else of the project"),
     "examples": (["include/moacert/", "examples/"],
                  "examples/ build against the installed headers (include/moacert/) alone"),
+    "adapters": (["include/moacert/", "adapters/"],
+                 "adapters/ are plugins: the installed headers (include/moacert/) and their own"),
 }
 # Folders that may include anything of the project but cli/ (the command
 # composes the libraries; nothing is built on top of it).
 NOT_CLI = ["bench", "tests", "fuzz", "reference", "oracle", "kernels", "properties", "results",
-           "reports", "simt", "include", "examples", "files"]
+           "reports", "simt", "include", "examples", "files", "adapters"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 # Heavy headers stay in their rooms: each is included by its one adaptor.

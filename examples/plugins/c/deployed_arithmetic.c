@@ -29,6 +29,13 @@
    log_coarse     f32, a log of relative error 2^-12; "log=4096ulp".
    qk_f16         f32, q·k accumulated in f16; "sum.QK=f16".
    pv_bf16        f32, the value sum accumulated in bf16; "sum.PV=bf16".
+   qk_bf16        f32, q·k accumulated in bf16; "sum.QK=bf16".
+   pv_tf32        f32, only P·V's operands rounded to TF32; "sum.PV=tf32".
+   ftz_inputs     f32, subnormal inputs read as 0 (DAZ); "ftz=inputs".
+   ftz_outputs    f32, subnormal outputs written as 0 (FTZ);
+                  "ftz=outputs".
+   lse_bf16       f32, lse kept in bf16 (a kernel whose statistics are
+                  stored narrow); "round.lse=bf16".
                   Each NAME_undeclared: the same, declaring nothing.
 
    An online softmax over one key at a time, row by row; causal masks are
@@ -113,8 +120,29 @@ typedef enum {
   ARITH_ROW_SUM_BF16,
   ARITH_LOG_COARSE,
   ARITH_QK_F16,
-  ARITH_PV_BF16
+  ARITH_PV_BF16,
+  ARITH_QK_BF16,
+  ARITH_PV_TF32,
+  ARITH_FTZ_INPUTS,
+  ARITH_FTZ_OUTPUTS,
+  ARITH_LSE_BF16
 } arithmetic;
+
+static int flushes_inputs(arithmetic a) {
+  return a == ARITH_FTZ || a == ARITH_FTZ_INPUTS;
+}
+static int flushes_outputs(arithmetic a) {
+  return a == ARITH_FTZ || a == ARITH_FTZ_OUTPUTS;
+}
+static int pv_in_tf32(arithmetic a) {
+  return a == ARITH_TF32 || a == ARITH_PV_TF32;
+}
+/* An input as the kernel reads it: flushed, or rounded to TF32 for the
+   product it enters (`tf32`). */
+static float read_input(const DLTensor* t, int64_t offset, storage s, arithmetic a, int tf32) {
+  const float x = load(t, offset, s);
+  return flushes_inputs(a) ? flushed(x) : tf32 ? to_tf32(x) : x;
+}
 
 /* The exp each kernel uses. */
 static float kernel_exp(float x, arithmetic a) {
@@ -135,11 +163,8 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
   const storage s = q->dtype.code == kDLBfloat ? STORAGE_BF16
                     : q->dtype.bits == 16      ? STORAGE_F16
                                                : STORAGE_F32;
-  /* an input as the kernel reads it: flushed, or rounded to TF32 */
-#define READ(t, offset)                            \
-  (a == ARITH_FTZ    ? flushed(load(t, offset, s)) \
-   : a == ARITH_TF32 ? to_tf32(load(t, offset, s)) \
-                     : load(t, offset, s))
+#define READ_QK(t, offset) read_input(t, offset, s, a, a == ARITH_TF32)
+#define READ_V(t, offset) read_input(t, offset, s, a, pv_in_tf32(a))
   const int64_t B = q->shape[0], H = q->shape[1], N = q->shape[2], D = q->shape[3];
   const int64_t Hkv = k->shape[1], M = k->shape[2];
   const float scale = (float)moacert_param(params, "scale", 1 / sqrt((double)D));
@@ -165,9 +190,10 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
         for (int64_t j = 0; j < n; ++j) {
           float dot = 0;
           for (int64_t d = 0; d < D; ++d) {
-            const float product = READ(q, at4(q, b, h, i, d)) * READ(k, at4(k, b, g, j, d));
-            dot = a == ARITH_QK_F16 ? (float)(_Float16)(dot + (float)(_Float16)product)
-                                    : dot + product;
+            const float product = READ_QK(q, at4(q, b, h, i, d)) * READ_QK(k, at4(k, b, g, j, d));
+            dot = a == ARITH_QK_F16    ? (float)(_Float16)(dot + (float)(_Float16)product)
+                  : a == ARITH_QK_BF16 ? from_bf16(to_bf16(dot + from_bf16(to_bf16(product))))
+                                       : dot + product;
           }
           const float score =
               a == ARITH_SCORES_BF16 ? from_bf16(to_bf16(scale * dot)) : scale * dot;
@@ -176,20 +202,20 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
           const float p = kernel_exp(score - m_new, a);
           l = l * alpha + p;
           if (a == ARITH_ROW_SUM_BF16) l = from_bf16(to_bf16(l));
-          if (a == ARITH_TF32) {
+          if (pv_in_tf32(a)) {
             const float p_tf32 = to_tf32(p);
             for (int64_t d = 0; d < D; ++d)
-              acc[d] = acc[d] * alpha + p_tf32 * READ(v, at4(v, b, g, j, d));
+              acc[d] = acc[d] * alpha + p_tf32 * READ_V(v, at4(v, b, g, j, d));
           } else if (a == ARITH_PV_BF16) { /* every operation of the value sum in bf16 */
             for (int64_t d = 0; d < D; ++d) {
               const float rescaled = from_bf16(to_bf16(acc[d] * alpha));
-              const float term = from_bf16(to_bf16(p * READ(v, at4(v, b, g, j, d))));
+              const float term = from_bf16(to_bf16(p * READ_V(v, at4(v, b, g, j, d))));
               acc[d] = from_bf16(to_bf16(rescaled + term));
             }
           } else if (a != ARITH_F16_VALUE_SUM) {
             const float weight = a == ARITH_FA2 ? in_storage(p, s) : p; /* the mma's A operand */
             for (int64_t d = 0; d < D; ++d)
-              acc[d] = acc[d] * alpha + weight * READ(v, at4(v, b, g, j, d));
+              acc[d] = acc[d] * alpha + weight * READ_V(v, at4(v, b, g, j, d));
           } else { /* every operation of the value sum rounded to f16 */
             for (int64_t d = 0; d < D; ++d) {
               const _Float16 rescaled = (_Float16)(acc[d] * alpha);
@@ -201,16 +227,19 @@ static int attention(const DLTensor* const* in, int n_in, DLTensor* const* out, 
         }
         for (int64_t d = 0; d < D; ++d) {
           const float y = acc[d] / l;
-          store(o, at4(o, b, h, i, d), a == ARITH_FTZ ? flushed(y) : y, s);
+          store(o, at4(o, b, h, i, d), flushes_outputs(a) ? flushed(y) : y, s);
         }
         /* a short log: relative error 2^-12 */
         const float log_l = a == ARITH_LOG_COARSE ? logf(l) * (1 + 0x1p-12f) : logf(l);
-        store(lse, at3(lse, b, h, i), m + log_l, s);
+        const float row_lse = m + log_l;
+        store(lse, at3(lse, b, h, i), a == ARITH_LSE_BF16 ? from_bf16(to_bf16(row_lse)) : row_lse,
+              s);
       }
     }
   free(acc);
   return 0;
-#undef READ
+#undef READ_QK
+#undef READ_V
 }
 
 static int fa2(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
@@ -258,6 +287,27 @@ static int pv_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, in
   return attention(in, n_in, out, n_out, params, err, err_len, ARITH_PV_BF16);
 }
 
+static int qk_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                   const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_QK_BF16);
+}
+static int pv_tf32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                   const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_PV_TF32);
+}
+static int ftz_inputs(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                      const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_FTZ_INPUTS);
+}
+static int ftz_outputs(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                       const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_FTZ_OUTPUTS);
+}
+static int lse_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                    const char* params, char* err, size_t err_len) {
+  return attention(in, n_in, out, n_out, params, err, err_len, ARITH_LSE_BF16);
+}
+
 static const moacert_kernel kernels[] = {
     {"attention.fwd", "fa2", "bf16", 1, fa2, NULL, "cpu", "round.P=storage"},
     {"attention.fwd", "fa2", "f16", 1, fa2, NULL, "cpu", "round.P=storage"},
@@ -282,6 +332,16 @@ static const moacert_kernel kernels[] = {
     {"attention.fwd", "qk_f16_undeclared", "f32", 1, qk_f16, NULL, "cpu", NULL},
     {"attention.fwd", "pv_bf16", "f32", 1, pv_bf16, NULL, "cpu", "sum.PV=bf16"},
     {"attention.fwd", "pv_bf16_undeclared", "f32", 1, pv_bf16, NULL, "cpu", NULL},
+    {"attention.fwd", "qk_bf16", "f32", 1, qk_bf16, NULL, "cpu", "sum.QK=bf16"},
+    {"attention.fwd", "qk_bf16_undeclared", "f32", 1, qk_bf16, NULL, "cpu", NULL},
+    {"attention.fwd", "pv_tf32", "f32", 1, pv_tf32, NULL, "cpu", "sum.PV=tf32"},
+    {"attention.fwd", "pv_tf32_undeclared", "f32", 1, pv_tf32, NULL, "cpu", NULL},
+    {"attention.fwd", "ftz_inputs", "f32", 1, ftz_inputs, NULL, "cpu", "ftz=inputs"},
+    {"attention.fwd", "ftz_inputs_undeclared", "f32", 1, ftz_inputs, NULL, "cpu", NULL},
+    {"attention.fwd", "ftz_outputs", "f32", 1, ftz_outputs, NULL, "cpu", "ftz=outputs"},
+    {"attention.fwd", "ftz_outputs_undeclared", "f32", 1, ftz_outputs, NULL, "cpu", NULL},
+    {"attention.fwd", "lse_bf16", "f32", 1, lse_bf16, NULL, "cpu", "round.lse=bf16"},
+    {"attention.fwd", "lse_bf16_undeclared", "f32", 1, lse_bf16, NULL, "cpu", NULL},
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {

@@ -21,6 +21,13 @@
                    "round.gate=bf16".
    down_bf16       the MLP with its down product accumulated in bf16;
                    declares "sum.down=bf16".
+   ss_rounded      rmsnorm whose sum of squares, accumulated in f32, is
+                   rounded to bf16 before the mean; "round.ss=bf16".
+   norm_ftz        rmsnorm reading subnormal inputs as 0 and writing
+                   subnormal outputs as 0 (FTZ and DAZ); "ftz=both".
+   up_bf16         the MLP with x w3 rounded to bf16; "round.up=bf16".
+   gate_sum_bf16   the MLP with x w1 accumulated in bf16; "sum.gate=bf16".
+   up_sum_f16      the MLP with x w3 accumulated in f16; "sum.up=f16".
 
    NAME_undeclared: the same kernel, declaring nothing. Row-major tensors
    (accepts_strided 0). CTest certifies each (tests/plugins/CMakeLists.txt). */
@@ -43,7 +50,12 @@ static float bf16_of(float x) {
   return x;
 }
 
-typedef enum { SS_F16, RSQRT_APPROX, DIV_APPROX, R_BF16 } norm_arithmetic;
+/* x, or 0 where it is subnormal (a CPU's FTZ and DAZ) */
+static float flushed(float x) {
+  return fabsf(x) < 0x1p-126f ? 0.0f : x;
+}
+
+typedef enum { SS_F16, RSQRT_APPROX, DIV_APPROX, R_BF16, SS_ROUNDED, NORM_FTZ } norm_arithmetic;
 
 static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                    const char* params, char* err, size_t err_len, norm_arithmetic a) {
@@ -57,17 +69,21 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
   const float eps = (float)moacert_param(params, "eps", 1e-6);
   for (int64_t t = 0; t < T; ++t) {
     const float* xt = x + t * D;
+#define X(d) (a == NORM_FTZ ? flushed(xt[d]) : xt[d])
     float ss = 0;
     for (int64_t d = 0; d < D; ++d)
-      ss = a == SS_F16 ? (float)(_Float16)(ss + (float)(_Float16)(xt[d] * xt[d]))
-                       : ss + xt[d] * xt[d];
+      ss = a == SS_F16 ? (float)(_Float16)(ss + (float)(_Float16)(X(d) * X(d))) : ss + X(d) * X(d);
+    if (a == SS_ROUNDED) ss = bf16_of(ss);
     const float ms = ss / (float)D + eps;
     /* the estimate: the correctly rounded reciprocal root, off by 2^-12 */
     float r = a == RSQRT_APPROX ? (1 / sqrtf(ms)) * (1 - 0x1p-12f) : 1 / sqrtf(ms);
     if (a == R_BF16) r = bf16_of(r);
-    for (int64_t d = 0; d < D; ++d) /* a division estimate of relative error 2^-12 (rcpps) */
-      y[t * D + d] =
-          a == DIV_APPROX ? xt[d] / (sqrtf(ms) * (1 + 0x1p-12f)) * w[d] : xt[d] * r * w[d];
+    for (int64_t d = 0; d < D; ++d) { /* a division estimate of relative error 2^-12 (rcpps) */
+      const float yd =
+          a == DIV_APPROX ? X(d) / (sqrtf(ms) * (1 + 0x1p-12f)) * w[d] : X(d) * r * w[d];
+      y[t * D + d] = a == NORM_FTZ ? flushed(yd) : yd;
+    }
+#undef X
   }
   return 0;
 }
@@ -89,7 +105,15 @@ static int r_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int
   return rmsnorm(in, n_in, out, n_out, params, err, err_len, R_BF16);
 }
 
-typedef enum { H_F16, SILU_APPROX, GATE_BF16, DOWN_BF16 } mlp_arithmetic;
+typedef enum {
+  H_F16,
+  SILU_APPROX,
+  GATE_BF16,
+  DOWN_BF16,
+  UP_BF16,
+  GATE_SUM_BF16,
+  UP_SUM_F16
+} mlp_arithmetic;
 
 /* mlp.swiglu: y = (silu(x w1) * (x w3)) w2, as `a` says. */
 static int mlp(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
@@ -112,10 +136,12 @@ static int mlp(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_
     for (int64_t f = 0; f < F; ++f) {
       float gate = 0, up = 0;
       for (int64_t d = 0; d < Dm; ++d) {
-        gate += x[t * Dm + d] * w1[d * F + f];
-        up += x[t * Dm + d] * w3[d * F + f];
+        const float g = x[t * Dm + d] * w1[d * F + f], u = x[t * Dm + d] * w3[d * F + f];
+        gate = a == GATE_SUM_BF16 ? bf16_of(gate + bf16_of(g)) : gate + g;
+        up = a == UP_SUM_F16 ? (float)(_Float16)(up + (float)(_Float16)u) : up + u;
       }
       if (a == GATE_BF16) gate = bf16_of(gate);
+      if (a == UP_BF16) up = bf16_of(up);
       /* a sigmoid estimate of relative error 2^-12 */
       const float silu =
           a == SILU_APPROX ? gate / (1 + expf(-gate)) * (1 + 0x1p-12f) : gate / (1 + expf(-gate));
@@ -151,6 +177,27 @@ static int down_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, 
   return mlp(in, n_in, out, n_out, params, err, err_len, DOWN_BF16);
 }
 
+static int ss_rounded(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                      const char* params, char* err, size_t err_len) {
+  return rmsnorm(in, n_in, out, n_out, params, err, err_len, SS_ROUNDED);
+}
+static int norm_ftz(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                    const char* params, char* err, size_t err_len) {
+  return rmsnorm(in, n_in, out, n_out, params, err, err_len, NORM_FTZ);
+}
+static int up_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                   const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, UP_BF16);
+}
+static int gate_sum_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                         const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, GATE_SUM_BF16);
+}
+static int up_sum_f16(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
+                      const char* params, char* err, size_t err_len) {
+  return mlp(in, n_in, out, n_out, params, err, err_len, UP_SUM_F16);
+}
+
 static const moacert_kernel kernels[] = {
     {"rmsnorm", "ss_f16", "f32", 0, ss_f16, NULL, "cpu", "sum.ss=f16"},
     {"rmsnorm", "ss_f16_undeclared", "f32", 0, ss_f16, NULL, "cpu", NULL},
@@ -168,6 +215,16 @@ static const moacert_kernel kernels[] = {
     {"mlp.swiglu", "gate_bf16_undeclared", "f32", 0, gate_bf16, NULL, "cpu", NULL},
     {"mlp.swiglu", "down_bf16", "f32", 0, down_bf16, NULL, "cpu", "sum.down=bf16"},
     {"mlp.swiglu", "down_bf16_undeclared", "f32", 0, down_bf16, NULL, "cpu", NULL},
+    {"rmsnorm", "ss_rounded", "f32", 0, ss_rounded, NULL, "cpu", "round.ss=bf16"},
+    {"rmsnorm", "ss_rounded_undeclared", "f32", 0, ss_rounded, NULL, "cpu", NULL},
+    {"rmsnorm", "norm_ftz", "f32", 0, norm_ftz, NULL, "cpu", "ftz=both"},
+    {"rmsnorm", "norm_ftz_undeclared", "f32", 0, norm_ftz, NULL, "cpu", NULL},
+    {"mlp.swiglu", "up_bf16", "f32", 0, up_bf16, NULL, "cpu", "round.up=bf16"},
+    {"mlp.swiglu", "up_bf16_undeclared", "f32", 0, up_bf16, NULL, "cpu", NULL},
+    {"mlp.swiglu", "gate_sum_bf16", "f32", 0, gate_sum_bf16, NULL, "cpu", "sum.gate=bf16"},
+    {"mlp.swiglu", "gate_sum_bf16_undeclared", "f32", 0, gate_sum_bf16, NULL, "cpu", NULL},
+    {"mlp.swiglu", "up_sum_f16", "f32", 0, up_sum_f16, NULL, "cpu", "sum.up=f16"},
+    {"mlp.swiglu", "up_sum_f16_undeclared", "f32", 0, up_sum_f16, NULL, "cpu", NULL},
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {

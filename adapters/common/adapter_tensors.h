@@ -1,0 +1,63 @@
+/* What both adapters (adapters/ggml, adapters/onnxruntime) do around a
+   library's kernel under today's plugin ABI 3: read moacert's tensors
+   (f32 or f16, row-major: every adapter kernel declares accepts_strided 0)
+   into the f32 or f16 buffers a library takes, write its f32 results back
+   in the case's format, compute the lse that neither library returns, and
+   read the thread count. Each of these is a workaround for a feature the
+   ABI lacks (docs/deployed-kernels.md, "Workarounds"). */
+#ifndef MOACERT_ADAPTER_TENSORS_H
+#define MOACERT_ADAPTER_TENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <moacert/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The number of elements of a tensor. */
+int64_t adapter_numel(const DLTensor* t);
+
+/* 1 when t holds f16, 0 for f32 (the only formats the adapters declare). */
+int adapter_is_f16(const DLTensor* t);
+
+/* t's elements as f32 into dst (f16 widens exactly). */
+void adapter_read_f32(const DLTensor* t, float* dst);
+
+/* t's elements as f16 into dst (f32 is rounded to nearest even: only used
+   where t already holds f16, or where the adapter says it rounds). */
+void adapter_read_f16(const DLTensor* t, uint16_t* dst);
+
+/* src (f32) into t, rounded to t's format. */
+void adapter_write_f32(DLTensor* t, const float* src);
+
+/* The natural-log log-sum-exp of row (b, h, n) of attention, in f64 from
+   the inputs as the kernel was handed them: scale * q.k over the keys the
+   row sees (j < visible), -inf when it sees none. Neither ggml nor ONNX
+   Runtime returns it, and the ABI requires it: the lse moacert judges is
+   this wrapper's, not the library's (docs/deployed-kernels.md). */
+void adapter_lse(const DLTensor* q, const DLTensor* k, double scale, int64_t visible_from,
+                 int64_t visible_to, int64_t b, int64_t h, int64_t n, double* lse_out);
+
+/* 1 when MOACERT_ADAPTER_BENCH_WITHOUT_LSE is set: the wrapper's f64 lse
+   (as costly as the attention it accompanies) is skipped and lse filled
+   with NaN, so that `moacert bench` times the library's kernel and the
+   copies around it; a certify under it fails on lse, never passes. */
+int adapter_skip_lse(void);
+
+/* The thread count a library runs with: MOACERT_ADAPTER_THREADS, else 1.
+   The ABI has no thread channel (moacert's --threads does not reach a
+   plugin), so certify runs one thread unless told otherwise. */
+int adapter_threads(void);
+
+/* f16 bits <-> f32 (IEEE binary16, round to nearest even). */
+float adapter_half_to_float(uint16_t h);
+uint16_t adapter_float_to_half(float f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

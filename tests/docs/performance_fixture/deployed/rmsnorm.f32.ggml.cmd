@@ -1,0 +1,1 @@
+env MOACERT_ADAPTER_THREADS=2 MOACERT_ADAPTER_BENCH_WITHOUT_LSE=1 build/cli/moacert bench rmsnorm --variants cpu.fused --plugin build/adapters/libmoacert_ggml.so#rms_norm --dtype f32 --threads 2 --json --shape T=1024,D=1024
