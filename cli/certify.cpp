@@ -421,6 +421,17 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
     fmt::print("needs: {}\n", cert.needs.empty()
                                   ? "no arithmetic of the vocabulary explains its errors"
                                   : cert.needs);
+  // How the kernel takes its problem, where it declares something of its
+  // own (docs/design.md#conventions): what the DNF followed, and the
+  // outputs never judged.
+  for (const properties::TensorSummary& t : cert.tensors)
+    if (!t.produced) fmt::print("{}: not produced (declared), not judged\n", t.name);
+  if (v.conventions.causal_alignment != CausalAlignment::bottom_right)
+    fmt::print("causal alignment declared: {} (the DNF's mask follows it)\n",
+               name(v.conventions.causal_alignment));
+  if (v.conventions.params != ParamFormat::f64)
+    fmt::print("params declared: {} (scale and eps rounded to it before the DNF)\n",
+               name(v.conventions.params));
   // Where an allowance is infinite (an upstream stage's bound is), the rule
   // says nothing: said beside the verdict (docs/certificate.md).
   for (const properties::TensorSummary& t : cert.tensors)
@@ -452,6 +463,26 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
                    ? std::string("equal in every case")
                    : fmt::format("{} cases differ; first: {}", cert.traffic_mismatches,
                                  cert.traffic_mismatch));
+  // A user's kernel claiming no determinism: how much its worst case
+  // moves with the thread count (docs/design.md#threads-and-determinism).
+  if (!cert.thread_counts.empty()) {
+    std::string each;
+    for (const auto& [tensor, ulps] : cert.thread_spread_ulps)
+      each += fmt::format("{}{} {:.3g} ulp", each.empty() ? "" : ", ", tensor, ulps);
+    fmt::print("spread across {} threads (worst case, not judged): {}\n",
+               fmt::join(cert.thread_counts, ", "), each);
+  }
+  // Shrinking keeps any smaller case that still fails: the worst case
+  // found, as drawn, beside the shrunk one (docs/certificate.md), each on
+  // one line, its shape and values (the layouts are the certificate's);
+  // nothing more where the case drawn is the case shrunk.
+  if (!cert.worst_found_case.empty() && cert.worst_found_case != cert.failure_case) {
+    auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
+    fmt::print("worst found (before shrinking): error/allowed {:.3g} at {}\n",
+               cert.worst_found_ratio, first_line(cert.worst_found_case));
+    fmt::print("shrunk to: error/allowed {:.3g} at {}\n", cert.worst_ratio,
+               first_line(cert.failure_case));
+  }
   if (!cert.holds) {
     fmt::print("{}\n", cert.failure);
     if (s.case_files.empty())

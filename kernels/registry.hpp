@@ -17,6 +17,7 @@
 #include "kernels/envelope.hpp"
 #include "kernels/instrumentation.hpp"
 #include "reference/arithmetic.hpp"
+#include "reference/conventions.hpp"
 #include "reference/problem.hpp"
 #include "reference/tensor.hpp"
 
@@ -154,6 +155,13 @@ struct Variant {
   // (tensor-core accumulation, weights rounded to storage before P V):
   // certify's a priori bounds are derived for what it declares.
   Arithmetic arithmetic;
+  // How it takes its problem where deployed libraries differ from moacert's
+  // convention (reference/conventions.hpp): the outputs it does not
+  // produce, its causal alignment, its parameters' format. certify
+  // evaluates the DNF for the problem as it takes it and judges only what
+  // it produces. A plugin's ABI 4 entry or a worker's handshake declares
+  // it; built-in variants keep moacert's own.
+  Conventions conventions;
   // What a counting backend says of its calls (kernels/instrumentation.hpp):
   // set by kernels/cuda/'s simt.* variants and a plugin built against
   // moacert/simt.h; null for kernels that count nothing.

@@ -274,7 +274,7 @@ void attention_forward_rows(const Mat& q, const Mat& k, const Mat& v, const KeyR
 }  // namespace
 
 ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
-                                       bool causal, const std::vector<extent_t>* lens,
+                                       causal::Mask causal, const std::vector<extent_t>* lens,
                                        const RoundingUnits& u, const AttentionInputErrors& given,
                                        const std::vector<std::uint8_t>* wanted) {
   // Errors of the inputs as the kernel reads them, where declared: each

@@ -188,6 +188,19 @@ Case read_case(const json& j) {
     if (!params.is_object()) fail("params", "expected an object, got " + quoted(params));
     for (const auto& [key, value] : params.items()) {
       const std::string path = "params." + key;
+      // How the kernel the case was judged for aligns its mask
+      // (docs/design.md#conventions); beside `causal`, written only when
+      // top-left.
+      const bool alignment =
+          key == "causal_alignment" &&
+          std::find(oi.params.begin(), oi.params.end(), "causal") != oi.params.end();
+      if (alignment) {
+        if (value != "top_left" && value != "bottom_right")
+          fail(path, "expected \"bottom_right\" or \"top_left\", got " + quoted(value));
+        p.params.causal_alignment =
+            value == "top_left" ? CausalAlignment::top_left : CausalAlignment::bottom_right;
+        continue;
+      }
       if (std::find(oi.params.begin(), oi.params.end(), key) == oi.params.end())
         fail(path, "not a parameter of " + op_name);
       if (key == "scale") {
@@ -401,6 +414,8 @@ json params_json(const Problem& p) {
   for (std::string_view key : info(p.op).params) {
     if (key == "scale" && p.params.scale != 0) params["scale"] = hex_float(p.params.scale);
     if (key == "causal") params["causal"] = p.params.causal;
+    if (key == "causal" && p.params.causal_alignment == CausalAlignment::top_left)
+      params["causal_alignment"] = "top_left";
     if (key == "eps") params["eps"] = hex_float(p.params.eps);
     if (key == "heads") params["heads"] = p.dims.H;
     if (key == "kv_heads") params["kv_heads"] = p.dims.Hkv;

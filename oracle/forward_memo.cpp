@@ -72,7 +72,7 @@ std::shared_ptr<const ForwardMemo> forward_memo_for(const Case& c) {
   }
   if (!memo) return nullptr;
   const Problem &p = c.problem, &f = memo->problem;
-  if (!(p.dims == f.dims) || p.scale() != f.scale() || p.causal() != f.causal()) return nullptr;
+  if (!(p.dims == f.dims) || p.scale() != f.scale() || !(p.mask() == f.mask())) return nullptr;
   for (std::size_t k = 0; k < std::size(kInputs); ++k)
     if (!same_values(input(c, kInputs[k]), memo->inputs[k])) return nullptr;
   return memo;

@@ -46,6 +46,8 @@ const char* name(Values v) {
       return "silu-range";
     case Values::cancellation:
       return "cancellation";
+    case Values::flat_rows:
+      return "flat-rows";
     case Values::rms_range:
       return "rms-range";
   }
@@ -333,8 +335,10 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
     // holds at every size (pick_weighted's draw favours the first families
     // at small sizes); the rest keep generation 2's families. Both shrink
     // towards generation 2's.
-    const std::vector<Values> aimed =
-        g.generation >= po.aimed_from ? po.regime_families : std::vector<Values>{};
+    std::vector<Values> aimed;
+    if (g.generation >= po.aimed_from)
+      for (Values v : po.regime_families)
+        if (g.generation >= first_generation(v)) aimed.push_back(v);
     if (g.generation >= 3 && !aimed.empty() &&
         *rc::gen::resize(kFullSize, rc::gen::inRange(0, kRegimeOneIn)) == kRegimeOneIn - 1) {
       s.values = *rc::gen::resize(kFullSize, rc::gen::elementOf(aimed));
@@ -471,9 +475,17 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
         factor = (rng.next() & 1) ? huge : smallest_normal(f) / 4;
       }
       break;
+    case Values::flat_rows:
+      // |score| <= scale D 2^-10: at most 0.16 with D <= 64 (shape_for_regime)
+      // and scale <= 2.5, so that every weight is above 0.7 and a row of
+      // kFlatRowKeys weighs past kFlatRowWeight.
+      if (in == "q") factor = 0x1p-10;
+      break;
     default:
       break;
   }
+  // Flat rows' values of one sign, in [1/2, 1]: the weighted sum only grows.
+  const bool one_sign = spec.values == Values::flat_rows && in == "v";
   if (info(p.op).family == Family::block && in != "x" && in != "attn_norm" && in != "mlp_norm")
     factor = 1 / std::sqrt(double(shape[0]));  // keep activations O(1)
 
@@ -532,6 +544,7 @@ void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
       }
     }
     if (silu_range) x *= silu_factor(i[1]);
+    if (one_sign) x = 0.75 + x / 4;
     if (rms_range) {
       const extent_t row = last_axis == 2 ? i[0] * shape[1] + i[1] : i[0];
       x *= rms_factor(row);

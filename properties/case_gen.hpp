@@ -39,6 +39,10 @@ enum class Values {
   silu_range,         // mlp.swiglu: W1 columns whose gate arguments pass exp's thresholds, or ~ 0
   cancellation,       // mlp.swiglu: (x W1)_00 and (x W3)_00 cancel to about u of their terms
   rms_range,          // rmsnorm: rows whose sum of squares overflows, underflows, or is below eps
+  // From generation 6 (attention.fwd and decode; curated first, at
+  // kFlatRowKeys):
+  flat_rows,  // attention: q ~ 2^-10, so that every score of a long row is near 0, and v of one
+              // sign
   // Block (generation 4) draws exp_overflow, underflowing_tile, ties,
   // rms_range, silu_range and cancellation, aimed at its attention's
   // logits, its RMSNorms' rows and its MLP's gates (properties/ops/block.cpp,
@@ -69,9 +73,23 @@ std::string describe(const CaseSpec& s);
 // attention.fwd's long-only axis up to 2049, past the 1024 tile. 4 aims
 // block's cases at its regimes too (every other op draws as in 3). 5 draws
 // one random case in kEnvelopeOneIn at the deployment envelope
-// (docs/design.md#deployment-envelope). A token names its generation, so
+// (docs/design.md#deployment-envelope). 6 aims attention.fwd's and
+// decode's cases at long flat rows (Values::flat_rows), and curates one
+// such case first, at kFlatRowKeys. A token names its generation, so
 // that a case comes back as it was drawn.
-inline constexpr int kGeneration = 5;
+inline constexpr int kGeneration = 6;
+
+// The keys of a flat-rows case (Values::flat_rows): twice the 2^11 past
+// which a running f16 sum of weights near 1 stops growing
+// (properties/regimes.hpp, kFlatRowWeight), so that such a sum is half
+// the exact one.
+inline constexpr moa::extent_t kFlatRowKeys = 4096;
+
+// The first generation that draws `v`: flat rows from 6, the other
+// regime families from 3 (PropertyOp::aimed_from too).
+inline int first_generation(Values v) {
+  return v == Values::flat_rows ? 6 : 3;
+}
 
 // The tile and split sizes kernels commonly use: from generation 2 every
 // variant's cases straddle them (t-1, t, t+1), declared or not, so that a

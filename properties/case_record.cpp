@@ -59,6 +59,7 @@ void fields(Io& io, R& r) requires std::is_same_v<std::remove_const_t<R>, CaseRe
   io(r.accumulated);
   io(r.tensors), io(r.sampled), io(r.strata), io(r.has_equivalence), io(r.equivalence);
   io(r.ratio), io(r.token), io(r.why), io(r.failure_case), io(r.failure_elements);
+  io(r.drawn_case), io(r.drawn_ratio);
   io(r.counted), io(r.traffic_checked), io(r.counts), io(r.cost_atomics);
   io(r.atomics_mismatch), io(r.traffic_mismatch), io(r.plot), io(r.regimes);
   io(r.extents);

@@ -53,6 +53,11 @@ struct CaseRecord {
   // When it fails: why, the case described (shrunk), its worst elements.
   std::string why, failure_case;
   std::vector<ElementReport> failure_elements;
+  // When it fails: the case as drawn, before shrinking, described, and its
+  // error / allowed (Certificate::worst_found), which shrinking, taking any
+  // smaller case that still fails, can bring down to just over 1.
+  std::string drawn_case;
+  double drawn_ratio = 0;
 
   // A counting backend's counts of the case's own run (Variant::take_counts),
   // the cost function's float atomics on it, and the two checks' findings,

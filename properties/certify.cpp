@@ -68,6 +68,16 @@ struct Judged {
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
 };
 
+// The outputs a kernel declares it does not produce are not judged: none
+// of their elements counts as evaluated (oracle::TensorAnswer::evaluated),
+// so that every judgement, statistic and plot passes them by.
+void leave_unproduced(oracle::Answer& exact, Op op, const Conventions& c) {
+  const auto names = info(op).outputs;
+  for (std::size_t t = 0; t < names.size() && t < exact.outputs.size(); ++t)
+    if (!c.produces(names[t]))
+      std::fill(exact.outputs[t].evaluated.begin(), exact.outputs[t].evaluated.end(), 0);
+}
+
 // The case made ready to judge, before the variant runs: the rows to judge,
 // the oracle's answer, the a priori bounds, and PyTorch's errors (rule
 // vs-torch) or outputs (the equivalence report). The schedule spread
@@ -76,6 +86,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
                     bool equivalence, double whole_work) {
   Judged j;
   j.c = std::move(c);
+  j.c.problem = as_taken(j.c.problem, v.conventions);  // idempotent: a case taken so stays
   auto phase = Clock::now();
   j.sample = sample_rows(j.c, v.tiles, whole_work);
   const double sample_seconds = seconds_since(phase);
@@ -100,9 +111,19 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
                                                                           : &j.standard_bounds,
                                    .rows = j.sample.rows});
   release_freed_heap();
+  leave_unproduced(j.exact, j.c.problem.op, v.conventions);
   j.oracle_seconds = sample_seconds + seconds_since(phase);
   phase = Clock::now();
-  const kernels::Variant* t = torch_for(j.c.problem.op, j.c.problem.format);
+  // PyTorch's mask is bottom-right aligned: beside a top-left kernel it
+  // computes another function.
+  const kernels::Variant* t =
+      v.conventions.causal_alignment == CausalAlignment::bottom_right || !j.c.problem.causal()
+          ? torch_for(j.c.problem.op, j.c.problem.format)
+          : nullptr;
+  if (rule.kind == Rule::vs_torch && !t && j.c.problem.causal() &&
+      v.conventions.causal_alignment != CausalAlignment::bottom_right)
+    throw std::invalid_argument("rule vs-torch: " + v.name +
+                                " declares a top-left causal mask, PyTorch's is bottom-right");
   if (rule.kind == Rule::vs_torch) {
     if (!t)
       throw std::invalid_argument(
@@ -315,6 +336,7 @@ class CaseRun {
     r_.ratio = ratio_of(j);
     if (!j.verdict.holds) {
       announce_failure();  // before the shrinking, which may take long
+      keep_drawn(j, describe(spec));
       rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
       shrink(s, j, token);
       r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
@@ -336,7 +358,10 @@ class CaseRun {
     keep_equivalence(j);
     if (j.error.empty()) keep_stats(j);
     r_.ratio = ratio_of(j);
-    if (!j.verdict.holds) fail(j, "case file " + path);
+    if (!j.verdict.holds) {
+      keep_drawn(j, "case file " + path);
+      fail(j, "case file " + path);
+    }
     return std::move(r_);
   }
 
@@ -366,6 +391,7 @@ class CaseRun {
       return std::move(r_);
     }
     announce_failure();  // before the shrinking, which may take long
+    keep_drawn(j, describe(s.value()));
     shrink(s, j, token);
     r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
@@ -387,6 +413,7 @@ class CaseRun {
       counting->take_count_mismatch();
     }
     const auto classifying = Clock::now();
+    c.problem = as_taken(c.problem, v_.conventions);  // its regimes as the kernel takes it
     r_.regimes = classify(c).to_ullong();
     r_.extents.clear();
     for (moa::extent_t Dims::*field : kDimFields) r_.extents.push_back(c.problem.dims.*field);
@@ -461,6 +488,12 @@ class CaseRun {
     j.verdict.why = nondeterministic(v_);
     fail(j, std::move(case_words));
     return false;
+  }
+
+  // The failing case as drawn, before shrinking (CaseRecord::drawn_case).
+  void keep_drawn(const Judged& j, std::string case_words) {
+    r_.drawn_case = std::move(case_words);
+    r_.drawn_ratio = ratio_of(j);
   }
 
   // Announced once, as soon as the case is found to fail.
@@ -617,6 +650,33 @@ std::vector<Certificate::EnvelopeReach> envelope_reach(Op op, const ShapeConstra
   return out;
 }
 
+// Per output, the largest spread (max - min) of an element over `runs` of
+// one case, in ulps of `f` at its exact value; elements outside the sample
+// are passed by.
+std::vector<std::pair<std::string, double>> spread_ulps(
+    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact, Op op, Format f) {
+  const auto names = info(op).outputs;
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t t = 0; t < runs[0].size(); ++t) {
+    double spread = 0;
+    std::size_t n = 0;
+    for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
+      if (exact.outputs[t].evaluated[n]) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (const auto& run : runs) {
+          lo = std::min(lo, run[t].get(i));
+          hi = std::max(hi, run[t].get(i));
+        }
+        if (hi > lo)
+          spread = std::max(spread, (hi - lo) / oracle::ulp(f, exact.outputs[t].exact[n]));
+      }
+      ++n;
+    }
+    out.push_back({std::string(names[t]), spread});
+  }
+  return out;
+}
+
 }  // namespace
 
 Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
@@ -626,6 +686,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   cert.variant = v.name;
   cert.role = std::string(kernels::name(v.role));
   cert.arithmetic = v.arithmetic;
+  cert.conventions = v.conventions;
   cert.format = o_.format;
   cert.rule = o_.rule;
   cert.seed = o_.seed;
@@ -637,7 +698,8 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   for (Regime g : declared_regimes(v.op)) cert.regime_cases.push_back({std::string(name(g)), 0});
   Accumulator acc;
   PlotSampler plots(v.op);
-  std::optional<int> worst;  // the position of the worst case, for the schedule spread
+  std::optional<int> worst;           // the position of the worst case, for the schedule spread
+  std::optional<int> worst_position;  // the worst generated case's, for the thread spread
   for (std::size_t k = 0; k < records.size() && cert.holds; ++k) {
     const CaseRecord& r = records[k];
     if (r.position != int(k))
@@ -678,11 +740,17 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
           !r.failure_elements.empty() && !r.determinism_failed && r.ratio > 1;
       cert.worst_ratio = elements_failed ? r.ratio : INFINITY;
       cert.failure_elements = r.failure_elements;
+      if (elements_failed) {  // the larger of the case as drawn and as shrunk
+        const bool drawn_worse = r.drawn_ratio >= r.ratio;
+        cert.worst_found_case = drawn_worse ? r.drawn_case : r.failure_case;
+        cert.worst_found_ratio = drawn_worse ? r.drawn_ratio : r.ratio;
+      }
     } else if (r.kind == CaseRecord::case_file) {
       cert.worst_ratio = std::max(cert.worst_ratio, r.ratio);
     } else if (r.ratio >= cert.worst_ratio || cert.worst_token.empty()) {
       cert.worst_ratio = r.ratio;
       cert.worst_token = r.token;
+      worst_position = r.position;
       if (v.instrumentation && v.instrumentation->seeds_schedule() && !v.deterministic)
         worst = r.position;
     }
@@ -697,13 +765,15 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   // determinism claim): every run judged under the rule. The case is made
   // and the oracle asked again, so that the records stay small and the
   // spread runs where the certificate is made.
+  auto prepared = [&](int position) {  // a curated or random case, made and asked again
+    const CaseSpec spec = position < int(curated_.size())
+                              ? curated_[std::size_t(position)]
+                              : random_case(o_, base_, position - int(curated_.size())).value();
+    return prepare_case(make_case(spec), v, o_.rule, o_.threads, /*equivalence=*/false,
+                        o_.whole_oracle_work);
+  };
   if (cert.holds && worst) {
-    const CaseSpec spec = *worst < int(curated_.size())
-                              ? curated_[std::size_t(*worst)]
-                              : random_case(o_, base_, *worst - int(curated_.size())).value();
-    const Judged w = prepare_case(make_case(spec), v, o_.rule, o_.threads, /*equivalence=*/false,
-                                  o_.whole_oracle_work);
-    const auto names = info(v.op).outputs;
+    const Judged w = prepared(*worst);
     std::vector<std::vector<AnyTensor>> runs;
     for (int r = 1; r <= kSpreadRuns && cert.holds; ++r) {
       v.instrumentation->set_schedule_seed(std::uint64_t(r));
@@ -721,29 +791,27 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     v.instrumentation->set_schedule_seed(0);
     v.instrumentation->take_counts();
     cert.spread_runs = int(runs.size());
-    for (std::size_t t = 0; cert.holds && t < runs[0].size(); ++t) {
-      double spread = 0;
-      std::size_t n = 0;
-      for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
-        if (!w.exact.outputs[t].evaluated[n]) {  // not in the sample
-          ++n;
-          continue;
-        }
-        double lo = INFINITY, hi = -INFINITY;
-        for (const auto& run : runs) {
-          lo = std::min(lo, run[t].get(i));
-          hi = std::max(hi, run[t].get(i));
-        }
-        if (hi > lo)
-          spread =
-              std::max(spread, (hi - lo) / oracle::ulp(o_.format, w.exact.outputs[t].exact[n]));
-        ++n;
-      }
-      cert.spread_ulps.push_back({std::string(names[t]), spread});
+    if (cert.holds) cert.spread_ulps = spread_ulps(runs, w.exact, v.op, o_.format);
+  }
+  // A user's kernel that claims no determinism: the worst case at 1 and 2
+  // threads (and --threads past 2), its spread recorded, not judged.
+  if (cert.holds && v.role == kernels::Role::plugin && !v.deterministic && worst_position) {
+    const Judged w = prepared(*worst_position);
+    cert.thread_counts = {1, 2};
+    if (o_.threads > 2) cert.thread_counts.push_back(o_.threads);
+    std::vector<std::vector<AnyTensor>> runs;
+    try {
+      for (int threads : cert.thread_counts) runs.push_back(run_variant(v, w.c, threads));
+      cert.thread_spread_ulps = spread_ulps(runs, w.exact, v.op, o_.format);
+      std::erase_if(cert.thread_spread_ulps,  // an output it does not produce says nothing
+                    [&](const auto& t) { return !v.conventions.produces(t.first); });
+    } catch (const std::exception&) {  // a fault here is not the verdict's: nothing recorded
+      cert.thread_counts.clear();
     }
   }
   acc.finish();
   cert.tensors = acc.tensors;
+  for (TensorSummary& t : cert.tensors) t.produced = v.conventions.produces(t.name);
   cert.plots = plots.finish();
   cert.seconds = seconds_since(start_);
   return cert;

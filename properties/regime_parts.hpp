@@ -25,9 +25,9 @@ RowsAsDouble rows_as_double(const std::vector<double>& row_major, moa::extent_t 
 
 // The softmax regimes of attention's rows: q (B, H, N, D) and k (B, Hkv, M,
 // D); `lens` decode's cache lengths (empty: M for every batch).
-void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm, bool causal,
-                      double scale, const std::vector<double>& lens, const FormatLimits& l,
-                      Regimes& out);
+void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm,
+                      causal::Mask causal, double scale, const std::vector<double>& lens,
+                      const FormatLimits& l, Regimes& out);
 
 // The regimes of RMSNorm's rows: x (rows, D) row-major.
 void classify_sums_of_squares(const double* x, moa::extent_t rows, moa::extent_t D, double eps,

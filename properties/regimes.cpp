@@ -29,6 +29,8 @@ std::string_view name(Regime r) {
       return "softmax.tie";
     case Regime::dominant_key:
       return "softmax.dominant-key";
+    case Regime::long_flat_row:
+      return "softmax.long-flat-row";
     case Regime::silu_exp_z_overflows:
       return "silu.exp(z)-overflows";
     case Regime::silu_exp_minus_z_overflows:
@@ -125,6 +127,11 @@ void classify_softmax_row(const std::vector<double>& s, const FormatLimits& l, R
       if (x != m) rest += std::exp(x - m);
     if (rest < l.unit_roundoff) out.set(std::size_t(Regime::dominant_key));
   }
+  if (double(s.size()) >= kFlatRowWeight) {  // no shorter row's weights can sum that far
+    double weight = 0;                       // l, relative to the maximum's weight 1
+    for (double x : s) weight += std::exp(x - m);
+    if (weight >= kFlatRowWeight) out.set(std::size_t(Regime::long_flat_row));
+  }
   const extent_t t = kUnderflowTile, seen = extent_t(s.size());
   for (extent_t a = 0; a + t <= seen && !out.test(std::size_t(Regime::underflowing_tile)); a += t)
     if (std::all_of(s.begin() + a, s.begin() + a + t, [&](double x) { return x - m < l.ln_zero; }))
@@ -146,9 +153,9 @@ RowsAsDouble rows_as_double(const std::vector<double>& row_major, extent_t width
   return [&row_major, width](extent_t first, extent_t) { return row_major.data() + first * width; };
 }
 
-void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm, bool causal,
-                      double scale, const std::vector<double>& lens, const FormatLimits& l,
-                      Regimes& out) {
+void classify_softmax(const RowsAsDouble& q, const RowsAsDouble& k, const Dims& dm,
+                      causal::Mask causal, double scale, const std::vector<double>& lens,
+                      const FormatLimits& l, Regimes& out) {
   const extent_t B = dm.B, H = dm.H, Hkv = dm.Hkv, N = dm.N, M = dm.M, D = dm.D;
   const extent_t group = H / Hkv;
   std::vector<double> s;

@@ -23,6 +23,7 @@ enum class Regime {
   no_key_row,         // a query row that sees no key (causal with N > M)
   tie,                // two visible keys share a row's maximum logit exactly
   dominant_key,       // one key carries all but less than u of a row's weight: softmax ~ one-hot
+  long_flat_row,      // a row's weight sum l = sum_j exp(S_ij - m) reaches kFlatRowWeight
   // silu (mlp.swiglu), over the gate arguments z = x W1
   silu_exp_z_overflows,         // z > ln(max finite)
   silu_exp_minus_z_overflows,   // z < -ln(max finite)
@@ -37,6 +38,14 @@ enum class Regime {
   cancellation,  // sum |a_k b_k| > 2^ceil(p/2) |sum a_k b_k|: half the precision cancels
 };
 inline constexpr int kRegimeCount = int(Regime::cancellation) + 1;
+
+// A long flat row: its weights sum past 2^11, where a running sum kept in
+// f16 (11 significant bits: llama.cpp's value sum for an f16 KV cache)
+// stops growing by terms of weight 1 — 2048 + 1 rounds to 2048 — so that
+// the normalised output can come out half its value (docs/design.md#
+// numerical-regimes). Reached by rows of thousands of keys whose scores
+// are near-equal.
+inline constexpr double kFlatRowWeight = 2048;
 using Regimes = std::bitset<kRegimeCount>;
 
 // Whether generation 3 holds back from aiming at regime `r` in format

@@ -304,6 +304,22 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings
   const moa::extent_t tile = tiles.empty() ? 16 : tiles.back();
   const PropertyOp& po = property_op(op);
   std::uint64_t k = 0;
+  // Their own stream, so that the other curated cases stay as they were.
+  std::uint64_t first = 0;
+  for (Values family : po.curated_first) {
+    if (settings.generation < first_generation(family)) continue;
+    CaseSpec s = gen(rc::Random({0xF1A7, first++, 0, 0}), 100).value();
+    s.values = family;
+    s.problem.params.scale = 0;              // 1/sqrt(D)
+    po.shape_for_regime(s, settings.shape);  // decode's lens too: the whole cache
+    clamp_into(s, settings.shape);
+    settings.shape.into_supported(s.problem);
+    s.layouts.clear();
+    for (const moa::Shape& shape : input_shapes(s.problem))
+      s.layouts.push_back(moa::make_layout(moa::LayoutKind::row_major, shape));
+    s.kinds.assign(s.layouts.size(), moa::LayoutKind::row_major);
+    out.push_back(s);
+  }
   for (Values family : po.families) {
     CaseSpec s = gen(rc::Random({0xC0FFEE, k++, 0, 0}), 100).value();
     s.values = family;

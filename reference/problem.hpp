@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "reference/causal.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/shape.hpp"
 #include "reference/ops.hpp"
@@ -31,6 +32,9 @@ struct Params {
   double scale = 0;     // attention; 0 means the default 1/sqrt(D)
   bool causal = false;  // attention.fwd/bwd/fwdbwd; block is always causal
   double eps = 1e-6;    // rmsnorm, block
+  // How the causal mask is aligned where N != M: moacert's bottom-right,
+  // or top-left for a kernel that declares it (reference/conventions.hpp).
+  CausalAlignment causal_alignment = CausalAlignment::bottom_right;
   friend bool operator==(const Params&, const Params&) = default;
 };
 
@@ -45,6 +49,8 @@ struct Problem {
     return params.scale != 0 ? params.scale : 1.0 / std::sqrt(double(dims.D));
   }
   bool causal() const { return op == Op::block || params.causal; }
+  // The causal mask with its alignment: what the DNF and the oracle read.
+  causal::Mask mask() const { return {causal(), params.causal_alignment}; }
 };
 
 // The Dims field an axis name (reference/ops.hpp) denotes: a field's own

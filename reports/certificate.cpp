@@ -105,6 +105,7 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
       tensors[t.name]["sampled"] = {{"cases", t.cases_sampled}, {"rows_by_stratum", strata}};
     }
     if (t.unbounded > 0) tensors[t.name]["unbounded_elements"] = t.unbounded;  // a vacuous rule
+    if (!t.produced) tensors[t.name]["produced"] = false;  // declared: not judged
   }
   j["tensors"] = tensors;
   j["worst_case"] = {{"token", c.worst_token}, {"error_to_allowed", number(c.worst_ratio)}};
@@ -122,6 +123,10 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                            {"case", c.failure_case},
                            {"token", c.worst_token},
                            {"worst_elements", elems}};
+    // The worst case found before shrinking, beside the shrunk one.
+    if (!c.worst_found_case.empty())
+      j["counterexample"]["worst_found"] = {{"case", c.worst_found_case},
+                                            {"error_to_allowed", number(c.worst_found_ratio)}};
   }
   j["determinism"] = {{"checked", c.determinism_checked}, {"holds", c.determinism_holds}};
   if (c.vs_torch_cases > 0) {  // the equivalence report: only when PyTorch ran
@@ -137,6 +142,13 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
   // Only where the variant departs from the standard model, so that other
   // certificates stay as they were.
   if (!c.arithmetic.standard()) j["arithmetic"] = arithmetic_json(c.arithmetic);
+  // Likewise only where the variant declares conventions of its own
+  // (docs/design.md#conventions).
+  if (!c.conventions.standard()) {
+    j["conventions"] = {{"not_produced", c.conventions.not_produced},
+                        {"causal_alignment", name(c.conventions.causal_alignment)},
+                        {"params", name(c.conventions.params)}};
+  }
   // Beside the verdict under the declared arithmetic: the standard model's,
   // what the cases need, and --arithmetic-at-most's limit.
   if (c.arithmetic_checked) {
@@ -165,6 +177,12 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
     nlohmann::json spread = nlohmann::json::object();
     for (const auto& [tensor, ulps] : c.spread_ulps) spread[tensor] = number(ulps);
     j["schedule_spread"] = {{"runs", c.spread_runs}, {"case", c.worst_token}, {"max_ulp", spread}};
+  }
+  if (!c.thread_counts.empty()) {  // a user's kernel claiming no determinism
+    nlohmann::json spread = nlohmann::json::object();
+    for (const auto& [tensor, ulps] : c.thread_spread_ulps) spread[tensor] = number(ulps);
+    j["thread_spread"] = {
+        {"threads", c.thread_counts}, {"case", c.worst_token}, {"max_ulp", spread}};
   }
   j["seconds"] = c.seconds;
   j["seconds_by_phase"] = {{"generation", c.generation_seconds},
@@ -262,6 +280,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
   }
   if (!c.holds) {
     md << "\n## Counterexample\n\n" << c.failure << "\n\n```\n" << c.failure_case << "\n```\n\n";
+    if (!c.worst_found_case.empty())
+      md << fmt::format(
+          "Worst case found before shrinking (error / allowed {:.3g}):\n\n```\n{}\n```\n\n",
+          c.worst_found_ratio, c.worst_found_case);
     md << "| tensor | index | exact | computed | ulps | allowed |\n| --- | --- | ---: | ---: | "
           "---: | ---: |\n";
     for (const auto& e : c.failure_elements) {
@@ -281,6 +303,9 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
     }
   }
   md << "\nRan on: " << c.ran_on << ".\n";
+  if (!c.conventions.standard())
+    md << "\nConventions declared, which the DNF follows (docs/design.md#conventions): `"
+       << to_string(c.conventions) << "`.\n";
   if (!c.arithmetic.standard())
     md << "\nArithmetic declared, which the bounds assume (docs/design.md#arithmetic): `"
        << to_string(c.arithmetic) << "`.\n";
@@ -312,6 +337,14 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
        << " block orders, each within the rule; per output the largest spread (max - min over "
           "the runs) in ulps:\n\n| output | spread (ulp) |\n| --- | ---: |\n";
     for (const auto& [tensor, ulps] : c.spread_ulps)
+      md << fmt::format("| {} | {:.3g} |\n", tensor, ulps);
+  }
+  if (!c.thread_counts.empty()) {
+    md << "\n## Spread across thread counts\n\nThe worst case at "
+       << fmt::format("{}", fmt::join(c.thread_counts, ", "))
+       << " threads (the kernel claims no determinism; recorded, not judged); per output the "
+          "largest spread in ulps:\n\n| output | spread (ulp) |\n| --- | ---: |\n";
+    for (const auto& [tensor, ulps] : c.thread_spread_ulps)
       md << fmt::format("| {} | {:.3g} |\n", tensor, ulps);
   }
   md << "\nDeterminism: "

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reference/arithmetic.hpp"
+#include "reference/conventions.hpp"
 #include "reference/format.hpp"
 #include "reference/moa/shape.hpp"
 #include "reference/ops.hpp"
@@ -56,6 +57,9 @@ struct TensorSummary {
   double max_normwise_u = 0;
   std::int64_t undetermined = 0;
   std::int64_t unbounded = 0;  // elements whose allowance is infinite: the rule is vacuous there
+  // False for an output the kernel declares it does not produce
+  // (reference/conventions.hpp): none of its elements was judged.
+  bool produced = true;
   // The sampled oracle (docs/design.md, "Sampled certification"):
   // `elements` were judged of elements_total; in cases_sampled cases a
   // sample of rows was judged instead of every element, chosen as
@@ -138,6 +142,10 @@ struct Certificate {
   // How the variant declares it computes (kernels::Variant::arithmetic),
   // the model its a priori bounds were derived for (docs/bounds.md).
   Arithmetic arithmetic;
+  // How the variant declares it takes its problem (kernels::Variant::
+  // conventions): what the DNF was evaluated for and which outputs were
+  // judged.
+  Conventions conventions;
   // Beside the verdict under `arithmetic` (rule apriori,
   // docs/design.md#arithmetic): the worst error / allowed under the
   // standard model and whether it holds there; the tightest arithmetic of
@@ -157,8 +165,15 @@ struct Certificate {
   // token a reader replays with the variant the certificate names.
   std::string reproduce_command;
   double worst_ratio = 0;
-  std::string failure;                          // why the counterexample fails, in words
-  std::string failure_case;                     // the shrunk case, described
+  std::string failure;       // why the counterexample fails, in words
+  std::string failure_case;  // the shrunk case, described
+  // The worst case found before shrinking: the failing case as drawn, its
+  // error / allowed and its shape described. Shrinking keeps any smaller
+  // case that still fails, so a kernel 41 times over its bound at M = 4096
+  // may shrink to a near miss at M = 2: both are in view. Empty case while
+  // it holds (worst_ratio is then the worst found).
+  std::string worst_found_case;
+  double worst_found_ratio = 0;
   std::vector<ElementReport> failure_elements;  // its worst elements
   bool determinism_checked = false, determinism_holds = true;
   double seconds = 0;
@@ -189,6 +204,12 @@ struct Certificate {
   // rule; per output, the largest spread (max - min over the runs) in ulps.
   int spread_runs = 0;
   std::vector<std::pair<std::string, double>> spread_ulps;
+  // A user's kernel (a plugin's, a worker's) that claims no determinism:
+  // the worst case run at each of these thread counts (1, 2, and --threads
+  // past 2), and per output the largest spread across them in ulps.
+  // Recorded, not judged (docs/design.md#threads-and-determinism).
+  std::vector<int> thread_counts;
+  std::vector<std::pair<std::string, double>> thread_spread_ulps;
   // Where the judged cases' time went, in seconds: making the case, the
   // a priori bounds, the oracle, the variant under test (PyTorch's runs
   // included), judging. Shrinking and the schedule spread are outside.

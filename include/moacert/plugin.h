@@ -17,7 +17,7 @@ extern "C" {
 
 /* The declarations below are docs/design.md's, verbatim. */
 /* clang-format off */
-#define MOACERT_PLUGIN_ABI 3
+#define MOACERT_PLUGIN_ABI 4
 /* run's return for a problem the kernel refuses (outside what it supports) */
 #define MOACERT_UNSUPPORTED (-95)
 /* the extents one axis of the op may take, by the op's axis name */
@@ -56,10 +56,23 @@ typedef struct moacert_kernel {
      as docs/design.md#arithmetic writes it ("sum=tensor_core, round.P=storage");
      NULL or "standard": the standard model */
   const char *arithmetic;
+  /* since ABI 4: how it takes its problem where libraries differ from
+     moacert's convention (docs/design.md#conventions); NULL: moacert's */
+  const char *outputs;          /* the outputs it writes ("o": attention
+                                   without lse); NULL: every output */
+  const char *causal_alignment; /* "bottom_right" (NULL) or "top_left" */
+  const char *params;           /* "f64" (NULL) or "f32": scale and eps as
+                                   the kernel reads them */
+  const char *tensor_formats;   /* each tensor's, "q=f32,k=f16,v=f16,o=f32";
+                                   NULL: every tensor in dtype (a mixed one
+                                   is refused: not judged yet) */
+  int deterministic;            /* 1: bitwise the same on every run and any
+                                   "threads" (checked); 0: the spread across
+                                   thread counts is reported */
 } moacert_kernel;
 /* the one symbol a plugin exports; it sets *abi_version to
-   MOACERT_PLUGIN_ABI (or 2 or 1, its table then of moacert_kernel_v2 or
-   moacert_kernel_v1) */
+   MOACERT_PLUGIN_ABI (or 3, 2 or 1, its table then of moacert_kernel_v3,
+   moacert_kernel_v2 or moacert_kernel_v1) */
 const moacert_kernel *moacert_plugin_kernels(int *count, int *abi_version);
 /* clang-format on */
 
@@ -86,6 +99,21 @@ typedef struct moacert_kernel_v2 {
   const moacert_envelope* envelope;
   const char* device;
 } moacert_kernel_v2;
+
+/* ABI 3's entry, which moacert still reads: ABI 4's without outputs,
+   causal_alignment, params, tensor_formats (moacert's own convention)
+   and deterministic (0). */
+typedef struct moacert_kernel_v3 {
+  const char* op;
+  const char* name;
+  const char* dtype;
+  int accepts_strided;
+  int (*run)(const DLTensor* const* inputs, int n_inputs, DLTensor* const* outputs, int n_outputs,
+             const char* params_json, char* err, size_t err_len);
+  const moacert_envelope* envelope;
+  const char* device;
+  const char* arithmetic;
+} moacert_kernel_v3;
 
 #ifdef __cplusplus
 }

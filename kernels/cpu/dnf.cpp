@@ -125,7 +125,7 @@ DnfOp row_of(Op op) {
       return dnf_op(
           [](const auto& a) {
             using A = typename std::decay_t<decltype(a)>::Accumulation;
-            dnf::attention_fwd<A>(a.in["q"], a.in["k"], a.in["v"], a.p.scale(), a.p.causal(),
+            dnf::attention_fwd<A>(a.in["q"], a.in["k"], a.in["v"], a.p.scale(), a.p.mask(),
                                   a.out["o"], a.out["lse"]);
           },
           [](const Dims& d) { return 2 * attention_product(d); });
@@ -134,7 +134,7 @@ DnfOp row_of(Op op) {
           [](const auto& a) {
             using A = typename std::decay_t<decltype(a)>::Accumulation;
             dnf::attention_bwd<A>(a.in["q"], a.in["k"], a.in["v"], a.in["do"], a.p.scale(),
-                                  a.p.causal(), a.out["dq"], a.out["dk"], a.out["dv"]);
+                                  a.p.mask(), a.out["dq"], a.out["dk"], a.out["dv"]);
           },
           [](const Dims& d) { return 5 * attention_product(d); });
     case Op::attention_fwdbwd:
@@ -142,8 +142,8 @@ DnfOp row_of(Op op) {
           [](const auto& a) {
             using A = typename std::decay_t<decltype(a)>::Accumulation;
             dnf::attention_fwdbwd<A>(a.in["q"], a.in["k"], a.in["v"], a.in["do"], a.p.scale(),
-                                     a.p.causal(), a.out["o"], a.out["lse"], a.out["dq"],
-                                     a.out["dk"], a.out["dv"]);
+                                     a.p.mask(), a.out["o"], a.out["lse"], a.out["dq"], a.out["dk"],
+                                     a.out["dv"]);
           },
           [](const Dims& d) { return 7 * attention_product(d); });
     case Op::attention_decode:

@@ -7,6 +7,7 @@
 #include "include/moacert/plugin.h"
 #include "kernels/plugin/protocol.hpp"
 #include "reference/arithmetic_spec.hpp"
+#include "reference/conventions.hpp"
 
 namespace moacert::kernels::plugin {
 
@@ -26,7 +27,7 @@ DLDataType dl_type(DType t) {
   return {kDLFloat, 32, 1};
 }
 
-std::string params_json(const Problem& p) {
+std::string params_json(const Problem& p, int threads) {
   // Each parameter the op's row names (reference/ops.hpp), in its order;
   // reals with 17 significant digits, so that they parse back exactly.
   auto value = [&](std::string_view param) -> std::string {
@@ -53,6 +54,8 @@ std::string params_json(const Problem& p) {
     json += "\":";
     json += value(param);
   }
+  if (threads > 0)
+    json += (json.size() > 1 ? ",\"threads\":" : "\"threads\":") + std::to_string(threads);
   return json + "}";
 }
 
@@ -102,6 +105,22 @@ Envelope envelope_of(const Entry& e, Op op, const std::string& kernel) {
 Arithmetic arithmetic_of(const Entry& e, Op op, const std::string& kernel) {
   try {
     return parse_arithmetic(e.arithmetic, op);
+  } catch (const std::invalid_argument& why) {
+    throw PluginError(kernel + ": " + why.what());
+  }
+}
+
+Conventions conventions_of(const Entry& e, Op op, const std::string& kernel) {
+  try {
+    Conventions c;
+    c.not_produced = parse_not_produced(e.outputs, op);
+    c.causal_alignment = parse_causal_alignment(e.causal_alignment, op);
+    c.params = parse_param_format(e.params);
+    c.tensor_formats = parse_tensor_formats(e.tensor_formats, op);
+    // A uniform declaration says what dtype says, and is dropped.
+    refuse_mixed_formats(c, parse_format(e.dtype).value_or(Format::f32));
+    c.tensor_formats.clear();
+    return c;
   } catch (const std::invalid_argument& why) {
     throw PluginError(kernel + ": " + why.what());
   }

@@ -15,8 +15,9 @@ namespace moacert::kernels::plugin {
 DLDataType dl_type(DType t);
 
 // {"scale":..., "causal":...}, {"eps":...}, ... as the op's entry of the
-// ABI's table says.
-std::string params_json(const Problem& p);
+// ABI's table says, and "threads":N where the call asks for N > 0 threads
+// (certify's --threads; 1 and 2 in the determinism check).
+std::string params_json(const Problem& p, int threads = 0);
 
 // The envelope entry `e` of the table declares (ABI 2: its axes, the
 // options it refuses, its device; ABI 1: every problem, on the CPU),
@@ -29,5 +30,10 @@ Envelope envelope_of(const Entry& e, Op op, const std::string& kernel);
 // read against `op`'s vocabulary (reference/arithmetic_spec.hpp). Throws
 // PluginError, one line naming `kernel` and the field.
 Arithmetic arithmetic_of(const Entry& e, Op op, const std::string& kernel);
+
+// The conventions `e` declares (ABI 4; moacert's own before), each field
+// read against `op` (reference/conventions.hpp). Throws PluginError, one
+// line naming `kernel` and the field.
+Conventions conventions_of(const Entry& e, Op op, const std::string& kernel);
 
 }  // namespace moacert::kernels::plugin

@@ -45,7 +45,7 @@ Worker::~Worker() {
 
 wire::Timing Worker::call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
                           std::span<const TensorRef> outputs, std::uint64_t schedule_seed,
-                          Repeats repeats) {
+                          Repeats repeats, int threads) {
   std::lock_guard lock(mutex_);
   const auto out_names = info(p.op).outputs;
   const int nt = int(inputs.size() + outputs.size());
@@ -87,7 +87,7 @@ wire::Timing Worker::call(int kernel, const Problem& p, std::span<const TensorRe
     total += d.region_bytes;
   }
   q.memfd_bytes = total;
-  const std::string params = params_json(p);
+  const std::string params = params_json(p, threads);
   std::snprintf(q.params, sizeof q.params, "%s", params.c_str());
   q.schedule_seed = schedule_seed;
   q.timed_warmup = repeats.untimed;

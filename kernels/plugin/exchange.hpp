@@ -45,9 +45,10 @@ class Worker {
   // outside its outputs), DeviceOutOfMemory when the device cannot hold the
   // tensors. `timed` (bench of a `cuda` kernel): the call repeated on the
   // resident device tensors, {untimed, timed} times, the timings returned.
+  // `threads` > 0 reaches the kernel as the params' "threads".
   wire::Timing call(int kernel, const Problem& p, std::span<const TensorRef> inputs,
                     std::span<const TensorRef> outputs, std::uint64_t schedule_seed,
-                    Repeats repeats = {});
+                    Repeats repeats = {}, int threads = 0);
 
   pid_t pid() const { return pid_; }
 

@@ -152,9 +152,15 @@ std::vector<Entry> list_library(const std::string& lib, const std::string& worke
         if (e.device == "cuda") e.device_runtime = f[1];
       continue;
     }
-    if (f.size() != 10 || f[0] != "kernel") throw garbled();
+    if (f.size() != 15 || f[0] != "kernel") throw garbled();
     Entry e{f[1], f[2], f[3], int(integer(f[4])), f[5] == "1", f[6], int(integer(f[7])), {}};
     e.arithmetic = f[9];
+    auto declared = [](const std::string& field) { return field == "(null)" ? "" : field; };
+    e.outputs = declared(f[10]);
+    e.causal_alignment = declared(f[11]);
+    e.params = declared(f[12]);
+    e.tensor_formats = declared(f[13]);
+    e.deterministic = int(integer(f[14]));
     if (integer(f[8]) > wire::kMaxAxes)
       throw PluginError(who + ": kernel '" + e.name + "' declares " + f[8] + " axes (at most " +
                         std::to_string(wire::kMaxAxes) + ")");

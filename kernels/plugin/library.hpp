@@ -40,6 +40,10 @@ struct Entry {
   // Its arithmetic as declared (ABI 3; "standard" before), unparsed:
   // reference/arithmetic_spec.hpp reads it against the op.
   std::string arithmetic = "standard";
+  // Its conventions as declared (ABI 4; empty: not declared, moacert's
+  // own), unparsed: reference/conventions.hpp reads them against the op.
+  std::string outputs, causal_alignment, params, tensor_formats;
+  int deterministic = 0;  // ABI 4: 1 claims bitwise the same results on every run and thread count
   // A cuda kernel's: "ok" when device tensors can be had (its library's
   // CUDA runtime found and a device allocating), else why not, a clause.
   std::string device_runtime = "ok";

@@ -83,7 +83,7 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
   v.backend = "plugin";
   v.role = Role::plugin;
   v.accepts_strided = true;
-  v.deterministic = false;
+  v.deterministic = true;  // while every entry of the name claims it (ABI 4)
   v.summary = "plugin kernel '" + wanted + "' of " + path + ", run in an isolated worker";
   const std::string kernel = fs::path(lib).filename().string() + "#" + wanted;
   std::map<Format, int> index_of;
@@ -97,13 +97,16 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
     index_of[f] = int(i);
     v.formats.push_back(f);
     v.accepts_strided = v.accepts_strided && e.accepts_strided != 0;
+    v.deterministic = v.deterministic && e.deterministic == 1;
     // One Variant, one envelope and one arithmetic: its entries (one per
     // dtype) declare the same.
     const Envelope envelope = envelope_of(e, v.op, kernel);
     const Arithmetic arithmetic = arithmetic_of(e, v.op, kernel);
+    const Conventions conventions = conventions_of(e, v.op, kernel);
     if (!declared_by) {
       v.envelope = envelope;
       v.arithmetic = arithmetic;
+      v.conventions = conventions;
       declared_by = e.dtype;
     } else if (!(envelope == v.envelope)) {
       throw PluginError(kernel + ": envelope: its " + *declared_by + " and " + e.dtype +
@@ -113,6 +116,10 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
       throw PluginError(kernel + ": arithmetic: its " + *declared_by + " and " + e.dtype +
                         " entries declare different arithmetic (" + to_string(v.arithmetic) +
                         " | " + to_string(arithmetic) + ")");
+    } else if (!(conventions == v.conventions)) {
+      throw PluginError(kernel + ": conventions: its " + *declared_by + " and " + e.dtype +
+                        " entries declare different conventions (" + to_string(v.conventions) +
+                        " | " + to_string(conventions) + ")");
     }
   }
   std::sort(v.formats.begin(), v.formats.end());
@@ -130,7 +137,7 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
     if (it == index_of.end())
       throw std::invalid_argument("plugin kernel does not run " + std::string(name(p.format)));
     try {
-      w->call(it->second, p, in, out, run_options.schedule_seed);
+      w->call(it->second, p, in, out, run_options.schedule_seed, {}, run_options.threads);
     } catch (const Unsupported& refusal) {
       // Inside its own envelope a refusal is a fault like any other.
       if (envelope.why_outside(p).empty())

@@ -117,7 +117,7 @@ const moacert_kernel* open_library(const char* lib, int fd_for_errors, int* coun
 }
 
 // One entry of the table, whichever ABI laid it out: ABI 1's has no
-// envelope and no device.
+// envelope and no device, ABI 2's no arithmetic, ABI 3's no conventions.
 struct Kernel {
   const char *op = nullptr, *name = nullptr, *dtype = nullptr;
   int accepts_strided = 0;
@@ -125,6 +125,9 @@ struct Kernel {
   const moacert_envelope* envelope = nullptr;
   const char* device = nullptr;
   const char* arithmetic = nullptr;
+  const char *outputs = nullptr, *causal_alignment = nullptr, *params = nullptr;
+  const char* tensor_formats = nullptr;
+  int deterministic = 0;
 };
 
 bool speaks(int abi) {
@@ -141,8 +144,14 @@ Kernel entry(const void* table, int abi, int i) {
     const moacert_kernel_v2& k = static_cast<const moacert_kernel_v2*>(table)[i];
     return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device};
   }
+  if (abi == 3) {
+    const moacert_kernel_v3& k = static_cast<const moacert_kernel_v3*>(table)[i];
+    return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device, k.arithmetic};
+  }
   const moacert_kernel& k = static_cast<const moacert_kernel*>(table)[i];
-  return {k.op, k.name, k.dtype, k.accepts_strided, k.run, k.envelope, k.device, k.arithmetic};
+  return {k.op,       k.name,           k.dtype,        k.accepts_strided, k.run,
+          k.envelope, k.device,         k.arithmetic,   k.outputs,         k.causal_alignment,
+          k.params,   k.tensor_formats, k.deterministic};
 }
 
 bool is_cuda(const Kernel& k) {
@@ -168,6 +177,8 @@ std::string device_probe() {
 // `list`: the ABI version, then per kernel one line, tab-separated, and
 // one line per axis of its envelope:
 //   kernel OP NAME DTYPE STRIDED HAS_RUN DEVICE REFUSES N_AXES ARITHMETIC
+//          OUTPUTS CAUSAL_ALIGNMENT PARAMS TENSOR_FORMATS   ("(null)" where not
+//          declared) DETERMINISTIC
 //   axis NAME MIN MAX MULTIPLE V1,V2,...   (a value list, or "-")
 // and, when a kernel's device is cuda, last, whether device tensors can be
 // had (device_tensors.hpp): "device ok", or "device WHY".
@@ -187,7 +198,9 @@ int list(int fd, const char* lib) {
              std::to_string(k.accepts_strided) + "\t" + (k.run ? "1" : "0") + "\t" +
              (k.device ? field(k.device) : "cpu") + "\t" + std::to_string(e ? e->refuses : 0) +
              "\t" + std::to_string(n_axes) + "\t" +
-             (k.arithmetic ? field(k.arithmetic) : "standard") + "\n";
+             (k.arithmetic ? field(k.arithmetic) : "standard") + "\t" + field(k.outputs) + "\t" +
+             field(k.causal_alignment) + "\t" + field(k.params) + "\t" + field(k.tensor_formats) +
+             "\t" + std::to_string(k.deterministic) + "\n";
       for (int a = 0; a < n_axes && a < wire::kMaxAxes; ++a) {
         const moacert_axis& x = e->axes[a];
         std::string values;

@@ -26,11 +26,57 @@ std::string text_member(const json& o, const char* key, const std::string& where
   return v.get<std::string>();
 }
 
+// The conventions a kernel declares (docs/design.md#conventions): the
+// outputs it writes, as a list of names; its causal alignment and its
+// parameters' format, as text. Each field read by reference/conventions.hpp,
+// as a plugin's are.
+Conventions conventions_of(const json& k, Op op, const std::string& where) {
+  auto text = [&](const char* key) -> std::string {
+    if (!k.contains(key)) return {};
+    if (!k.at(key).is_string()) throw WorkerError(where + ": \"" + key + "\" is not a string");
+    return k.at(key).get<std::string>();
+  };
+  Conventions c;
+  try {
+    if (k.contains("outputs")) {
+      const json& outputs = k.at("outputs");
+      if (!outputs.is_array()) throw WorkerError(where + ": \"outputs\" is not a list of names");
+      std::string names;
+      for (const json& o : outputs) {
+        if (!o.is_string() || o.get<std::string>().empty() ||
+            o.get<std::string>().find_first_of(" ,") != std::string::npos)
+          throw WorkerError(where + ": \"outputs\" holds " + o.dump() + ", not an output's name");
+        names += o.get<std::string>() + ",";
+      }
+      if (outputs.empty()) throw std::invalid_argument("outputs: names no output");
+      c.not_produced = parse_not_produced(names, op);
+    }
+    c.causal_alignment = parse_causal_alignment(text("causal_alignment"), op);
+    c.params = parse_param_format(text("params"));
+    if (k.contains("tensor_formats")) {  // {"q": "f32", "k": "f16"}
+      const json& formats = k.at("tensor_formats");
+      if (!formats.is_object())
+        throw WorkerError(where + ": \"tensor_formats\" is not an object of tensor: format");
+      std::string items;
+      for (auto it = formats.begin(); it != formats.end(); ++it)
+        items += it.key() + "=" +
+                 (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) + ",";
+      c.tensor_formats = parse_tensor_formats(items, op);
+    }
+  } catch (const WorkerError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw WorkerError(where + ": " + e.what());
+  }
+  return c;
+}
+
 DeclaredKernel parse_kernel(const json& k, const std::string& who, std::size_t index) {
   const std::string at = who + ": kernel " + std::to_string(index);
   if (!k.is_object()) throw WorkerError(at + " is not a JSON object");
-  static const std::set<std::string> known = {"op",     "name",           "formats", "envelope",
-                                              "device", "accepts_strided", "arithmetic"};
+  static const std::set<std::string> known = {
+      "op",         "name",    "formats",          "envelope", "device",         "accepts_strided",
+      "arithmetic", "outputs", "causal_alignment", "params",   "tensor_formats", "deterministic"};
   for (auto it = k.begin(); it != k.end(); ++it)
     if (!known.count(it.key())) throw WorkerError(at + ": unknown member \"" + it.key() + "\"");
   DeclaredKernel d;
@@ -92,6 +138,18 @@ DeclaredKernel parse_kernel(const json& k, const std::string& who, std::size_t i
     } catch (const std::invalid_argument& e) {
       throw WorkerError(where + ": " + e.what());
     }
+  }
+  d.conventions = conventions_of(k, d.op, where);
+  try {  // in each format the kernel runs; a uniform declaration is dropped
+    for (Format f : d.formats) refuse_mixed_formats(d.conventions, f);
+  } catch (const std::invalid_argument& e) {
+    throw WorkerError(where + ": " + e.what());
+  }
+  d.conventions.tensor_formats.clear();
+  if (k.contains("deterministic")) {
+    if (!k.at("deterministic").is_boolean())
+      throw WorkerError(where + ": \"deterministic\" is not true or false");
+    d.deterministic = k.at("deterministic").get<bool>();
   }
   return d;
 }

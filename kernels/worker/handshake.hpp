@@ -8,6 +8,7 @@
 
 #include "kernels/envelope.hpp"
 #include "reference/arithmetic.hpp"
+#include "reference/conventions.hpp"
 #include "reference/problem.hpp"
 
 namespace moacert::kernels::worker {
@@ -31,6 +32,12 @@ struct DeclaredKernel {
   Envelope envelope;            // checked against `op` (Envelope::check)
   bool accepts_strided = false;
   Arithmetic arithmetic;  // as declared (docs/design.md#arithmetic)
+  // "outputs", "causal_alignment", "params" as declared (docs/design.md#conventions)
+  Conventions conventions;
+  // "deterministic": true claims bitwise the same outputs on every run and
+  // thread count (checked); false, the spread across thread counts is
+  // reported.
+  bool deterministic = false;
   friend bool operator==(const DeclaredKernel&, const DeclaredKernel&) = default;
 };
 

@@ -58,7 +58,7 @@ class Served {
   const std::vector<DeclaredKernel>& declared() const { return declared_; }
 
   void call(const DeclaredKernel& kernel, const Problem& p, std::span<const TensorRef> inputs,
-            std::span<const TensorRef> outputs) {
+            std::span<const TensorRef> outputs, int threads) {
     std::lock_guard lock(mutex_);
     if (!connection_->running()) restart();
     std::vector<std::string> names;
@@ -74,14 +74,15 @@ class Served {
       tensors.push_back(
           tensor_json(places[i], i < inputs.size() ? inputs[i] : outputs[i - inputs.size()]));
     const std::uint64_t call = ++calls_;
-    const json request = {{"call", call},
-                          {"kernel", kernel.name},
-                          {"op", std::string(info(p.op).name)},
-                          {"format", std::string(name(p.format))},
-                          {"dims", dims_of_problem(p)},
-                          {"params", json::parse(plugin::params_json(p))},  // as plugins read them
-                          {"segment", {{"id", segment_.id()}, {"bytes", segment_.size()}}},
-                          {"tensors", tensors}};
+    json request = {{"call", call},
+                    {"kernel", kernel.name},
+                    {"op", std::string(info(p.op).name)},
+                    {"format", std::string(name(p.format))},
+                    {"dims", dims_of_problem(p)},
+                    {"params", json::parse(plugin::params_json(p))},  // as plugins read them
+                    {"segment", {{"id", segment_.id()}, {"bytes", segment_.size()}}},
+                    {"tensors", tensors}};
+    if (threads > 0) request["threads"] = threads;  // certify's --threads; the determinism check's
     // A segment this process has not seen travels with the record.
     const bool new_segment = segment_.id() != segment_seen_;
     if (!connection_->send(request.dump(), new_segment ? segment_.fd() : -1)) {
@@ -232,13 +233,15 @@ Variant variant_of(const DeclaredKernel& kernel, std::shared_ptr<Served> served,
   v.deterministic = false;
   v.envelope = kernel.envelope;
   v.arithmetic = kernel.arithmetic;
+  v.conventions = kernel.conventions;
+  v.deterministic = kernel.deterministic;
   v.summary = "worker kernel '" + kernel.name + "' of `" + command + "`, run in its process";
   if (const Variant* dnf = Registry::builtin().find_role(op, Role::dnf)) v.cost = dnf->cost;
   v.run = [served, kernel](const Problem& p, std::span<const TensorRef> in,
-                           std::span<const TensorRef> out, const RunOptions&) {
+                           std::span<const TensorRef> out, const RunOptions& run) {
     if (std::find(kernel.formats.begin(), kernel.formats.end(), p.format) == kernel.formats.end())
       throw std::invalid_argument("worker kernel does not run " + std::string(name(p.format)));
-    served->call(kernel, p, in, out);
+    served->call(kernel, p, in, out, run.threads);
   };
   return v;
 }

@@ -213,7 +213,7 @@ struct ForwardBounds {
 // `wanted` (the sampled oracle's query rows, flat (b·H + h)·N + i) limits
 // the rows bounded; the others are left 0.
 ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v, double scale,
-                                       bool causal, const std::vector<moa::extent_t>* lens,
+                                       causal::Mask causal, const std::vector<moa::extent_t>* lens,
                                        const RoundingUnits& u, const AttentionInputErrors& in = {},
                                        const std::vector<std::uint8_t>* wanted = nullptr);
 

@@ -94,7 +94,7 @@ struct StreamedForward {
 };
 template <class T>
 StreamedForward<T> streamed_forward(std::span<const moa::View<const T>> q_rows, StreamedRows<T>& k,
-                                    StreamedRows<T>& v, const T& scale, bool causal,
+                                    StreamedRows<T>& v, const T& scale, causal::Mask causal,
                                     moa::extent_t i0, moa::extent_t N, moa::extent_t M,
                                     moa::extent_t len) {
   const auto R = static_cast<std::size_t>(q_rows.size());
@@ -132,7 +132,7 @@ StreamedForward<T> streamed_forward(std::span<const moa::View<const T>> q_rows, 
 template <class T>
 dnf::ForwardRows<T> streamed_forward_rows(std::span<const moa::View<const T>> q_rows,
                                           StreamedRows<T>& k, StreamedRows<T>& v, const T& scale,
-                                          bool causal, moa::extent_t i0, moa::extent_t N,
+                                          causal::Mask causal, moa::extent_t i0, moa::extent_t N,
                                           moa::extent_t M, moa::extent_t len) {
   StreamedForward<T> f = streamed_forward(q_rows, k, v, scale, causal, i0, N, M, len);
   dnf::ForwardRows<T> out{std::move(f.o), {}, {}};
@@ -168,7 +168,7 @@ dnf::ForwardRows<T> streamed_fwd_rows(const Case& c, const T& scale, moa::extent
   StreamedRows<T> q = streamed_rows<T>(c, "q", b, h), k = streamed_rows<T>(c, "k", b, g),
                   v = streamed_rows<T>(c, "v", b, g);
   const std::vector<moa::View<const T>> q_rows = each_row(q.rows(i0, R));
-  return streamed_forward_rows<T>(q_rows, k, v, scale, c.problem.causal(), i0, d.N, d.M, d.M);
+  return streamed_forward_rows<T>(q_rows, k, v, scale, c.problem.mask(), i0, d.N, d.M, d.M);
 }
 
 // Decode's head (b, h), its cache cut at `len`: dnf::attention_decode's o
@@ -192,8 +192,8 @@ void streamed_decode_head(const Case& c, const T& scale, moa::extent_t b, moa::e
 template <class T, bool key_terms>
 void streamed_backward_query_row(const moa::View<const T>& qi, const moa::View<const T>& doi,
                                  StreamedRows<T>& k, StreamedRows<T>& v, const T& scale,
-                                 bool causal, moa::extent_t i, moa::extent_t N, moa::extent_t M,
-                                 T* dq_i, T* dk = nullptr, T* dv = nullptr) {
+                                 causal::Mask causal, moa::extent_t i, moa::extent_t N,
+                                 moa::extent_t M, T* dq_i, T* dk = nullptr, T* dv = nullptr) {
   using S = dnf::ScalarTraits<T>;
   const moa::extent_t D = qi.shape()[0];
   // dnf::backward_row: the row's softmax, O_i from it, then D_i.
@@ -250,7 +250,7 @@ void streamed_bwd_group(const Case& c, const T& scale, moa::extent_t b, moa::ext
                     dout = streamed_rows<T>(c, "do", b, g * group + hh);
     for (moa::extent_t i = 0; i < d.N; ++i) {
       const moa::View<const T> qi = q.rows(i, 1).sub({0}), doi = dout.rows(i, 1).sub({0});
-      streamed_backward_query_row<T, true>(qi, doi, k, v, scale, c.problem.causal(), i, d.N, d.M,
+      streamed_backward_query_row<T, true>(qi, doi, k, v, scale, c.problem.mask(), i, d.N, d.M,
                                            dq.data(), dk, dv);
       dq_row(hh, i, dq.data());
     }
@@ -264,7 +264,7 @@ void streamed_bwd_key_rows(const Case& c, const T& scale, moa::extent_t b, moa::
                            const std::vector<moa::extent_t>& keys, T* dk_rows, T* dv_rows) {
   using S = dnf::ScalarTraits<T>;
   const Dims& d = c.problem.dims;
-  const bool causal = c.problem.causal();
+  const causal::Mask causal = c.problem.mask();
   const moa::extent_t group = d.H / d.Hkv, D = d.D;
   const auto K = static_cast<moa::extent_t>(keys.size());
   std::fill(dk_rows, dk_rows + K * D, S::zero());

@@ -438,7 +438,7 @@ void run_forward_rows(const Problem& p, const Inputs<T>& in, std::span<const Uni
         if (r.input == v_input) vh = in.view(r).sub({0, 0});
       }
     }
-    return dnf::attention_fwd_rows<T>(q_rows, kh, vh, scale, p.causal(), i0, d.N, d.M);
+    return dnf::attention_fwd_rows<T>(q_rows, kh, vh, scale, p.mask(), i0, d.N, d.M);
   };
   const dnf::ForwardRows<T> f = rows();
   if (keep) keep(f);
@@ -524,7 +524,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
             dk.storage().data(), dv.storage().data());
       } else {
         Tensor dq(qs);
-        dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), dq.view(),
+        dnf::attention_bwd<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.mask(), dq.view(),
                               dk.view(), dv.view());
         for (const Index& i : moa::iota(qs))
           emit(bwd.dq, flat(bwd.dq, {b, g * group + i[1], i[2], i[3]}), dq.view()(i));
@@ -544,7 +544,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
       Tensor dq(Shape{d.D});
       if (streaming)
         streamed_bwd_query_row<T>(*in.source, scale, b, h, i,
-                                  dnf::visible_keys(p.causal(), i, d.N, d.M, d.M),
+                                  dnf::visible_keys(p.mask(), i, d.N, d.M, d.M),
                                   dq.storage().data());
       else
         dnf::attention_bwd_query_row<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, dq.view());
@@ -560,7 +560,7 @@ void run_unit(const Problem& p, const Inputs<T>& in, const Unit& u, Emit&& emit,
         streamed_bwd_key_rows<T>(*in.source, scale, b, g, u.keys, dk.storage().data(),
                                  dv.storage().data());
       else
-        dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.causal(), u.keys,
+        dnf::attention_bwd_key_rows<T>(bwd.q, bwd.k, bwd.v, bwd.dout, in.scale, p.mask(), u.keys,
                                        dk.view(), dv.view(), given);
       for (extent_t t = 0; t < rows; ++t) {
         for (extent_t x = 0; x < d.D; ++x) {

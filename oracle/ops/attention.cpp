@@ -169,10 +169,8 @@ std::vector<Read> reads(const Problem& p, const Unit& u) {
   auto read = [&](std::string_view name, Index start, Shape extent) {
     return Read{static_cast<int>(input_position(p.op, name)), std::move(start), std::move(extent)};
   };
-  // Keys query row i sees: all, or the causal prefix j <= i + (M - N).
-  auto seen = [&](extent_t i) {
-    return p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M;
-  };
+  // Keys query row i sees: all, or the causal prefix (dnf::visible_keys).
+  auto seen = [&](extent_t i) { return dnf::visible_keys(p.mask(), i, d.N, d.M, d.M); };
   // Query row (b, h, i), then the keys and the values it sees: a forward
   // row's reads, and a backward query row's but its do row.
   auto query_row = [&](extent_t b, extent_t h, extent_t i) {
@@ -265,8 +263,9 @@ struct BackwardRowScratch {
 // every bound is bitwise the same whichever rows are asked and however
 // many threads run.
 BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& v, const Mat& dout,
-                                         double scale, bool causal, const ForwardBounds& fwd,
-                                         const Mat& eO, const Mat& eL, const RoundingUnits& u,
+                                         double scale, causal::Mask causal,
+                                         const ForwardBounds& fwd, const Mat& eO, const Mat& eL,
+                                         const RoundingUnits& u,
                                          const std::vector<std::uint8_t>* dq_rows = nullptr,
                                          const std::vector<std::uint8_t>* key_rows = nullptr) {
   const Shape qs = q.shape(), ks = k.shape();
@@ -504,7 +503,7 @@ Bounds forward_bounds(const BoundCall& call) {
   const Problem& p = call.c.problem;
   const auto x = inputs_by_name(p.op, call.widened);
   const ForwardBounds f = detail::attention_forward_bounds(
-      x["q"], x["k"], x["v"], p.scale(), p.causal(), nullptr, call.u, {}, call.only);
+      x["q"], x["k"], x["v"], p.scale(), p.mask(), nullptr, call.u, {}, call.only);
   Bounds out(info(p.op).outputs.size());
   const auto y = outputs_by_name(p.op, out);
   y["o"] = rav(f.o);
@@ -557,10 +556,10 @@ Bounds backward_bounds(const BoundCall& call) {
   const Problem& p = call.c.problem;
   const auto x = inputs_by_name(p.op, call.widened);
   const ForwardBounds f = detail::attention_forward_bounds(x["q"], x["k"], x["v"], p.scale(),
-                                                           p.causal(), nullptr, call.u);
+                                                           p.mask(), nullptr, call.u);
   const BackwardBounds bb =
-      attention_backward_bounds(x["q"], x["k"], x["v"], x["do"], p.scale(), p.causal(), f, f.o,
-                                f.lse, call.u, call.only, call.only_keys);
+      attention_backward_bounds(x["q"], x["k"], x["v"], x["do"], p.scale(), p.mask(), f, f.o, f.lse,
+                                call.u, call.only, call.only_keys);
   Bounds out(info(p.op).outputs.size());
   const auto y = outputs_by_name(p.op, out);
   if (y.has("o")) {  // attention.fwdbwd

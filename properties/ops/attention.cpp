@@ -9,6 +9,7 @@
 #include "properties/draws.hpp"
 #include "properties/ops/table.hpp"
 #include "properties/regime_parts.hpp"
+#include "reference/dnf/attention.hpp"
 #include "reference/named.hpp"
 
 namespace moacert::properties {
@@ -80,7 +81,9 @@ extent_t long_axis_limit(bool backward, int generation) {
 }
 
 // The shape a regime's family needs, where --shape allows it: causal rows
-// with no key (N > M), two whole key tiles for one to underflow.
+// with no key (N > M), two whole key tiles for one to underflow, long
+// flat rows (kFlatRowKeys keys, every one seen; few queries and a narrow
+// head, so that the oracle's cost stays that of a small case).
 void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   Problem& p = s.problem;
   Dims& d = p.dims;
@@ -98,6 +101,15 @@ void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
   if (s.values == Values::underflowing_tile) {
     const ExtentRange r = shape.range(&Dims::M);
     d.M = r.clamp(std::max(d.M, 2 * kUnderflowTile));
+  }
+  if (s.values == Values::flat_rows) {
+    d.M = shape.range(&Dims::M).clamp(kFlatRowKeys);
+    d.N = shape.range(&Dims::N).clamp(std::min<extent_t>(d.N, 4));
+    d.D = shape.range(&Dims::D).clamp(std::min<extent_t>(d.D, 64));
+    d.B = shape.range(&Dims::B).clamp(1);
+    if (shape.range(&Dims::H).contains(1) && shape.range(&Dims::Hkv).contains(1)) d.H = d.Hkv = 1;
+    p.params.causal = false;
+    if (!s.lens.empty()) s.lens.assign(std::size_t(d.B), d.M);  // a curated decode's
   }
 }
 
@@ -128,6 +140,8 @@ void draw_lens(CaseSpec& s, const GenSettings& g) {
   // A whole tile past key 0's to underflow: batch 0 sees two tiles.
   if (s.values == Values::underflowing_tile)
     s.lens[0] = std::max<std::int64_t>(s.lens[0], std::min(2 * kUnderflowTile, d.M));
+  // A flat row is the whole cache.
+  if (s.values == Values::flat_rows) s.lens.assign(s.lens.size(), d.M);
 }
 
 // The curated cases alternate the structural extremes across families:
@@ -182,7 +196,7 @@ Regimes classify_attention(const Case& c, const FormatLimits& l) {
   std::vector<double> lens;
   if (in.has("lens")) lens = dense(in["lens"]);
   Regimes out;
-  classify_softmax(rows_as_double(in["q"]), rows_as_double(in["k"]), p.dims, p.causal(), p.scale(),
+  classify_softmax(rows_as_double(in["q"]), rows_as_double(in["k"]), p.dims, p.mask(), p.scale(),
                    lens, l, out);
   return out;
 }
@@ -231,6 +245,13 @@ PropertyOp attention_op(Op op) {
                 Values::dominant, Values::tiny_scale, Values::extreme};
   a.regime_families = {Values::exp_overflow, Values::underflowing_tile, Values::one_hot};
   if (!one_query) a.regime_families.push_back(Values::no_key_rows);
+  // Long flat rows for the ops whose value sum a narrow accumulator
+  // stalls in (the forward's, decode's), first among the curated cases,
+  // so that such a kernel's first failure shows its severity.
+  if (!backward) {
+    a.regime_families.push_back(Values::flat_rows);
+    a.curated_first = {Values::flat_rows};
+  }
   a.shape_for_regime = shape_for_regime;
   a.broadcasts = true;
   for (std::string_view name : info(Op::attention_fwd).outputs)
@@ -245,6 +266,7 @@ PropertyOp attention_op(Op op) {
 
   a.regimes = {R::exp_overflow, R::underflowing_tile, R::no_key_row, R::tie, R::dominant_key};
   if (one_query) std::erase(a.regimes, R::no_key_row);
+  if (!backward) a.regimes.push_back(R::long_flat_row);
   a.classify = classify_attention;
 
   // The first pass's multiply-adds: scores and P·V (2) for the forward's
@@ -265,12 +287,12 @@ PropertyOp attention_op(Op op) {
     query = {d.B * d.H, d.N, true, {}, {}};
     key = {d.B * d.Hkv, d.M, true, {}, {}};
     for (extent_t i = 0; i < d.N; ++i)  // one run's counts: every run has the same
-      query.seen.push_back(p.causal() ? std::clamp<extent_t>(i + (d.M - d.N) + 1, 0, d.M) : d.M);
+      query.seen.push_back(dnf::visible_keys(p.mask(), i, d.N, d.M, d.M));
     if (backward) {
       for (extent_t j = 0; j < d.M; ++j)
-        key.seen.push_back(
-            p.causal() ? std::clamp<extent_t>(d.N - std::max<extent_t>(0, j - (d.M - d.N)), 0, d.N)
-                       : d.N);
+        key.seen.push_back(p.causal() ? std::clamp<extent_t>(
+                                            d.N - causal::first_row(p.mask(), j, d.N, d.M), 0, d.N)
+                                      : d.N);
     }
     return std::pair{query, key};
   };

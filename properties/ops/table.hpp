@@ -71,6 +71,12 @@ struct PropertyOp {
   // What the op ties together again after --shape clamped each extent
   // (block's M = N, decode's lens within L).
   std::function<void(CaseSpec&)> retie;
+  // Regime families curated first, at their regime's shape
+  // (shape_for_regime), from the generation each is drawn from
+  // (first_generation): a kernel that fails everywhere fails there first,
+  // and its worst case found before shrinking shows how far it is off
+  // (attention.fwd and decode: long flat rows).
+  std::vector<Values> curated_first;
 
   // --- The numerical regimes (regimes.cpp) ---
   std::vector<Regime> regimes;  // declared, in the order certificates list them

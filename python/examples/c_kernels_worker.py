@@ -48,7 +48,17 @@ class EntryV3(ctypes.Structure):
     _fields_ = EntryV2._fields_ + [("arithmetic", ctypes.c_char_p)]
 
 
-ENTRY = {1: EntryV1, 2: EntryV2, 3: EntryV3}
+class EntryV4(ctypes.Structure):
+    # ABI 4 adds how the kernel takes its problem (docs/design.md#conventions),
+    # which the handshake passes on.
+    _fields_ = EntryV3._fields_ + [("outputs", ctypes.c_char_p),
+                                   ("causal_alignment", ctypes.c_char_p),
+                                   ("params", ctypes.c_char_p),
+                                   ("tensor_formats", ctypes.c_char_p),
+                                   ("deterministic", ctypes.c_int)]
+
+
+ENTRY = {1: EntryV1, 2: EntryV2, 3: EntryV3, 4: EntryV4}
 
 
 DL_TYPES = {"f64": (2, 64), "f32": (2, 32), "f16": (2, 16), "bf16": (4, 16), "i64": (0, 64)}
@@ -81,6 +91,18 @@ def main(library, name):
     arithmetic = getattr(entries[0], "arithmetic", None)
     if arithmetic:
         kernel["arithmetic"] = arithmetic.decode()
+    for field in ("causal_alignment", "params"):
+        value = getattr(entries[0], field, None)
+        if value:
+            kernel[field] = value.decode()
+    outputs = getattr(entries[0], "outputs", None)
+    if outputs:
+        kernel["outputs"] = outputs.decode().split(",")
+    formats = getattr(entries[0], "tensor_formats", None)
+    if formats:
+        kernel["tensor_formats"] = dict(item.split("=") for item in formats.decode().split(","))
+    if getattr(entries[0], "deterministic", 0):
+        kernel["deterministic"] = True
     channel.send({"protocol": PROTOCOL, "kernels": [kernel]})
     err = ctypes.create_string_buffer(1024)
     base = None

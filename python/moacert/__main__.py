@@ -9,7 +9,9 @@ from .serve import Kernel, serve
 
 def main(argv=None):
     """`python3 -m moacert FILE.py:FUNCTION --op OP [--name N] [--formats f32,bf16]
-    [--envelope JSON] [--device cpu|cuda] [--tensors torch|numpy] [--arithmetic SPEC]`: serves one
+    [--envelope JSON] [--device cpu|cuda] [--tensors torch|numpy] [--arithmetic SPEC]
+    [--outputs o,lse] [--causal-alignment top_left] [--params f32]
+    [--tensor-formats JSON] [--deterministic]`: serves one
     module-level function (what moacert.certify starts)."""
     import argparse
     import importlib.util
@@ -25,6 +27,15 @@ def main(argv=None):
     parser.add_argument("--tensors")
     parser.add_argument("--arithmetic",
                         help="the kernel's declared arithmetic (docs/design.md#arithmetic)")
+    parser.add_argument("--outputs",
+                        help="the outputs the function returns, comma-separated "
+                             "(docs/design.md#conventions)")
+    parser.add_argument("--causal-alignment", help="bottom_right or top_left")
+    parser.add_argument("--params", help="f64 or f32: the format it reads scale and eps in")
+    parser.add_argument("--tensor-formats",
+                        help='each tensor\'s format, as JSON: {"q": "f32", "k": "f16"}')
+    parser.add_argument("--deterministic", action="store_true",
+                        help="claim bitwise the same outputs at any thread count (checked)")
     parser.add_argument("--contiguous", action="store_true",
                         help="ask moacert for row-major contiguous tensors")
     a = parser.parse_args(argv)
@@ -44,7 +55,11 @@ def main(argv=None):
         kernel = Kernel(a.op, fn, name=a.name or qualname, formats=a.formats.split(","),
                         envelope=json.loads(a.envelope) if a.envelope else None, device=a.device,
                         accepts_strided=not a.contiguous, tensors=a.tensors,
-                        arithmetic=a.arithmetic)
+                        arithmetic=a.arithmetic,
+                        outputs=a.outputs.split(",") if a.outputs else None,
+                        causal_alignment=a.causal_alignment, params=a.params,
+                        tensor_formats=json.loads(a.tensor_formats) if a.tensor_formats else None,
+                        deterministic=a.deterministic)
     except ValueError as e:  # a kernel this worker cannot serve: one line, exit 2
         print(f"python3 -m moacert: {e}", file=sys.stderr)
         sys.exit(2)

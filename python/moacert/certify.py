@@ -56,7 +56,8 @@ def find_moacert():
 
 
 def worker_command(op, fn, name=None, formats=("f32",), envelope=None, device="cpu",
-                   tensors=None, contiguous=False, arithmetic=None):
+                   tensors=None, contiguous=False, arithmetic=None, outputs=None,
+                   causal_alignment=None, params=None, tensor_formats=None, deterministic=False):
     """The shell command that serves `fn` (a module-level function) as a
     worker: what --worker and the reproduce line carry."""
     qualname = fn.__qualname__
@@ -76,12 +77,24 @@ def worker_command(op, fn, name=None, formats=("f32",), envelope=None, device="c
         words.append("--contiguous")
     if arithmetic is not None:
         words += ["--arithmetic", arithmetic]
+    if outputs is not None:
+        words += ["--outputs", ",".join([outputs] if isinstance(outputs, str) else outputs)]
+    if causal_alignment is not None:
+        words += ["--causal-alignment", causal_alignment]
+    if params is not None:
+        words += ["--params", params]
+    if tensor_formats is not None:
+        words += ["--tensor-formats", json.dumps(tensor_formats)]
+    if deterministic:
+        words.append("--deterministic")
     return shlex.join(words)
 
 
 def certify(op, fn, dtype="f32", cases=None, seed=None, rule=None, shape=None, name=None,
             formats=None, envelope=None, device="cpu", timeout=None, tensors=None,
-            contiguous=False, out=None, moacert=None, arithmetic=None, arithmetic_at_most=None):
+            contiguous=False, out=None, moacert=None, arithmetic=None, arithmetic_at_most=None,
+            outputs=None, causal_alignment=None, params=None, tensor_formats=None,
+            deterministic=False):
     """Certifies `fn` as a kernel of `op` in `dtype` and returns the
     certificate (certificate.json as a dict: verdict, worst_case, tensors
     with their statistics, regimes, ...). `arithmetic` declares how `fn`
@@ -89,13 +102,18 @@ def certify(op, fn, dtype="f32", cases=None, seed=None, rule=None, shape=None, n
     docs/design.md#arithmetic, e.g. "sum.QK=tf32, sum.PV=tf32"); the
     certificate's `arithmetic_check` then says how it fares under the
     standard model and what it needs; `arithmetic_at_most` fails it past a
-    limit. Raises CertificationFailed (an AssertionError) when it fails,
+    limit. `outputs`, `causal_alignment` and `params` declare how `fn`
+    takes its problem (docs/design.md#conventions): the outputs it returns
+    (("o",): attention without lse, which is then not judged), its causal
+    mask's alignment ("top_left" as ONNX's is_causal) and the format it
+    reads scale and eps in ("f32"). Raises CertificationFailed (an AssertionError) when it fails,
     ValueError when moacert refuses the worker or the arguments (its one
     line)."""
     formats = list(formats or [dtype])
     require_device(name or fn.__name__, device)  # before moacert starts a worker that cannot run
     command = worker_command(op, fn, name, formats, envelope, device, tensors, contiguous,
-                             arithmetic)
+                             arithmetic, outputs, causal_alignment, params, tensor_formats,
+                             deterministic)
     with tempfile.TemporaryDirectory(prefix="moacert-") as scratch:
         folder = out or os.path.join(scratch, "certificate")
         moacert = moacert or find_moacert()

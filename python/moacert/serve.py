@@ -42,7 +42,8 @@ class Kernel:
     """One kernel a worker declares in its handshake."""
 
     def __init__(self, op, fn, name=None, formats=("f32",), envelope=None, device="cpu",
-                 accepts_strided=True, tensors=None, arithmetic=None):
+                 accepts_strided=True, tensors=None, arithmetic=None, outputs=None,
+                 causal_alignment=None, params=None, tensor_formats=None, deterministic=False):
         self.op = op
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "kernel")
@@ -58,6 +59,23 @@ class Kernel:
                              f"'round.P=storage' (docs/design.md#arithmetic), not "
                              f"{type(arithmetic).__name__}")
         self.arithmetic = arithmetic
+        # How it takes its problem where libraries differ from moacert's
+        # convention (docs/design.md#conventions): the outputs it returns
+        # (("o",): attention without lse; None: every output), its causal
+        # mask's alignment ("bottom_right", "top_left") and the format it
+        # reads scale and eps in ("f64", "f32"). moacert reads them against
+        # the op and refuses a wrong one before any case.
+        if isinstance(outputs, str):
+            outputs = [outputs]
+        self.outputs = None if outputs is None else list(outputs)
+        self.causal_alignment = causal_alignment
+        self.params = params
+        # Each tensor's format ({"q": "f32", "k": "f16"}); moacert refuses a
+        # mixed one (not judged yet) and drops a uniform one.
+        self.tensor_formats = tensor_formats
+        # True: bitwise the same outputs on every run and thread count,
+        # which moacert checks (at 1 and 2 threads: torch.set_num_threads).
+        self.deterministic = deterministic
         # "torch" or "numpy": what the function receives; torch where installed.
         self.tensors = tensors or _default_tensors()
         if self.tensors == "numpy" and "bf16" in self.formats:
@@ -73,6 +91,16 @@ class Kernel:
             d["envelope"] = self.envelope
         if self.arithmetic is not None:
             d["arithmetic"] = self.arithmetic
+        if self.outputs is not None:
+            d["outputs"] = self.outputs
+        if self.causal_alignment is not None:
+            d["causal_alignment"] = self.causal_alignment
+        if self.params is not None:
+            d["params"] = self.params
+        if self.tensor_formats is not None:
+            d["tensor_formats"] = self.tensor_formats
+        if self.deterministic:
+            d["deterministic"] = True
         return d
 
 
@@ -134,7 +162,10 @@ def _run(channel, kernel, call):
         views[t["name"]] = (channel.torch_view(t) if kernel.tensors == "torch"
                             else channel.numpy_view(t))
     inputs = [t["name"] for t in call["tensors"] if not t["output"]]
-    outputs = [t["name"] for t in call["tensors"] if t["output"]]
+    # The outputs the kernel returns: those it declares (the others, which
+    # moacert does not judge, stay as moacert filled them).
+    outputs = [t["name"] for t in call["tensors"]
+               if t["output"] and (kernel.outputs is None or t["name"] in kernel.outputs)]
     # On a GPU: each input copied to the device (the shared memory is the
     # host's), each output copied back into its view by _write_output, and
     # the device synchronized before the answer, so that "done" means
@@ -146,6 +177,11 @@ def _run(channel, kernel, call):
             x = x.to(kernel.device)
         arguments[n] = x
     arguments.update(call["params"])
+    # The threads moacert asks for (--threads; 1 and 2 in the determinism
+    # check): PyTorch's intra-op threads. A numpy kernel has no such knob.
+    if call.get("threads") and kernel.tensors == "torch":
+        import torch
+        torch.set_num_threads(int(call["threads"]))
     result = kernel.fn(**arguments)
     for name, value in _outputs_by_name(result, outputs).items():
         _write_output(views[name], value, name, kernel.device)

@@ -6,8 +6,8 @@
 //   m_i   = max_j S_ij,  P_ij = exp(S_ij - m_i) / l_i,  l_i = Σ_j exp(S_ij - m_i)
 //   O_id  = Σ_j P_ij V_jd,  LSE_i = m_i + log l_i
 // Key j is visible from row i unless causal and j > i + (M - N) (bottom-right
-// aligned). A row that sees no key has O = 0 and LSE = -inf.
-// The backward is the exact derivative given dO:
+// aligned; j > i for a kernel that declares its mask top-left aligned). A row that sees no key has
+// O = 0 and LSE = -inf. The backward is the exact derivative given dO:
 //   dV_j = Σ_i P_ij dO_i,  dP_ij = dO_i · V_j,  D_i = dO_i · O_i,
 //   dS_ij = P_ij (dP_ij - D_i),  dQ_i = scale Σ_j dS_ij K_j,  dK_j = scale Σ_i dS_ij Q_i
 // with dK and dV summed over the query heads that share a kv head.
@@ -35,15 +35,16 @@ using moa::extent_t;
 using moa::View;
 
 // Whether query row i sees key j (reference/causal.hpp).
-inline bool visible(bool causal, extent_t i, extent_t j, extent_t N, extent_t M) {
+inline bool visible(causal::Mask causal, extent_t i, extent_t j, extent_t N, extent_t M) {
   return causal::sees(causal, i, j, N, M);
 }
 
-// How many keys row i sees: the visible keys are a prefix (bottom-right
-// aligned), cut at `len` (decode's lens[b]; M otherwise).
-inline extent_t visible_keys(bool causal, extent_t i, extent_t N, extent_t M, extent_t len) {
+// How many keys row i sees: the visible keys are a prefix (under either
+// alignment), cut at `len` (decode's lens[b]; M otherwise).
+inline extent_t visible_keys(causal::Mask causal, extent_t i, extent_t N, extent_t M,
+                             extent_t len) {
   if (!causal) return len;
-  const extent_t last = causal::last_key(i, N, M);  // -1 or less: none
+  const extent_t last = causal::last_key(causal, i, N, M);  // -1 or less: none
   return last < 0 ? 0 : std::min(last + 1, len);
 }
 
@@ -138,7 +139,7 @@ void softmax_of_dots(SoftmaxRow<T>& row, extent_t n, extent_t len, const T& scal
 template <class T>
 std::vector<SoftmaxRow<T>> softmax_rows(std::span<const View<const T>> q_rows,
                                         const View<const T>& k /*(M, D)*/, const T& scale,
-                                        bool causal, extent_t i0, extent_t N, extent_t M,
+                                        causal::Mask causal, extent_t i0, extent_t N, extent_t M,
                                         extent_t len) {
   const auto R = static_cast<extent_t>(q_rows.size());
   std::vector<SoftmaxRow<T>> rows;
@@ -170,7 +171,7 @@ T probability(const Normaliser<T>& n, const T& scale, const T& dot) {
 // Row i alone, q_row (D).
 template <class T>
 SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T>& k /*(M, D)*/,
-                          const T& scale, bool causal, extent_t i, extent_t N, extent_t M,
+                          const T& scale, causal::Mask causal, extent_t i, extent_t N, extent_t M,
                           extent_t len) {
   return std::move(softmax_rows<T>({&q_row, 1}, k, scale, causal, i, N, M, len)[0]);
 }
@@ -179,7 +180,7 @@ SoftmaxRow<T> softmax_row(const View<const T>& q_row /*(D)*/, const View<const T
 // O = 0), for the rows i0 .. of `softmax`: (R·D, row-major).
 template <class T>
 std::vector<T> values_of_rows(const std::vector<SoftmaxRow<T>>& softmax,
-                              const View<const T>& vh /*(M, D)*/, bool causal, extent_t i0,
+                              const View<const T>& vh /*(M, D)*/, causal::Mask causal, extent_t i0,
                               extent_t N, extent_t M) {
   const auto R = static_cast<extent_t>(softmax.size());
   const extent_t D = vh.shape()[1];
@@ -208,8 +209,8 @@ struct ForwardRows {
 template <class T>
 ForwardRows<T> attention_fwd_rows(std::span<const View<const T>> q_rows,
                                   const View<const T>& kh /*(M, D)*/,
-                                  const View<const T>& vh /*(M, D)*/, const T& scale, bool causal,
-                                  extent_t i0, extent_t N, extent_t M) {
+                                  const View<const T>& vh /*(M, D)*/, const T& scale,
+                                  causal::Mask causal, extent_t i0, extent_t N, extent_t M) {
   const std::vector<SoftmaxRow<T>> softmax = softmax_rows(q_rows, kh, scale, causal, i0, N, M, M);
   ForwardRows<T> out{values_of_rows(softmax, vh, causal, i0, N, M), {}, {}};
   for (const SoftmaxRow<T>& row : softmax) {
@@ -221,8 +222,8 @@ ForwardRows<T> attention_fwd_rows(std::span<const View<const T>> q_rows,
 
 // attention.fwd: o (B,H,N,D), lse (B,H,N).
 template <class T>
-void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double scale_d, bool causal,
-                   View<T> o, View<T> lse) {
+void attention_fwd(View<const T> q, View<const T> k, View<const T> v, double scale_d,
+                   causal::Mask causal, View<T> o, View<T> lse) {
   const Dims s = attention_dims(q, k);
   const T scale = ScalarTraits<T>::from_double(scale_d);
   const extent_t group = s.H / s.Hkv;
@@ -265,7 +266,8 @@ struct BackwardRow {
 template <class T>
 BackwardRow<T> backward_row(const View<const T>& qi /*(D)*/, const View<const T>& doi /*(D)*/,
                             const View<const T>& kh /*(M, D)*/, const View<const T>& vh /*(M, D)*/,
-                            const T& scale, bool causal, extent_t i, extent_t N, extent_t M) {
+                            const T& scale, causal::Mask causal, extent_t i, extent_t N,
+                            extent_t M) {
   std::vector<SoftmaxRow<T>> softmax = softmax_rows<T>({&qi, 1}, kh, scale, causal, i, N, M, M);
   const std::vector<T> o = values_of_rows(softmax, vh, causal, i, N, M);  // (1, D)
   BackwardRow<T> row{std::move(softmax[0]), ScalarTraits<T>::zero()};
@@ -299,7 +301,7 @@ void accumulate_key_row(View<T> dk_j /*(D)*/, View<T> dv_j /*(D)*/, const T& sca
 template <class T, bool key_terms>
 void backward_query_row(const View<const T>& qi /*(D)*/, const View<const T>& doi /*(D)*/,
                         const View<const T>& kh /*(M, D)*/, const View<const T>& vh /*(M, D)*/,
-                        const T& scale, bool causal, extent_t i, extent_t N, extent_t M,
+                        const T& scale, causal::Mask causal, extent_t i, extent_t N, extent_t M,
                         View<T> dq_i, View<T> dk_h, View<T> dv_h) {
   const BackwardRow<T> row = backward_row(qi, doi, kh, vh, scale, causal, i, N, M);
   const extent_t D = qi.shape()[0];
@@ -319,7 +321,7 @@ void backward_query_row(const View<const T>& qi /*(D)*/, const View<const T>& do
 // answer depends on q, k, v and dO alone (docs/design.md).
 template <class T>
 void attention_bwd(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
-                   double scale_d, bool causal, View<T> dq, View<T> dk, View<T> dv) {
+                   double scale_d, causal::Mask causal, View<T> dq, View<T> dk, View<T> dv) {
   using Tr = ScalarTraits<T>;
   const Dims s = attention_dims(q, k);
   const T scale = Tr::from_double(scale_d);
@@ -370,7 +372,7 @@ using GivenForwardRows =
 // (probability).
 template <class T>
 void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
-                            double scale_d, bool causal, const std::vector<extent_t>& keys,
+                            double scale_d, causal::Mask causal, const std::vector<extent_t>& keys,
                             View<T> dk_rows, View<T> dv_rows,
                             const GivenForwardRows<T>& given = {}) {
   using Tr = ScalarTraits<T>;
@@ -412,8 +414,8 @@ void attention_bwd_key_rows(View<const T> q, View<const T> k, View<const T> v, V
 // same inputs (the fused ONF must agree with both).
 template <class T>
 void attention_fwdbwd(View<const T> q, View<const T> k, View<const T> v, View<const T> dout,
-                      double scale, bool causal, View<T> o, View<T> lse, View<T> dq, View<T> dk,
-                      View<T> dv) {
+                      double scale, causal::Mask causal, View<T> o, View<T> lse, View<T> dq,
+                      View<T> dk, View<T> dv) {
   attention_fwd(q, k, v, scale, causal, o, lse);
   attention_bwd(q, k, v, dout, scale, causal, dq, dk, dv);
 }

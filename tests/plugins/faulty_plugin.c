@@ -15,10 +15,11 @@
      FAULT_INF        writes +inf into y[0]
      FAULT_ERROR      returns an error with a message
      FAULT_ABORT      calls abort()
-     FAULT_ABI        declares ABI version 4 (this moacert speaks 1 to 3)
+     FAULT_ABI        declares ABI version 5 (this moacert speaks 1 to 4)
      FAULT_NOTABLE    returns no table, saying why through moacert_plugin_error
      FAULT_V1         correct, an ABI 1 table (moacert_kernel_v1: no envelope, no device)
      FAULT_V2         correct, an ABI 2 table (moacert_kernel_v2: no arithmetic)
+     FAULT_V3         correct, an ABI 3 table (moacert_kernel_v3: no conventions)
      FAULT_ARITHNAME  declares arithmetic "round.P=bf16" (rmsnorm has no P)
      FAULT_ARITHULPS  declares arithmetic "sqrt=-1ulp"
      FAULT_ARITHMODE  declares arithmetic "sum.ss=f8"
@@ -131,6 +132,17 @@ const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
   *abi_version = 2;
   return (const moacert_kernel*)kernels;
 }
+#elif defined(FAULT_V3)
+static const moacert_kernel_v3 kernels[] = {
+    {"rmsnorm", "planted", "f32", 0, rmsnorm, NULL, "cpu", "standard"},
+    {"rmsnorm", "planted", "f64", 0, rmsnorm, NULL, "cpu", NULL}};
+
+const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
+  /* two entries: the second, read at ABI 4's stride, would be garbage */
+  *count = (int)(sizeof kernels / sizeof kernels[0]);
+  *abi_version = 3;
+  return (const moacert_kernel*)kernels;
+}
 #elif !defined(FAULT_NOSYMBOL)
 #if defined(FAULT_REFUSES)
 static const moacert_axis axes[] = {{"D", 1, 64, NULL, 0, 0}};
@@ -187,7 +199,7 @@ const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
   return NULL;
 #endif
 #if defined(FAULT_ABI)
-  *abi_version = 4;
+  *abi_version = 5;
 #else
   *abi_version = MOACERT_PLUGIN_ABI;
 #endif

@@ -13,9 +13,11 @@
 
 #include "kernels/registry.hpp"
 #include "properties/certify.hpp"
+#include "properties/regime_parts.hpp"
 #include "properties/regimes.hpp"
 #include "properties/token.hpp"
 #include "reference/dnf/norm_mlp.hpp"
+#include "reference/named.hpp"
 
 namespace moacert::properties {
 namespace {
@@ -111,6 +113,12 @@ void softmax_regimes(Format f) {
     const double ln2 = std::log(2.0);
     EXPECT_TRUE(reaches(scores(op, f, 2, (p + 1) * ln2, 0), Regime::dominant_key));
     EXPECT_FALSE(reaches(scores(op, f, 2, (p - 1) * ln2, 0), Regime::dominant_key));
+    // A long flat row: kFlatRowWeight keys of weight 1 weigh enough, one
+    // fewer does not, nor twice as many of which all but two weigh e^-30.
+    const auto flat = moa::extent_t(kFlatRowWeight);
+    EXPECT_TRUE(reaches(scores(op, f, flat, 0, 0), Regime::long_flat_row));
+    EXPECT_FALSE(reaches(scores(op, f, flat - 1, 0, 0), Regime::long_flat_row));
+    EXPECT_FALSE(reaches(scores(op, f, 2 * flat, 0, 0, -30), Regime::long_flat_row));
   }
   // Rows without a key: causal with N > M (bottom-right aligned), not N <= M.
   const Op fwd = Op::attention_fwd;
@@ -356,6 +364,35 @@ TEST(Regimes, DefaultCertifyCatchesABlockWhoseSoftmaxIsNotShifted) {
   EXPECT_FALSE(shrunk.verdict.holds);
   EXPECT_TRUE(classify(shrunk.c).test(std::size_t(Regime::exp_overflow))) << cert.failure_case;
   EXPECT_TRUE(replay(*token, *dnf).verdict.holds);
+}
+
+// Generation 6 curates a long flat row first for attention.fwd and decode
+// (the case a narrow value sum stalls on: properties/regimes.hpp), at
+// kFlatRowKeys keys, every one seen, with values of one sign; generation 5
+// curated none, so that its tokens still name the cases they were printed
+// for.
+TEST(Regimes, Generation6CuratesALongFlatRowFirst) {
+  for (Op op : {Op::attention_fwd, Op::attention_decode}) {
+    SCOPED_TRACE(std::string(info(op).name));
+    const std::vector<CaseSpec> now = curated_specs(op, Format::f16, GenSettings{});
+    ASSERT_FALSE(now.empty());
+    const CaseSpec& first = now.front();
+    EXPECT_EQ(first.values, Values::flat_rows);
+    EXPECT_EQ(first.problem.dims.M, kFlatRowKeys);
+    for (std::int64_t len : first.lens) EXPECT_EQ(len, kFlatRowKeys);
+    const Case c = build_case(first, zero_forward);
+    EXPECT_TRUE(reaches(c, Regime::long_flat_row));
+    for (double v : dense(inputs_by_name(op, c.inputs)["v"])) EXPECT_GT(v, 0);
+    GenSettings five;
+    five.generation = 5;
+    const std::vector<CaseSpec> before = curated_specs(op, Format::f16, five);
+    EXPECT_EQ(before.size() + 1, now.size());
+    EXPECT_NE(before.front().values, Values::flat_rows);
+    EXPECT_EQ(before.front().problem.dims, now[1].problem.dims);  // the others' shapes kept
+  }
+  // The backward ops curate none: their value sums are the forward's.
+  EXPECT_NE(curated_specs(Op::attention_bwd, Format::f16, GenSettings{}).front().values,
+            Values::flat_rows);
 }
 
 }  // namespace

@@ -96,6 +96,14 @@ def main(mode):
     elif mode == "unknown_axis":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
                          "envelope": {"axes": {"N": {"max": 8}}}}])
+    elif mode == "unknown_output":
+        handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"], "outputs": ["z"]}])
+    elif mode == "causal_alignment_without_causal":
+        handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
+                         "causal_alignment": "top_left"}])
+    elif mode == "mixed_formats":
+        handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
+                         "tensor_formats": {"x": "f16", "w": "f32"}}])
     elif mode == "other_protocol":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"]}], "moacert-worker/0")
     elif mode == "prints_before_handshake":

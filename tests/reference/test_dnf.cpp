@@ -108,6 +108,42 @@ TYPED_TEST(DnfTest, CausalMaskedValuesAreNeverRead) {
   }
 }
 
+// A top-left causal mask (query i sees keys j <= i, ONNX's is_causal) on
+// N <= M keys is the bottom-right mask on the first N keys alone: the same
+// outputs, bit for bit (the same sums in the same order), and the keys past
+// N never read (NaN there). With N = M the two alignments agree.
+TYPED_TEST(DnfTest, TopLeftMaskIsTheBottomRightMaskOnTheFirstKeys) {
+  using T = TypeParam;
+  std::mt19937 rng(8);
+  const extent_t N = 3, M = 7, D = 2;
+  auto q = random_tensor<T>({1, 1, N, D}, rng), k = random_tensor<T>({1, 1, M, D}, rng),
+       v = random_tensor<T>({1, 1, M, D}, rng);
+  for (extent_t j = N; j < M; ++j)
+    for (extent_t d = 0; d < D; ++d) v.view()(0, 0, j, d) = std::numeric_limits<T>::quiet_NaN();
+  const causal::Mask top_left{true, CausalAlignment::top_left};
+  Tensor<T> o(Shape{1, 1, N, D}), lse(Shape{1, 1, N});
+  attention_fwd<T>(q.view(), k.view(), v.view(), 0.5, top_left, o.view(), lse.view());
+  const moa::Layout first = moa::Layout::row_major({1, 1, N, D});
+  const moa::View<const T> k_first(&k.view()(0, 0, 0, 0), first),
+      v_first(&v.view()(0, 0, 0, 0), first);
+  Tensor<T> o_first(Shape{1, 1, N, D}), lse_first(Shape{1, 1, N});
+  attention_fwd<T>(q.view(), k_first, v_first, 0.5, /*causal=*/true, o_first.view(),
+                   lse_first.view());
+  for (extent_t i = 0; i < N; ++i) {
+    EXPECT_EQ(lse.view()(0, 0, i), lse_first.view()(0, 0, i)) << i;
+    for (extent_t d = 0; d < D; ++d) EXPECT_EQ(o.view()(0, 0, i, d), o_first.view()(0, 0, i, d));
+  }
+  // Bottom-right on all M keys differs: row 0 sees M - N + 1 keys, not one.
+  Tensor<T> o_br(Shape{1, 1, N, D}), lse_br(Shape{1, 1, N});
+  auto v_finite = random_tensor<T>({1, 1, M, D}, rng);
+  attention_fwd<T>(q.view(), k.view(), v_finite.view(), 0.5, /*causal=*/true, o_br.view(),
+                   lse_br.view());
+  EXPECT_NE(lse_br.view()(0, 0, 0), lse.view()(0, 0, 0));
+  EXPECT_EQ(visible_keys(top_left, 0, N, M, M), 1);
+  EXPECT_EQ(visible_keys(/*causal=*/true, 0, N, M, M), M - N + 1);
+  EXPECT_EQ(visible_keys(top_left, 2, N, N, N), visible_keys(/*causal=*/true, 2, N, N, N));
+}
+
 // Decode equals the forward over the first lens[b] keys, and never reads
 // past them (they hold NaN here).
 TYPED_TEST(DnfTest, DecodeReadsOnlyTheValidCache) {
