@@ -52,16 +52,21 @@ def attention_backward(q, k, v, o, lse, do, scale, causal):
     return {"dq": dq, "dk": dk, "dv": dv}
 
 
-def decode(q, k, v, lens, scale):
-    """One query per sequence over its KV cache's first lens[b] positions."""
+def _decode(q, k, v, lens, scale, attend):
+    """One query per sequence over its KV cache's first lens[b] positions,
+    each sequence's attention by attend(q, k, v, scale, causal)."""
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=q.dtype)
     for b in range(q.shape[0]):
         n = int(lens[b])
-        ob, lb = _attention(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n], scale, False)
-        o[b:b + 1] = ob
-        lse[b:b + 1] = lb
+        o[b:b + 1], lse[b:b + 1] = attend(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n],
+                                          scale, False)
     return {"o": o, "lse": lse}
+
+
+def decode(q, k, v, lens, scale):
+    """One query per sequence over its KV cache's first lens[b] positions."""
+    return _decode(q, k, v, lens, scale, _attention)
 
 
 def rmsnorm(x, w, eps):
@@ -208,13 +213,8 @@ def fused_log_coarse(q, k, v, do, scale, causal):
 
 def decode_p_bf16(q, k, v, lens, scale):
     """attention.decode in f32 with P rounded to bf16 before P·V."""
-    o = torch.empty_like(q)
-    lse = torch.empty(q.shape[:3], dtype=q.dtype)
-    for b in range(q.shape[0]):
-        n = int(lens[b])
-        o[b:b + 1], lse[b:b + 1] = _forward(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n],
-                                            scale, False, round_p=_bf16)
-    return {"o": o, "lse": lse}
+    return _decode(q, k, v, lens, scale,
+                   lambda *args: _forward(*args, round_p=_bf16))
 
 
 def block_exp_coarse(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps):
