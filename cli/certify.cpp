@@ -438,6 +438,12 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
     if (t.unbounded > 0)
       fmt::print("rule vacuous for {}: {} of {} judged elements have an infinite bound\n", t.name,
                  t.unbounded, t.elements);
+  for (const properties::TensorSummary& t : cert.tensors)
+    if (t.declared_vacuous > 0)
+      fmt::print(
+          "declared arithmetic bounds nothing for {} past its sums' reach: {} of {} judged "
+          "elements judged under the standard model\n",
+          t.name, t.declared_vacuous, t.elements);
   // What the kernel declares it supports (plugin ABI 2): every case was
   // drawn inside it, and the certificate records it.
   if (const kernels::Envelope e = v.declared_envelope();

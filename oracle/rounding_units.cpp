@@ -106,6 +106,8 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   u.gate_value = rounding_of(a, "gate", f);
   u.up_value = rounding_of(a, "up", f);
   u.h = rounding_of(a, "h", f);
+  u.weight_grads = rounding_of(a, "dP", f);
+  u.row_delta = rounding_of(a, "D", f);
   return u;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "oracle/bounds.hpp"
 #include "properties/certify.hpp"
 #include "reference/arithmetic_spec.hpp"
@@ -85,6 +87,35 @@ std::vector<Arithmetic> candidate_arithmetics(Op op, Format format, const Arithm
   return out;
 }
 
+std::vector<std::int64_t> stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
+                                               const std::vector<std::vector<double>>& standard) {
+  std::vector<std::int64_t> stood_in(bounds.size(), 0);
+  for (std::size_t t = 0; t < bounds.size(); ++t)
+    for (std::size_t n = 0; n < bounds[t].size(); ++n)
+      if (std::isinf(bounds[t][n]) && std::isfinite(standard[t][n])) {
+        bounds[t][n] = standard[t][n];
+        ++stood_in[t];
+      }
+  return stood_in;
+}
+
+std::string past_declared_reach(const Problem& p, const Arithmetic& a) {
+  const ArithmeticVocabulary& vocabulary = info(p.op).arithmetic;
+  for (std::size_t c = 0; c < vocabulary.contractions.size(); ++c) {
+    const std::string_view contraction = vocabulary.contractions[c];
+    const Accumulation mode = a.accumulation_of(contraction);
+    if (mode != Accumulation::f16 && mode != Accumulation::bf16) continue;
+    const double u = mode == Accumulation::f16 ? 0x1p-11 : 0x1p-8;
+    const auto reach = static_cast<moa::extent_t>(0.5 / u) - 4;  // the last n with (n + 3) u < 1/2
+    const std::string_view axis = vocabulary.contraction_axes[c];
+    const moa::extent_t terms = extent_of(p.dims, axis);
+    if (terms > reach)
+      return fmt::format("sum.{}={} sums {} = {} terms, bounded to {}", contraction, name(mode),
+                         axis, terms, reach);
+  }
+  return {};
+}
+
 ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exact,
                                        const std::vector<AnyTensor>& outputs, const Rule& rule,
                                        const std::vector<std::vector<double>>& standard_bounds,
@@ -98,17 +129,15 @@ ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exac
   f.looseness.assign(candidates.size(), 1);
   if (standard.holds) return f;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    auto bounds = oracle::apriori_bounds(c, {.arithmetic = candidates[i]}, rows);
     // A vacuous bound explains nothing (an f16 sum over thousands of terms
-    // bounds nothing, so it would "explain" any error): where another
-    // candidate's is infinite and the standard model's is not, the
-    // standard's stands. The kernel's own declaration is judged as the
-    // verdict judged it (its vacuous elements are said beside it).
-    if (!(candidates[i] == declared))
-      for (std::size_t t = 0; t < bounds.size(); ++t)
-        for (std::size_t n = 0; n < bounds[t].size(); ++n)
-          if (std::isinf(bounds[t][n]) && std::isfinite(standard_bounds[t][n]))
-            bounds[t][n] = standard_bounds[t][n];
+    // bounds nothing, so it would "explain" any error): where a candidate's
+    // is infinite and the standard model's is not, the standard's stands.
+    // The kernel's own declaration is judged as the verdict judged it: under
+    // the standard model past its sums' reach, else with its vacuous
+    // elements said beside it.
+    auto bounds = oracle::apriori_bounds(c, {.arithmetic = candidates[i]}, rows);
+    if (!(candidates[i] == declared) || !past_declared_reach(c.problem, declared).empty())
+      stand_in_for_vacuous(bounds, standard_bounds);
     f.consistent[i] = judge(c, exact, outputs, rule, &bounds).holds ? 1 : 0;
     f.looseness[i] = looseness(bounds, standard_bounds);
   }

@@ -13,7 +13,7 @@ void fields(Io& io, S& s) requires std::is_same_v<std::remove_const_t<S>, Tensor
   io(s.name), io(s.elements), io(s.elements_total), io(s.max_ulp), io(s.mean_ulp);
   io(s.ulp_histogram), io(s.ratio_histogram), io(s.max_ratio), io(s.normwise_u), io(s.worst);
   io(s.worst_exact), io(s.worst_computed), io(s.worst_ulp), io(s.worst_bound), io(s.undetermined);
-  io(s.unbounded);
+  io(s.unbounded), io(s.declared_vacuous);
 }
 template <class Io, class S>
 void fields(Io& io, S& s) requires std::is_same_v<std::remove_const_t<S>, Sample::Stratum> {

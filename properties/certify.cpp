@@ -56,6 +56,9 @@ struct Judged {
   // Rule apriori, a kernel declaring arithmetic: the bounds of the standard
   // model too (properties/arithmetic_check.hpp); empty otherwise.
   std::vector<std::vector<double>> standard_bounds;
+  // Per output, the judged elements of a case past a declared sum's reach
+  // (past_declared_reach), judged under the standard model; empty otherwise.
+  std::vector<std::int64_t> declared_vacuous;
   std::vector<std::vector<double>> torch_errors;  // PyTorch's (rule vs-torch)
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
@@ -112,6 +115,13 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
                                    .rows = j.sample.rows});
   release_freed_heap();
   leave_unproduced(j.exact, j.c.problem.op, v.conventions);
+  // A case past a declared sum's reach: the declaration bounds nothing
+  // there, and the standard model judges every element.
+  if (!j.standard_bounds.empty() && !past_declared_reach(j.c.problem, v.arithmetic).empty()) {
+    j.bounds = j.standard_bounds;
+    for (const oracle::TensorAnswer& t : j.exact.outputs)
+      j.declared_vacuous.push_back(std::count(t.evaluated.begin(), t.evaluated.end(), 1));
+  }
   j.oracle_seconds = sample_seconds + seconds_since(phase);
   phase = Clock::now();
   // PyTorch's mask is bottom-right aligned: beside a top-left kernel it
@@ -171,6 +181,8 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
   j.kernel_seconds += seconds_since(phase);
   phase = Clock::now();
   j.verdict = judge(j.c, j.exact, j.outputs, rule, bounds, torch);
+  for (std::size_t t = 0; t < j.declared_vacuous.size() && t < j.verdict.tensors.size(); ++t)
+    j.verdict.tensors[t].declared_vacuous = j.declared_vacuous[t];
   j.judge_seconds = seconds_since(phase);
   return j;
 }
@@ -266,6 +278,7 @@ struct Accumulator {
       a.max_normwise_u = std::max(a.max_normwise_u, s.normwise_u);
       a.undetermined += s.undetermined;
       a.unbounded += s.unbounded;
+      a.declared_vacuous += s.declared_vacuous;
       a.ulp_histogram += s.ulp_histogram;  // every element of every case
       a.ratio_histogram += s.ratio_histogram;
     }
@@ -423,12 +436,15 @@ class CaseRun {
     Judged j = judge_case(std::move(c), v_, o_.rule, o_.threads, equivalence, o_.whole_oracle_work);
     r_.refused = j.refused;
     if (o_.rule.kind == Rule::apriori && j.error.empty() && !j.refused) {
+      // Judging under the standard model and the candidates counts as judging.
+      const auto judging = Clock::now();
       r_.has_arithmetic = true;
       r_.arithmetic =
           arithmetic_findings(j.c, j.exact, j.outputs, o_.rule,
                               j.standard_bounds.empty() ? j.bounds : j.standard_bounds, candidates_,
                               v_.arithmetic, j.sample.rows ? &*j.sample.rows : nullptr,
                               j.standard_bounds.empty() ? &j.verdict : nullptr);
+      j.judge_seconds += seconds_since(judging);
     }
     if (counting) j.launches = counting->take_launch_counts();
     add_seconds(r_, j);

@@ -19,8 +19,8 @@
 
 #include "kernels/registry.hpp"
 #include "oracle/oracle.hpp"
-#include "results/results.hpp"
 #include "reference/case.hpp"
+#include "results/results.hpp"
 
 namespace moacert::properties {
 

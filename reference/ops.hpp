@@ -47,7 +47,10 @@ using Axes = std::vector<std::string_view>;
 struct ArithmeticVocabulary {
   std::vector<std::string_view> intermediates;  // round.NAME=FORMAT
   std::vector<std::string_view> contractions;   // sum.NAME=MODE
-  std::vector<std::string_view> functions;      // NAME=Kulp
+  // The axis each contraction sums over, in `contractions`' order: how far
+  // a sum declared in f16 or bf16 reaches (properties/arithmetic_check.hpp).
+  std::vector<std::string_view> contraction_axes;
+  std::vector<std::string_view> functions;  // NAME=Kulp
   bool flush_inputs = false, flush_outputs = false;
   bool tf32 = false;  // its contractions may take TF32 operands (sum.NAME=tf32)
 };
@@ -130,6 +133,7 @@ inline const std::vector<OpInfo>& all_ops() {
   // freedoms (docs/bounds.md#declared-arithmetic).
   static const ArithmeticVocabulary forward{.intermediates = {"S", "P", "l", "lse"},
                                             .contractions = {"QK", "PV"},
+                                            .contraction_axes = {"D", "M"},
                                             .functions = {"exp", "log"},
                                             .flush_inputs = true,
                                             .flush_outputs = true,
@@ -138,16 +142,19 @@ inline const std::vector<OpInfo>& all_ops() {
       op_info(Op::attention_fwd, "attention.fwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] -> o[B,H,N,D] lse[B,H,N]", {"scale", "causal"},
               "B=1,H=8,Hkv=8,N=2048,M=2048,D=64", forward),
-      op_info(Op::attention_bwd, "attention.bwd", Family::attention,
-              "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] o[B,H,N,D] lse[B,H,N] do[B,H,N,D]"
-              " -> dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
-              {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
-              {.intermediates = {"P", "dS"}, .functions = {"exp"}, .flush_outputs = true}),
+      op_info(
+          Op::attention_bwd, "attention.bwd", Family::attention,
+          "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] o[B,H,N,D] lse[B,H,N] do[B,H,N,D]"
+          " -> dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
+          {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
+          {.intermediates = {"P", "dS", "dP", "D"}, .functions = {"exp"}, .flush_outputs = true}),
       op_info(Op::attention_fwdbwd, "attention.fwdbwd", Family::attention,
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] do[B,H,N,D]"
               " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
               {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
-              {.intermediates = {"P", "dS"}, .functions = {"exp", "log"}, .flush_outputs = true}),
+              {.intermediates = {"P", "dS", "dP", "D"},
+               .functions = {"exp", "log"},
+               .flush_outputs = true}),
       op_info(Op::attention_decode, "attention.decode", Family::attention,
               "q[B,H,1,D] k[B,Hkv,L,D] v[B,Hkv,L,D] lens[B]:i64 -> o[B,H,1,D] lse[B,H,1]",
               {"scale"}, "B=4,H=32,Hkv=8,N=1,L=8192,D=128", forward),
@@ -155,6 +162,7 @@ inline const std::vector<OpInfo>& all_ops() {
               "T=8192,D=4096",
               {.intermediates = {"ss", "r"},
                .contractions = {"ss"},
+               .contraction_axes = {"D"},
                .functions = {"sqrt", "div"},
                .flush_inputs = true,
                .flush_outputs = true}),
@@ -162,13 +170,21 @@ inline const std::vector<OpInfo>& all_ops() {
               "x[T,Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[T,Dm]", {}, "T=512,Dm=1024,F=2816",
               {.intermediates = {"gate", "up", "h"},
                .contractions = {"gate", "up", "down"},
+               .contraction_axes = {"Dm", "Dm", "F"},
                .functions = {"silu"},
                .flush_outputs = true}),
       op_info(Op::block, "block", Family::block,
               "x[B,N,Dm] attn_norm[Dm] wq[Dm,H*D] wk[Dm,Hkv*D] wv[Dm,Hkv*D] wo[H*D,Dm]"
               " mlp_norm[Dm] w1[Dm,F] w3[Dm,F] w2[F,Dm] -> y[B,N,Dm]",
               {"heads", "kv_heads", "eps"}, "B=1,N=512,Dm=1024,H=16,Hkv=4,D=64,F=2816",
-              {.functions = {"exp", "log", "sqrt", "div", "silu"}, .flush_outputs = true}),
+              // Its parts' freedoms (attention's but lse, which it does not
+              // output; rmsnorm's; the MLP's), each declared once for every
+              // stage that has it (docs/bounds.md#block).
+              {.intermediates = {"S", "P", "l", "ss", "r", "gate", "up", "h"},
+               .contractions = {"QK", "PV", "ss", "gate", "up", "down"},
+               .contraction_axes = {"D", "N", "Dm", "Dm", "Dm", "F"},
+               .functions = {"exp", "log", "sqrt", "div", "silu"},
+               .flush_outputs = true}),
   };
   return ops;
 }

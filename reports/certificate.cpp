@@ -105,6 +105,8 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
       tensors[t.name]["sampled"] = {{"cases", t.cases_sampled}, {"rows_by_stratum", strata}};
     }
     if (t.unbounded > 0) tensors[t.name]["unbounded_elements"] = t.unbounded;  // a vacuous rule
+    if (t.declared_vacuous > 0)  // judged under the standard model there
+      tensors[t.name]["declared_arithmetic_vacuous_elements"] = t.declared_vacuous;
     if (!t.produced) tensors[t.name]["produced"] = false;  // declared: not judged
   }
   j["tensors"] = tensors;
@@ -234,6 +236,13 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
           "\n**The rule is vacuous for {} of {} judged elements of {}**: their bound is infinite "
           "(an upstream stage's bound is), so any finite error passes there.\n",
           t.unbounded, t.elements, t.name);
+  for (const auto& t : c.tensors)
+    if (t.declared_vacuous > 0)
+      md << fmt::format(
+          "\n**The declared arithmetic bounds nothing for {} of {} judged elements of {}** (their "
+          "cases were past the reach of a sum it declares in f16 or bf16): the standard model's "
+          "bound was their allowance.\n",
+          t.declared_vacuous, t.elements, t.name);
   md << fmt::format(
       "\nQuantiles over every judged element, read from a histogram of {} bins per decade: each "
       "is at most {:.3g} times the exact quantile, never below it.\n",

@@ -57,6 +57,9 @@ struct TensorSummary {
   double max_normwise_u = 0;
   std::int64_t undetermined = 0;
   std::int64_t unbounded = 0;  // elements whose allowance is infinite: the rule is vacuous there
+  // Elements where the declared arithmetic bounds nothing: judged under the
+  // standard model's bound (properties/arithmetic_check.hpp).
+  std::int64_t declared_vacuous = 0;
   // False for an output the kernel declares it does not produce
   // (reference/conventions.hpp): none of its elements was judged.
   bool produced = true;

@@ -13,6 +13,12 @@
 /* ggml documents GGML_PREC_F32 as f32 accumulation, and the kernels
    declare the standard model; where ggml departs from it (the f16 KV
    cache's value sum) certify fails, which is the finding. */
+/* ggml's f16 value sum, declared as measured (sum.PV=f16), is bounded only
+   while its L keys keep (L + 3) u_f16 < 1/2 (docs/bounds.md#declared-arithmetic):
+   the declaration covers contexts up to 1020 keys, and says nothing past them. */
+static const moacert_axis f16_value_sum_axes[] = {{"L", 1, 1020, NULL, 0, 0}};
+static const moacert_envelope f16_value_sum_envelope = {f16_value_sum_axes, 1, 0};
+
 static const moacert_kernel kernels[] = {
     /* op              name                         dtype  strided run envelope device arithmetic */
     {"attention.fwd", "flash_attn_ext", "f32", 0, ggml_flash_attn_f32, NULL, "cpu", "standard"},
@@ -21,8 +27,8 @@ static const moacert_kernel kernels[] = {
     {"attention.decode", "decode", "f32", 0, ggml_decode_f32, NULL, "cpu", "standard"},
     {"attention.decode", "decode_f16_cache", "f16", 0, ggml_decode_f16_cache, NULL, "cpu",
      "standard"},
-    {"attention.decode", "decode_f16_cache_as_measured", "f16", 0, ggml_decode_f16_cache, NULL,
-     "cpu", "sum.PV=f16"},
+    {"attention.decode", "decode_f16_cache_as_measured", "f16", 0, ggml_decode_f16_cache,
+     &f16_value_sum_envelope, "cpu", "sum.PV=f16"},
     {"rmsnorm", "rms_norm", "f32", 0, ggml_rmsnorm_f32, NULL, "cpu", "standard"},
     {"mlp.swiglu", "swiglu_mlp", "f32", 0, ggml_mlp_f32, NULL, "cpu", "standard"},
     {"mlp.swiglu", "swiglu_mlp_f16_weights", "f16", 0, ggml_mlp_f16_weights, NULL, "cpu",

@@ -41,9 +41,13 @@ struct SumUnits {
   bool narrow = false;
   double operand_u = 0, operand_eta = 0;
   // γ_n, infinite where n u >= 1: a sum that long in this unit is bounded
-  // by nothing.
+  // by nothing. A declared narrow accumulator's is infinite from n u >= 1/2,
+  // where γ_n reaches 1: a bound that allows an error as large as the sum's
+  // magnitude says nothing of it (an f16 sum of 4096 ones stops at 2048), and
+  // a declaration must not pass a kernel there (docs/bounds.md#declared-arithmetic).
   double gamma(double n) const {
-    return n * u >= 1 ? std::numeric_limits<double>::infinity() : n * u / (1 - n * u);
+    const double vacuous_from = narrow ? 0.5 : 1;
+    return n * u >= vacuous_from ? std::numeric_limits<double>::infinity() : n * u / (1 - n * u);
   }
   // The error of an operand x rounded before its product, as declared.
   double operand_error(double x) const { return operand_u * std::fabs(x) + operand_eta; }
@@ -87,6 +91,8 @@ struct RoundingUnits {
   SumUnits all, qk, pv, ss, gate, up, down;
   // Intermediates rounded before their next use, as declared.
   IntermediateRounding scores, row_sum, lse, sum_of_squares, inverse_root, gate_value, up_value, h;
+  // The backward's dP = dO Vᵀ and its row statistic D = rowsum(dO ∘ O).
+  IntermediateRounding weight_grads, row_delta;
   // Outputs flushed to zero (declared): a result the kernel computes below
   // the storage format's smallest normal 2^emin may be written as 0.
   bool flush_outputs = false;

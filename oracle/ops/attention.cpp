@@ -377,14 +377,30 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
         double eD_sum = 0, dp_max = 0;
         for (extent_t j = 0; j < n; ++j) {
           const double wj = compose(w.pi[j], u.gamma(double(n + 2)));
-          eD_sum += w.e[j] * (wj * std::fabs(rd.dp[j]) + (1 + wj) * u.gamma(double(D)) * rd.b[j]);
-          dp_max = std::max(dp_max, std::fabs(rd.dp[j]) + u.gamma(double(D)) * rd.b[j]);
+          // dP̂_ij as the sum reads it (rounded first where declared).
+          const double e_dp = u.weight_grads.after(
+              std::fabs(rd.dp[j]),
+              u.gamma(double(D)) * rd.b[j] + (u.weight_grads ? double(D) * u.eta_a : 0));
+          eD_sum += w.e[j] * (wj * std::fabs(rd.dp[j]) + (1 + wj) * e_dp);
+          dp_max = std::max(dp_max, std::fabs(rd.dp[j]) + e_dp);
         }
         eD = std::max(eD, eD_sum + double(2 * n + D) * u.eta_a * (1 + dp_max));
+        // A kernel that keeps D̂_i in a narrower format (declared round.D)
+        // errs by its rounding more: docs/bounds.md#declared-arithmetic.
+        eD = u.row_delta.after(std::fabs(Drow), eD);
         for (extent_t j = 0; j < n; ++j) {
           const bool key_wanted = !keys_wanted || keys_wanted[j];
           if (!dq_wanted_i && !key_wanted) continue;
           const double dp = rd.dp[j], bij = rd.b[j];
+          // dP̂_ij errs by γ_D b_ij and D underflows; rounded to a narrower
+          // format before its next use (declared round.dP), by that
+          // rounding of a value that erred so: e_dp counts the underflows
+          // then, dp_eta apart otherwise (as the standard bound always had).
+          const double e_dp = u.weight_grads
+                                  ? u.weight_grads.after(std::fabs(dp), u.gamma(double(D)) * bij +
+                                                                            double(D) * u.eta_a)
+                                  : u.gamma(double(D)) * bij;
+          const double dp_eta = u.weight_grads ? 0 : double(D) * u.eta_a;
           const double P = w.e[j];
           const double Pi = w.pi[j];
           const double ds = P * (dp - Drow);
@@ -396,13 +412,10 @@ BackwardBounds attention_backward_bounds(const Mat& q, const Mat& k, const Mat& 
           const double Pi_used = u.u_weights > 0 ? compose(Pi, u.u_weights) : Pi;
           const double two = compose(Pi_used, two_products);
           const double P_underflow =
-              u.u_weights > 0
-                  ? u.eta_weights / 2 * (std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD)
-                  : 0;
+              u.u_weights > 0 ? u.eta_weights / 2 * (std::fabs(dp - Drow) + e_dp + eD) : 0;
           const double sigma_f32 =
-              P * (two * std::fabs(dp - Drow) +
-                   (1 + two) * (u.gamma(double(D)) * bij + eD + double(D) * u.eta_a)) +
-              u.eta_a * (2 + std::fabs(dp - Drow) + u.gamma(double(D)) * bij + eD) + P_underflow;
+              P * (two * std::fabs(dp - Drow) + (1 + two) * (e_dp + eD + dp_eta)) +
+              u.eta_a * (2 + std::fabs(dp - Drow) + e_dp + eD) + P_underflow;
           // A kernel that rounds dS to storage before its products
           // (declared: u_score_grads > 0) errs by u_s of the computed
           // |dS| <= |ds| + σ more, or underflows (η_s / 2)

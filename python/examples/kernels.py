@@ -155,20 +155,23 @@ def _sum_groups(x, kv_heads):
     return x.reshape(b, kv_heads, h // kv_heads, m, d).sum(2)
 
 
-def _backward(q, k, v, o, lse, do, scale, causal, exp=torch.exp, round_p=None, round_ds=None):
+def _kept(x, rounding):
+    """x as a kernel keeps it: rounded where the freedom is taken."""
+    return x if rounding is None else rounding(x)
+
+
+def _backward(q, k, v, o, lse, do, scale, causal, exp=torch.exp, round_p=None, round_ds=None,
+              round_dp=None, round_d=None):
     """attention.bwd as FlashAttention's backward computes it: P recomputed
-    from lse, dV = Pᵀ dO, dS = P (dO Vᵀ - rowsum(dO o)), dQ = dS K scale,
-    dK = dSᵀ Q scale; with the freedoms given."""
+    from lse, dV = Pᵀ dO, dS = P (dP - D) with dP = dO Vᵀ and D = rowsum(dO o),
+    dQ = dS K scale, dK = dSᵀ Q scale; with the freedoms given."""
     s = _scores(q, k, scale, causal)
     p = torch.where(s == -math.inf, torch.zeros_like(s), exp(s - lse.unsqueeze(-1)))
-    if round_p is not None:
-        p = round_p(p)
+    p = _kept(p, round_p)
     heads, kv_heads = q.shape[1], k.shape[1]
     dv = torch.matmul(p.transpose(-1, -2), do)
-    dp = torch.matmul(do, _repeat_kv(v, heads).transpose(-1, -2))
-    ds = p * (dp - (do * o).sum(-1, keepdim=True))
-    if round_ds is not None:
-        ds = round_ds(ds)
+    dp = _kept(torch.matmul(do, _repeat_kv(v, heads).transpose(-1, -2)), round_dp)
+    ds = _kept(p * (dp - _kept((do * o).sum(-1, keepdim=True), round_d)), round_ds)
     dq = torch.matmul(ds, _repeat_kv(k, heads)) * scale
     dk = torch.matmul(ds.transpose(-1, -2), q) * scale
     return {"dq": dq, "dk": _sum_groups(dk, kv_heads), "dv": _sum_groups(dv, kv_heads)}
@@ -182,6 +185,17 @@ def backward_p_bf16(q, k, v, o, lse, do, scale, causal):
 def backward_ds_bf16(q, k, v, o, lse, do, scale, causal):
     """attention.bwd in f32 with dS rounded to bf16 before its products."""
     return _backward(q, k, v, o, lse, do, scale, causal, round_ds=_bf16)
+
+
+def backward_dp_bf16(q, k, v, o, lse, do, scale, causal):
+    """attention.bwd in f32 with dP = dO Vᵀ rounded to bf16 before dS."""
+    return _backward(q, k, v, o, lse, do, scale, causal, round_dp=_bf16)
+
+
+def backward_d_bf16(q, k, v, o, lse, do, scale, causal):
+    """attention.bwd in f32 with D = rowsum(dO o) kept in bf16, as a kernel
+    that stores it between its passes in the storage format does."""
+    return _backward(q, k, v, o, lse, do, scale, causal, round_d=_bf16)
 
 
 def backward_exp_coarse(q, k, v, o, lse, do, scale, causal):
@@ -217,9 +231,10 @@ def decode_p_bf16(q, k, v, lens, scale):
                    lambda *args: _forward(*args, round_p=_bf16))
 
 
-def block_exp_coarse(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps):
+def _block(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps,
+           exp=torch.exp, round_p=None):
     """The block (pre-norm, causal attention, SwiGLU MLP, no RoPE) in f32,
-    its softmax with an exp of relative error 2^-12."""
+    its attention with the freedoms given."""
     b, n, dm = x.shape
     d = wq.shape[1] // heads
 
@@ -228,6 +243,20 @@ def block_exp_coarse(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, 
 
     xn = rmsnorm(x, attn_norm, eps)
     o, _ = _forward(split_heads(xn @ wq, heads), split_heads(xn @ wk, kv_heads),
-                    split_heads(xn @ wv, kv_heads), 1 / math.sqrt(d), True, exp=_coarse_exp)
+                    split_heads(xn @ wv, kv_heads), 1 / math.sqrt(d), True, exp=exp,
+                    round_p=round_p)
     h = x + o.transpose(1, 2).reshape(b, n, heads * d) @ wo
     return h + swiglu(rmsnorm(h, mlp_norm, eps), w1, w3, w2)
+
+
+def block_exp_coarse(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps):
+    """The block in f32, its softmax with an exp of relative error 2^-12."""
+    return _block(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps,
+                  exp=_coarse_exp)
+
+
+def block_p_bf16(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps):
+    """The block in f32, its attention's P rounded to bf16 before P·V (a
+    freedom of its attention part, which the block declares as its own)."""
+    return _block(x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2, heads, kv_heads, eps,
+                  round_p=_bf16)

@@ -10,8 +10,11 @@
                   nothing, which certify fails.
    f16_value_sum  llama.cpp's CPU flash attention for an f16 KV cache: the
                   weighted value sum accumulated in f16 (rescales too);
-                  declares "sum.PV=f16". f16_value_sum_undeclared: the
-                  same, declaring nothing.
+                  declares "sum.PV=f16" inside the envelope where that
+                  bounds it (M <= 1020). f16_value_sum_undeclared: the
+                  same, declaring nothing, on every M;
+                  f16_value_sum_past_reach: declaring it on every M,
+                  which fails past M = 1020 (the standard model judges).
    tf32           f32 attention whose products take TF32 operands (q, k,
                   and P, v rounded to 11 bits), as cuBLAS under
                   allow_tf32; declares "sum.QK=tf32, sum.PV=tf32".
@@ -308,13 +311,31 @@ static int lse_bf16(const DLTensor* const* in, int n_in, DLTensor* const* out, i
   return attention(in, n_in, out, n_out, params, err, err_len, ARITH_LSE_BF16);
 }
 
+/* A sum accumulated in f16 or bf16 is bounded only while the extent n of
+   its axis keeps (n + 3) u < 1/2, n <= 1020 in f16, 124 in bf16
+   (docs/bounds.md#declared-arithmetic): past it the declaration says
+   nothing and the standard model judges. Each such kernel declares the
+   envelope inside which its declaration bounds it: keys M for the value
+   sum, D for the scores. */
+static const moacert_axis f16_value_sum_axes[] = {{"M", 1, 1020, NULL, 0, 0}};
+static const moacert_envelope f16_value_sum_envelope = {f16_value_sum_axes, 1, 0};
+static const moacert_axis bf16_value_sum_axes[] = {{"M", 1, 124, NULL, 0, 0}};
+static const moacert_envelope bf16_value_sum_envelope = {bf16_value_sum_axes, 1, 0};
+static const moacert_axis f16_scores_axes[] = {{"D", 1, 1020, NULL, 0, 0}};
+static const moacert_envelope f16_scores_envelope = {f16_scores_axes, 1, 0};
+static const moacert_axis bf16_scores_axes[] = {{"D", 1, 124, NULL, 0, 0}};
+static const moacert_envelope bf16_scores_envelope = {bf16_scores_axes, 1, 0};
+
 static const moacert_kernel kernels[] = {
     {"attention.fwd", "fa2", "bf16", 1, fa2, NULL, "cpu", "round.P=storage"},
     {"attention.fwd", "fa2", "f16", 1, fa2, NULL, "cpu", "round.P=storage"},
     {"attention.fwd", "fa2_undeclared", "bf16", 1, fa2, NULL, "cpu", NULL},
     {"attention.fwd", "fa2_undeclared", "f16", 1, fa2, NULL, "cpu", NULL},
-    {"attention.fwd", "f16_value_sum", "f16", 1, f16_value_sum, NULL, "cpu", "sum.PV=f16"},
+    {"attention.fwd", "f16_value_sum", "f16", 1, f16_value_sum, &f16_value_sum_envelope, "cpu",
+     "sum.PV=f16"},
     {"attention.fwd", "f16_value_sum_undeclared", "f16", 1, f16_value_sum, NULL, "cpu", NULL},
+    {"attention.fwd", "f16_value_sum_past_reach", "f16", 1, f16_value_sum, NULL, "cpu",
+     "sum.PV=f16"},
     {"attention.fwd", "tf32", "f32", 1, tf32, NULL, "cpu", "sum.QK=tf32, sum.PV=tf32"},
     {"attention.fwd", "tf32_undeclared", "f32", 1, tf32, NULL, "cpu", NULL},
     {"attention.fwd", "exp_2ulp", "f32", 1, exp_2ulp, NULL, "cpu", "exp=2ulp"},
@@ -328,12 +349,13 @@ static const moacert_kernel kernels[] = {
     {"attention.fwd", "row_sum_bf16_undeclared", "f32", 1, row_sum_bf16, NULL, "cpu", NULL},
     {"attention.fwd", "log_coarse", "f32", 1, log_coarse, NULL, "cpu", "log=4096ulp"},
     {"attention.fwd", "log_coarse_undeclared", "f32", 1, log_coarse, NULL, "cpu", NULL},
-    {"attention.fwd", "qk_f16", "f32", 1, qk_f16, NULL, "cpu", "sum.QK=f16"},
-    {"attention.fwd", "qk_f16_undeclared", "f32", 1, qk_f16, NULL, "cpu", NULL},
-    {"attention.fwd", "pv_bf16", "f32", 1, pv_bf16, NULL, "cpu", "sum.PV=bf16"},
-    {"attention.fwd", "pv_bf16_undeclared", "f32", 1, pv_bf16, NULL, "cpu", NULL},
-    {"attention.fwd", "qk_bf16", "f32", 1, qk_bf16, NULL, "cpu", "sum.QK=bf16"},
-    {"attention.fwd", "qk_bf16_undeclared", "f32", 1, qk_bf16, NULL, "cpu", NULL},
+    {"attention.fwd", "qk_f16", "f32", 1, qk_f16, &f16_scores_envelope, "cpu", "sum.QK=f16"},
+    {"attention.fwd", "qk_f16_undeclared", "f32", 1, qk_f16, &f16_scores_envelope, "cpu", NULL},
+    {"attention.fwd", "pv_bf16", "f32", 1, pv_bf16, &bf16_value_sum_envelope, "cpu", "sum.PV=bf16"},
+    {"attention.fwd", "pv_bf16_undeclared", "f32", 1, pv_bf16, &bf16_value_sum_envelope, "cpu",
+     NULL},
+    {"attention.fwd", "qk_bf16", "f32", 1, qk_bf16, &bf16_scores_envelope, "cpu", "sum.QK=bf16"},
+    {"attention.fwd", "qk_bf16_undeclared", "f32", 1, qk_bf16, &bf16_scores_envelope, "cpu", NULL},
     {"attention.fwd", "pv_tf32", "f32", 1, pv_tf32, NULL, "cpu", "sum.PV=tf32"},
     {"attention.fwd", "pv_tf32_undeclared", "f32", 1, pv_tf32, NULL, "cpu", NULL},
     {"attention.fwd", "ftz_inputs", "f32", 1, ftz_inputs, NULL, "cpu", "ftz=inputs"},

@@ -198,9 +198,24 @@ static int up_sum_f16(const DLTensor* const* in, int n_in, DLTensor* const* out,
   return mlp(in, n_in, out, n_out, params, err, err_len, UP_SUM_F16);
 }
 
+/* A sum accumulated in f16 or bf16 is bounded only while the extent n of
+   its axis keeps (n + 3) u < 1/2, n <= 1020 in f16, 124 in bf16
+   (docs/bounds.md#declared-arithmetic): past it the declaration says
+   nothing and the standard model judges. Each such kernel declares the
+   envelope inside which its declaration bounds it: D for the sum of
+   squares, a GEMM's contraction (Dm for gate and up, F for down). */
+static const moacert_axis f16_squares_axes[] = {{"D", 1, 1020, NULL, 0, 0}};
+static const moacert_envelope f16_squares_envelope = {f16_squares_axes, 1, 0};
+static const moacert_axis bf16_down_axes[] = {{"F", 1, 124, NULL, 0, 0}};
+static const moacert_envelope bf16_down_envelope = {bf16_down_axes, 1, 0};
+static const moacert_axis bf16_gate_axes[] = {{"Dm", 1, 124, NULL, 0, 0}};
+static const moacert_envelope bf16_gate_envelope = {bf16_gate_axes, 1, 0};
+static const moacert_axis f16_up_axes[] = {{"Dm", 1, 1020, NULL, 0, 0}};
+static const moacert_envelope f16_up_envelope = {f16_up_axes, 1, 0};
+
 static const moacert_kernel kernels[] = {
-    {"rmsnorm", "ss_f16", "f32", 0, ss_f16, NULL, "cpu", "sum.ss=f16"},
-    {"rmsnorm", "ss_f16_undeclared", "f32", 0, ss_f16, NULL, "cpu", NULL},
+    {"rmsnorm", "ss_f16", "f32", 0, ss_f16, &f16_squares_envelope, "cpu", "sum.ss=f16"},
+    {"rmsnorm", "ss_f16_undeclared", "f32", 0, ss_f16, &f16_squares_envelope, "cpu", NULL},
     {"rmsnorm", "rsqrt_approx", "f32", 0, rsqrt_approx, NULL, "cpu", "sqrt=4096ulp"},
     {"rmsnorm", "rsqrt_approx_undeclared", "f32", 0, rsqrt_approx, NULL, "cpu", NULL},
     {"mlp.swiglu", "h_f16", "f32", 0, h_f16, NULL, "cpu", "round.h=f16"},
@@ -213,18 +228,20 @@ static const moacert_kernel kernels[] = {
     {"mlp.swiglu", "silu_approx_undeclared", "f32", 0, silu_approx, NULL, "cpu", NULL},
     {"mlp.swiglu", "gate_bf16", "f32", 0, gate_bf16, NULL, "cpu", "round.gate=bf16"},
     {"mlp.swiglu", "gate_bf16_undeclared", "f32", 0, gate_bf16, NULL, "cpu", NULL},
-    {"mlp.swiglu", "down_bf16", "f32", 0, down_bf16, NULL, "cpu", "sum.down=bf16"},
-    {"mlp.swiglu", "down_bf16_undeclared", "f32", 0, down_bf16, NULL, "cpu", NULL},
+    {"mlp.swiglu", "down_bf16", "f32", 0, down_bf16, &bf16_down_envelope, "cpu", "sum.down=bf16"},
+    {"mlp.swiglu", "down_bf16_undeclared", "f32", 0, down_bf16, &bf16_down_envelope, "cpu", NULL},
     {"rmsnorm", "ss_rounded", "f32", 0, ss_rounded, NULL, "cpu", "round.ss=bf16"},
     {"rmsnorm", "ss_rounded_undeclared", "f32", 0, ss_rounded, NULL, "cpu", NULL},
     {"rmsnorm", "norm_ftz", "f32", 0, norm_ftz, NULL, "cpu", "ftz=both"},
     {"rmsnorm", "norm_ftz_undeclared", "f32", 0, norm_ftz, NULL, "cpu", NULL},
     {"mlp.swiglu", "up_bf16", "f32", 0, up_bf16, NULL, "cpu", "round.up=bf16"},
     {"mlp.swiglu", "up_bf16_undeclared", "f32", 0, up_bf16, NULL, "cpu", NULL},
-    {"mlp.swiglu", "gate_sum_bf16", "f32", 0, gate_sum_bf16, NULL, "cpu", "sum.gate=bf16"},
-    {"mlp.swiglu", "gate_sum_bf16_undeclared", "f32", 0, gate_sum_bf16, NULL, "cpu", NULL},
-    {"mlp.swiglu", "up_sum_f16", "f32", 0, up_sum_f16, NULL, "cpu", "sum.up=f16"},
-    {"mlp.swiglu", "up_sum_f16_undeclared", "f32", 0, up_sum_f16, NULL, "cpu", NULL},
+    {"mlp.swiglu", "gate_sum_bf16", "f32", 0, gate_sum_bf16, &bf16_gate_envelope, "cpu",
+     "sum.gate=bf16"},
+    {"mlp.swiglu", "gate_sum_bf16_undeclared", "f32", 0, gate_sum_bf16, &bf16_gate_envelope, "cpu",
+     NULL},
+    {"mlp.swiglu", "up_sum_f16", "f32", 0, up_sum_f16, &f16_up_envelope, "cpu", "sum.up=f16"},
+    {"mlp.swiglu", "up_sum_f16_undeclared", "f32", 0, up_sum_f16, &f16_up_envelope, "cpu", NULL},
 };
 
 const moacert_kernel* moacert_plugin_kernels(int* count, int* abi_version) {
