@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <moacert/plugin_params.h>
+
 int64_t adapter_numel(const DLTensor* t) {
   int64_t n = 1;
   for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
@@ -96,8 +98,17 @@ void adapter_lse(const DLTensor* q, const DLTensor* k, double scale, int64_t vis
   *lse_out = max == -INFINITY ? -INFINITY : max + log(sum);
 }
 
-int adapter_threads(void) {
+/* One call at a time per process (a plugin host or worker): the current
+   call's count. */
+static int g_threads = 1;
+
+void adapter_begin_call(const char* params) {
   const char* s = getenv("MOACERT_ADAPTER_THREADS");
-  const int n = s ? atoi(s) : 1;
-  return n > 0 ? n : 1;
+  const int fallback = s && atoi(s) > 0 ? atoi(s) : 1;
+  const double n = params ? moacert_param(params, "threads", fallback) : fallback;
+  g_threads = n >= 1 && n <= 1024 ? (int)n : fallback;
+}
+
+int adapter_threads(void) {
+  return g_threads;
 }

@@ -47,9 +47,12 @@ void adapter_lse(const DLTensor* q, const DLTensor* k, double scale, int64_t vis
    copies around it; a certify under it fails on lse, never passes. */
 int adapter_skip_lse(void);
 
-/* The thread count a library runs with: MOACERT_ADAPTER_THREADS, else 1.
-   The ABI has no thread channel (moacert's --threads does not reach a
-   plugin), so certify runs one thread unless told otherwise. */
+/* Each kernel's call begins here: the thread count its library runs with
+   is the params' "threads" (plugin ABI 4: certify's --threads, and the
+   determinism check's 1 and 2), else MOACERT_ADAPTER_THREADS, else 1. */
+void adapter_begin_call(const char* params);
+
+/* The current call's thread count (adapter_begin_call). */
 int adapter_threads(void);
 
 /* f16 bits <-> f32 (IEEE binary16, round to nearest even). */

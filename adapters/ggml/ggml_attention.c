@@ -118,6 +118,7 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
 
 static int attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                          const char* params, char* err, size_t err_len, int kv_f16) {
+  adapter_begin_call(params);
   if (n_in != 3 || n_out != 2) {
     snprintf(err, err_len, "ggml attention.fwd: expected 3 inputs and 2 outputs");
     return 1;
@@ -129,6 +130,7 @@ static int attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* o
 
 static int attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                             const char* params, char* err, size_t err_len, int kv_f16) {
+  adapter_begin_call(params);
   if (n_in != 4 || n_out != 2) {
     snprintf(err, err_len, "ggml attention.decode: expected 4 inputs and 2 outputs");
     return 1;

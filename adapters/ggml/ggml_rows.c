@@ -14,6 +14,7 @@
 
 int ggml_rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                      const char* params, char* err, size_t err_len) {
+  adapter_begin_call(params);
   if (n_in != 2 || n_out != 1) {
     snprintf(err, err_len, "ggml rmsnorm: expected 2 inputs and 1 output");
     return 1;
@@ -93,12 +94,12 @@ static int mlp(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_
 
 int ggml_mlp_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                  const char* params, char* err, size_t err_len) {
-  (void)params;
+  adapter_begin_call(params);
   return mlp(in, n_in, out, n_out, err, err_len, 0);
 }
 
 int ggml_mlp_f16_weights(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                          const char* params, char* err, size_t err_len) {
-  (void)params;
+  adapter_begin_call(params);
   return mlp(in, n_in, out, n_out, err, err_len, 1);
 }

@@ -209,6 +209,7 @@ done:
 
 int ort_multi_head_attention(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                              const char* params, char* err, size_t err_len) {
+  adapter_begin_call(params);
   if (n_in != 3 || n_out != 2) {
     snprintf(err, err_len, "onnxruntime attention.fwd: expected 3 inputs and 2 outputs");
     return 1;
@@ -311,6 +312,7 @@ done:
 
 int ort_group_query_attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* out,
                                      int n_out, const char* params, char* err, size_t err_len) {
+  adapter_begin_call(params);
   if (n_in != 4 || n_out != 2) {
     snprintf(err, err_len, "onnxruntime attention.decode: expected 4 inputs and 2 outputs");
     return 1;
@@ -322,6 +324,7 @@ int ort_group_query_attention_decode(const DLTensor* const* in, int n_in, DLTens
 
 int ort_attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                       const char* params, char* err, size_t err_len) {
+  adapter_begin_call(params);
   if (n_in != 3 || n_out != 2) {
     snprintf(err, err_len, "onnxruntime attention.fwd: expected 3 inputs and 2 outputs");
     return 1;
@@ -333,6 +336,7 @@ int ort_attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* out,
 
 int ort_attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                          const char* params, char* err, size_t err_len) {
+  adapter_begin_call(params);
   if (n_in != 4 || n_out != 2) {
     snprintf(err, err_len, "onnxruntime attention.decode: expected 4 inputs and 2 outputs");
     return 1;
@@ -346,6 +350,7 @@ int ort_attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* o
    statistics), eps as a float (the f32 nearest moacert's) */
 static int rms_norm(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                     const char* params, char* err, size_t err_len, const char* op_type) {
+  adapter_begin_call(params);
   if (n_in != 2 || n_out != 1) {
     snprintf(err, err_len, "onnxruntime rmsnorm: expected 2 inputs and 1 output");
     return 1;
@@ -386,7 +391,7 @@ int ort_simplified_layer_norm(const DLTensor* const* in, int n_in, DLTensor* con
    recognises; the kernel certified is what the session runs) */
 int ort_matmul_swiglu(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
                       const char* params, char* err, size_t err_len) {
-  (void)params;
+  adapter_begin_call(params);
   if (n_in != 4 || n_out != 1) {
     snprintf(err, err_len, "onnxruntime mlp.swiglu: expected 4 inputs and 1 output");
     return 1;

@@ -17,6 +17,7 @@ static OrtEnv* g_env;
 static OrtMemoryInfo* g_cpu;
 static OrtSession* g_session;
 static onnx_bytes g_session_model;
+static int g_session_threads; /* its intra-op threads: a call asking others gets a new one */
 
 /* ORT's message into err, and the status released: 1; 0 for success */
 static int failed(OrtStatus* s, const char* what, char* err, size_t err_len) {
@@ -65,7 +66,7 @@ static size_t element_size(int elem_type) {
 }
 
 static int session_for(const onnx_bytes* model, char* err, size_t err_len) {
-  if (g_session && g_session_model.size == model->size &&
+  if (g_session && g_session_threads == adapter_threads() && g_session_model.size == model->size &&
       memcmp(g_session_model.data, model->data, model->size) == 0)
     return 0;
   if (g_session) g_api->ReleaseSession(g_session);
@@ -80,6 +81,7 @@ static int session_for(const onnx_bytes* model, char* err, size_t err_len) {
                 "CreateSessionFromArray", err, err_len);
   g_api->ReleaseSessionOptions(options);
   if (rc) return rc;
+  g_session_threads = adapter_threads();
   g_session_model.data = (uint8_t*)malloc(model->size);
   if (g_session_model.data) {
     memcpy(g_session_model.data, model->data, model->size);
