@@ -170,6 +170,12 @@ struct Variant {
   // simt.* variants): `bench`'s timings of the launches alone and of the
   // copies apart. Null for host kernels, which bench times call by call.
   DeviceTimeFn time_on_device;
+  // Variants whose calls run in a process kept from call to call (a
+  // plugin's worker, a worker command's process): ends that process, so
+  // that the next call starts in a fresh one. certify runs a failure again
+  // there, to tell a kernel's fault from state earlier calls left
+  // (docs/design.md#certify); null for variants that run in moacert's own.
+  std::function<void()> fresh_process;
 
   bool supports(Format f) const;
 };
