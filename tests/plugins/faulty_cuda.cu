@@ -4,6 +4,9 @@
 //                that orders it: a shared race, a counterexample
 //   FAULT_STACK  a register array too large for a fiber's stack: the
 //                worker dies, and the emulator's message names the kernel
+//   FAULT_SHARED_PAST  the last thread writes its partial sum one element
+//                past the static __shared__ array `partial`, into no other
+//                variable: out of bounds of `partial`
 //   FAULT_NONE   correct (row-major tensors: accepts_strided = 0)
 // and, declaring device "cuda" (its tensors in the emulator's device memory,
 // docs/plugins.md#device-tensors; each run refuses host tensors):
@@ -127,6 +130,11 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
   partial[threadIdx.x] = 0.0f;
   __syncthreads();
   partial[threadIdx.x] = ss;  // planted: no barrier between this and the reads
+#elif defined(FAULT_SHARED_PAST)
+  // Planted: the last thread one element past `partial` (its index is not
+  // a constant, which the compiler would refuse).
+  partial[threadIdx.x + (threadIdx.x + 1 == blockDim.x ? 1 : 0)] = ss;
+  __syncthreads();
 #else
   partial[threadIdx.x] = ss;
   __syncthreads();
