@@ -105,6 +105,8 @@ int run_bench(const BenchArgs& a) {
       if (!v->supports(*format)) {
         throw UsageError("bench: variant " + name + " does not run " + a.dtype);
       }
+      if (const std::string why = kernels::cannot_run(*v); !why.empty())
+        throw UsageError("bench: " + name + ": " + why);
       variants.push_back(v);
     }
   }

@@ -289,6 +289,8 @@ std::string case_outside_envelope(const CertifySettings& s, const kernels::Varia
 void refuse_what_cannot_run(const CertifySettings& s, const kernels::Variant& v,
                             std::uint64_t max_memory) {
   const std::string op(info(s.op).name);
+  if (const std::string why = kernels::cannot_run(v); !why.empty())
+    throw UsageError(v.name + ": " + why);
   const Format f = s.format_of(v);
   if (!v.supports(f))
     throw UsageError("variant " + v.name + " of " + op + " does not support " +
@@ -696,6 +698,8 @@ int run_reproduce(const ReproduceArgs& a) {
   if (!v->supports(token->format)) {
     throw UsageError("variant " + vname + " does not support " + std::string(name(token->format)));
   }
+  if (const std::string refused = kernels::cannot_run(*v); !refused.empty())
+    throw UsageError(v->name + ": " + refused);
   if (const auto spec = properties::spec_of(*token)) {
     const kernels::Variant* torch = token->rule.kind == properties::Rule::vs_torch
                                         ? properties::torch_for(token->op, token->format)

@@ -74,6 +74,14 @@ const Registry& Registry::builtin() {
   return registry;
 }
 
+std::string cannot_run(const Variant& v) {
+#if MOACERT_HAVE_SIMT_FLAG
+  if (v.backend == "simt") return simt_settings_error();
+#endif
+  (void)v;
+  return {};
+}
+
 Backends backends() {
   return {MOACERT_HAVE_TORCH_FLAG, MOACERT_HAVE_CUDA_FLAG, MOACERT_HAVE_MPI_FLAG};
 }

@@ -170,6 +170,12 @@ struct Variant {
   // simt.* variants): `bench`'s timings of the launches alone and of the
   // copies apart. Null for host kernels, which bench times call by call.
   DeviceTimeFn time_on_device;
+  // Variants whose calls run in a process kept from call to call (a
+  // plugin's worker, a worker command's process): ends that process, so
+  // that the next call starts in a fresh one. certify runs a failure again
+  // there, to tell a kernel's fault from state earlier calls left
+  // (docs/design.md#certify); null for variants that run in moacert's own.
+  std::function<void()> fresh_process;
 
   bool supports(Format f) const;
 };
@@ -208,6 +214,16 @@ void register_torch_kernels(Registry& r);  // when the LibTorch adaptor is built
 // (`cuda.<name>`).
 void register_simt_kernels(Registry& r);
 void register_cuda_kernels(Registry& r);
+// Why the emulator refuses its settings (a MOACERT_SIMT_* value out of
+// range, simt/settings.cpp), or empty (kernels/cuda/simt_backend.cpp).
+std::string simt_settings_error();
+
+// Why `v` cannot run in this process, in one phrase: its backend's
+// settings refused (a simt.* variant under a malformed MOACERT_SIMT_*
+// value); empty when it can. certify and reproduce refuse such a variant
+// (exit 2) before any case, as the plugin loader refuses an emulator
+// plugin's device.
+std::string cannot_run(const Variant& v);
 
 // Which optional backends this build has.
 struct Backends {

@@ -15,6 +15,7 @@
 #include "oracle/bounds.hpp"
 #include "properties/arithmetic_check.hpp"
 #include "properties/case_record.hpp"
+#include "properties/earlier_calls.hpp"
 #include "properties/ops/table.hpp"  // the envelope axes
 #include "properties/plot_samples.hpp"
 #include "properties/properties.hpp"
@@ -187,6 +188,23 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
   return j;
 }
 
+// Whether j's case fails again when the variant runs it once more (in a
+// fresh process, earlier_calls.hpp), judged as j was.
+bool fails_again(const Judged& j, const kernels::Variant& v, const Rule& rule, int threads) {
+  try {
+    const std::vector<AnyTensor> outputs = run_variant(v, j.c, threads);
+    return !judge(j.c, j.exact, outputs, rule, rule.kind == Rule::max_ulp ? nullptr : &j.bounds,
+                  rule.kind == Rule::vs_torch ? &j.torch_errors : nullptr)
+                .holds;
+  } catch (const kernels::Unsupported&) {
+    return false;
+  } catch (const kernels::DeviceOutOfMemory&) {  // the machine's limit: no verdict
+    throw;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
 Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false, double whole_work = kWholeOracleWork) {
   return judge_case(make_case(spec), v, rule, threads, equivalence, whole_work);
@@ -326,14 +344,16 @@ std::string nondeterministic(const kernels::Variant& v) {
 // each kind of case is one member, built from the steps they share.
 class CaseRun {
  public:
-  // Case `position` of `cases` in all; `failing`, when given, is called as
-  // soon as the case is found to fail.
+  // Case `position` of `cases` in all, after the `earlier` calls in this
+  // process (those the variant's process may keep state of); `failing`,
+  // when given, is called as soon as the case is found to fail.
   CaseRun(const CertifyOptions& o, bool equivalence, int position, int cases,
-          const std::function<void()>& failing)
+          const std::vector<Token::Call>& earlier, const std::function<void()>& failing)
       : o_(o),
         v_(*o.variant),
         equivalence_(equivalence),
         cases_(cases),
+        earlier_(earlier),
         failing_(failing),
         candidates_(candidate_arithmetics(v_.op, o.format, v_.arithmetic)) {
     r_.position = position;
@@ -350,6 +370,7 @@ class CaseRun {
     if (!j.verdict.holds) {
       announce_failure();  // before the shrinking, which may take long
       keep_drawn(j, describe(spec));
+      set_up_by_earlier_calls(j, token);
       rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
       shrink(s, j, token);
       r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
@@ -405,6 +426,7 @@ class CaseRun {
     }
     announce_failure();  // before the shrinking, which may take long
     keep_drawn(j, describe(s.value()));
+    set_up_by_earlier_calls(j, token);
     shrink(s, j, token);
     r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
@@ -526,6 +548,29 @@ class CaseRun {
     if (j.error.empty()) r_.failure_elements = worst_elements(j, o_.rule, 10);
   }
 
+  // A failure of a variant whose process lives from call to call, after
+  // earlier calls there: run again alone in a fresh process, before it is
+  // shrunk. Where it holds there, it depends on earlier calls: the calls
+  // that set it up (earlier_calls.hpp) join its token, which shrinking and
+  // a replay make first, and its reason says so. An ordinary failure, or a
+  // hang (each run would cost a whole timeout), is left as it was.
+  void set_up_by_earlier_calls(Judged& j, Token& token) {
+    if (!v_.fresh_process || earlier_.empty() || j.hang) return;
+    const auto again = [&] { return fails_again(j, v_, o_.rule, o_.threads); };
+    v_.fresh_process();
+    if (again()) return;
+    const std::optional<std::vector<Token::Call>> setup =
+        find_setup(v_, token, earlier_, o_.threads, again);
+    if (!setup) {
+      j.verdict.why +=
+          "; it holds when run again in a fresh worker, alone or after the calls "
+          "before it, so its token may not replay";
+      return;
+    }
+    token.setup = *setup;
+    depends_ = depends_words(token, token.setup);
+  }
+
   // Shrinks the failing case `s` (judged `j`): takes the first shrink that
   // still fails, until none does. The search is RapidCheck's
   // (rc::shrinkable::findLocalMin walks the same tree the same way),
@@ -545,6 +590,7 @@ class CaseRun {
         auto next = shrinks.next();
         if (!next) break;
         --budget;
+        if (!token.setup.empty()) run_setup(v_, token, token.setup, o_.threads);
         Judged candidate =
             judge_spec(next->value(), v_, o_.rule, o_.threads, false, o_.whole_oracle_work);
         if (candidate.verdict.holds) continue;
@@ -556,12 +602,15 @@ class CaseRun {
         break;
       }
     }
+    if (!depends_.empty()) j.verdict.why += "; " + depends_;
   }
 
   const CertifyOptions& o_;
   const kernels::Variant& v_;
   bool equivalence_;
   int cases_;
+  const std::vector<Token::Call>& earlier_;
+  std::string depends_;  // the reason's words for a failure that depends on earlier calls
   const std::function<void()>& failing_;
   bool announced_ = false;
   std::vector<Arithmetic> candidates_;  // what `needs` chooses from
@@ -610,12 +659,19 @@ int CaseRunner::size() const {
 }
 
 CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) const {
-  CaseRun run(o_, equivalence_, position, size(), failing);
+  CaseRun run(o_, equivalence_, position, size(), earlier_, failing);
   const int n_curated = int(curated_.size());
+  // The calls made in the variant's process, which may keep state from one
+  // to the next (earlier_calls.hpp); none for a variant run in this one.
+  auto ran = [&](const Token& t) {
+    if (o_.variant->fresh_process) earlier_.push_back({t.index, t.size});
+  };
   if (position < n_curated) {
     Token t = base_;
     t.index = -std::int32_t(position) - 1;
-    return std::move(run).curated(curated_[std::size_t(position)], t);
+    CaseRecord r = std::move(run).curated(curated_[std::size_t(position)], t);
+    ran(t);
+    return r;
   }
   if (!o_.case_files.empty()) {
     const auto at = std::size_t(position - n_curated);
@@ -631,7 +687,10 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
   t.size = size_for(i, o_.cases);
   rc::Shrinkable<CaseSpec> drawn = random_case(o_, base_, i);
   if (o_.fits && !o_.fits(drawn.value())) return std::move(run).over_budget();
-  return std::move(run).random(std::move(drawn), t, o_.variant->deterministic && i % 10 == 0);
+  CaseRecord r =
+      std::move(run).random(std::move(drawn), t, o_.variant->deterministic && i % 10 == 0);
+  ran(t);
+  return r;
 }
 
 namespace {
@@ -849,7 +908,15 @@ Replay replay(const Token& token, const kernels::Variant& variant, int threads,
               std::size_t worst_count) {
   const std::optional<CaseSpec> spec = spec_of(token);
   if (!spec) throw std::invalid_argument("token names a case this version cannot re-create");
+  // A failure that depends on earlier calls: its setup first, in a fresh
+  // process; said so where the case alone holds there.
+  if (!token.setup.empty()) run_setup(variant, token, token.setup, threads);
   Judged j = judge_spec(*spec, variant, token.rule, threads);
+  if (!token.setup.empty() && !j.verdict.holds && variant.fresh_process) {
+    variant.fresh_process();
+    if (!fails_again(j, variant, token.rule, threads))
+      j.verdict.why += "; " + depends_words(token, token.setup);
+  }
   Replay r{*spec, j.c, j.verdict, {}};
   if (j.error.empty()) r.worst = worst_elements(j, token.rule, worst_count);
   return r;

@@ -129,6 +129,9 @@ class CaseRunner {
   Token base_;
   std::vector<CaseSpec> curated_;
   bool equivalence_;
+  // The calls run so far in this process (Token::Call), where the
+  // variant's process may keep state from one to the next.
+  mutable std::vector<Token::Call> earlier_;
   std::chrono::steady_clock::time_point start_;
 };
 

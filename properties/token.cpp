@@ -100,6 +100,10 @@ constexpr std::uint8_t kDiscrete = 0x80;
 // one bit each (kRefused's order). A token of a kernel supporting every
 // option has no such entry, and is byte for byte as before.
 constexpr std::uint8_t kSupportedTag = 0x7F;
+// After the variant's name: the setup calls of a failure that depends on
+// earlier calls (Token::setup), their count, then (index, size) each.
+constexpr std::uint8_t kSetupTag = 0x01;
+constexpr std::uint64_t kMaxSetup = 100000;
 constexpr std::array<bool SupportedOptions::*, 3> kRefused = {
     &SupportedOptions::causal, &SupportedOptions::non_causal, &SupportedOptions::grouped_heads};
 
@@ -145,6 +149,14 @@ std::string Token::encode() const {
   }
   put_varint(b, variant.size());
   b.insert(b.end(), variant.begin(), variant.end());
+  if (!setup.empty()) {
+    b.push_back(kSetupTag);
+    put_varint(b, setup.size());
+    for (const Call& c : setup) {
+      put_varint(b, zigzag(c.index));
+      put_varint(b, std::uint64_t(c.size));
+    }
+  }
   return kPrefix + base64url(b);
 }
 
@@ -224,9 +236,23 @@ std::optional<Token> Token::decode(const std::string& text, std::string* why) {
     }
   }
   const std::uint64_t len = r.varint();
-  if (!r.ok || len > 4096 || r.pos + len != bytes->size())
+  if (!r.ok || len > 4096 || r.pos + len > bytes->size())
     return fail("token is truncated or corrupt");
-  t.variant.assign(bytes->begin() + std::ptrdiff_t(r.pos), bytes->end());
+  t.variant.assign(bytes->begin() + std::ptrdiff_t(r.pos),
+                   bytes->begin() + std::ptrdiff_t(r.pos + len));
+  r.pos += len;
+  if (r.pos < bytes->size()) {
+    const std::uint64_t n_setup = r.byte() == kSetupTag ? r.varint() : 0;
+    if (!r.ok || n_setup == 0 || n_setup > kMaxSetup) return fail("token is truncated or corrupt");
+    for (std::uint64_t i = 0; i < n_setup && r.ok; ++i) {
+      const std::int64_t at = unzigzag(r.varint());
+      const std::uint64_t at_size = r.varint();
+      if (at < INT32_MIN || at > INT32_MAX || at_size > 1000)
+        return fail("token is truncated or corrupt");
+      t.setup.push_back({std::int32_t(at), int(at_size)});
+    }
+    if (!r.ok || r.pos != bytes->size()) return fail("token is truncated or corrupt");
+  }
   // One text per token: trailing characters that make no byte are refused.
   if (t.encode() != text) return fail("token is truncated or corrupt");
   return t;
@@ -269,6 +295,15 @@ std::optional<CaseSpec> spec_of(const Token& t) {
     s = *chosen;
   }
   return s.value();
+}
+
+std::optional<CaseSpec> spec_of(const Token& t, const Token::Call& call) {
+  Token drawn = t;
+  drawn.index = call.index;
+  drawn.size = call.size;
+  drawn.path.clear();
+  drawn.setup.clear();
+  return spec_of(drawn);
 }
 
 namespace {

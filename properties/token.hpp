@@ -35,6 +35,19 @@ struct Token {
   // named. Version 1 carries no constraints.
   int version = kGeneration;
   ShapeConstraints shape;  // certify --shape
+  // A case of the same certification, named as a token names its own (its
+  // index, and a random case's size), drawn as drawn (no shrink path).
+  struct Call {
+    std::int32_t index = 0;
+    int size = 0;
+    bool operator==(const Call&) const = default;
+  };
+  // A failure that depends on earlier calls (a plugin's or worker's
+  // process keeps state from one call to the next, docs/design.md#certify):
+  // the calls that set it up, which a replay makes first, in order, in a
+  // fresh process. Empty for every other token, which then encodes byte
+  // for byte as before.
+  std::vector<Call> setup;
 
   // What the token's generator draws from.
   GenSettings settings() const { return {tiles, shape, version, /*strided=*/true}; }
@@ -53,6 +66,9 @@ std::vector<CaseSpec> curated_specs(Op op, Format f, const GenSettings& settings
 // The case spec a token names (its generator, its shrink path), or nullopt
 // when the path leads nowhere (a token from another version).
 std::optional<CaseSpec> spec_of(const Token& t);
+
+// The case of `t`'s certification that `call` names, as drawn.
+std::optional<CaseSpec> spec_of(const Token& t, const Token::Call& call);
 
 // The size RapidCheck's own runner would use for case `index` of `cases`.
 int size_for(int index, int cases);

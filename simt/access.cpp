@@ -51,6 +51,12 @@ std::string shared_offset(std::uintptr_t a) {
   if (L.dynamic_lo && a >= L.dynamic_lo && a < L.dynamic_lo + kMaxDynamicShared)
     return "dynamic shared+" + std::to_string(a - L.dynamic_lo);
   std::string name = "static shared";
+  // The variable that holds it, by the module's symbols (shared_variables.cpp).
+  const std::vector<SharedVariable>& vars = L.shared_variables;
+  auto above = std::upper_bound(vars.begin(), vars.end(), a,
+                                [](std::uintptr_t x, const SharedVariable& v) { return x < v.lo; });
+  if (above != vars.begin() && a < (above - 1)->hi)
+    return "shared '" + (above - 1)->name + "'+" + std::to_string(a - (above - 1)->lo);
   if (dladdr(reinterpret_cast<void*>(a), &info) && info.dli_sname && info.dli_saddr)
     return "shared " + std::string(info.dli_sname) + "+" +
            std::to_string(a - reinterpret_cast<std::uintptr_t>(info.dli_saddr));
@@ -259,6 +265,22 @@ void check_host_arguments(std::uintptr_t a, std::size_t bytes, Access kind, std:
                               std::to_string(first) + ".." + std::to_string(first + bytes - 1));
 }
 
+// Whether [a, a + bytes) lies inside one of the launch's static __shared__
+// variables (the hot path: the last one found is tried first).
+bool inside_a_shared_variable(Launch& L, std::uintptr_t a, std::size_t bytes) {
+  const std::vector<SharedVariable>& vars = L.shared_variables;
+  if (L.shared_variable_hint < vars.size()) {
+    const SharedVariable& v = vars[L.shared_variable_hint];
+    if (a >= v.lo && a + bytes <= v.hi) return true;
+  }
+  auto it = std::upper_bound(vars.begin(), vars.end(), a,
+                             [](std::uintptr_t x, const SharedVariable& v) { return x < v.lo; });
+  if (it == vars.begin()) return false;
+  --it;
+  L.shared_variable_hint = std::size_t(it - vars.begin());
+  return a + bytes <= it->hi;
+}
+
 }  // namespace
 
 void on_aligned_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
@@ -314,9 +336,12 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
   const auto where = reinterpret_cast<std::uint64_t>(pc);
   if (a >= L.shared_lo && a + bytes <= L.shared_hi) {
-    if (L.dynamic_lo && a + bytes > L.dynamic_lo + L.shared_bytes &&
-        a < L.dynamic_lo + kMaxDynamicShared)
+    const bool dynamic =
+        L.dynamic_lo && a + bytes > L.dynamic_lo && a < L.dynamic_lo + kMaxDynamicShared;
+    if (dynamic && a + bytes > L.dynamic_lo + L.shared_bytes)
       past_dynamic_shared(a, bytes, kind, where);
+    if (!dynamic && !L.shared_variables.empty() && !inside_a_shared_variable(L, a, bytes))
+      past_shared_variable(a, bytes, kind, where);
     if (!L.copies.empty()) check_async_copies(a, bytes, kind, true, where);
     count(true, kind, bytes);
     check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);

@@ -223,6 +223,7 @@ void launch(const char* name, const Module& module, dim3 grid, dim3 block, std::
   if (module.touch_tls) module.touch_tls();
   gather_segments();
   std::tie(L.shared_lo, L.shared_hi) = static_shared_of(module.kernel);
+  find_shared_variables(L, module.kernel);
   host_arguments(L, pointers, n_pointers);
   if (L.shared_hi - L.shared_lo > runtime.shared_shadow.size())
     runtime.shared_shadow.assign(L.shared_hi - L.shared_lo, ByteShadow{});

@@ -153,6 +153,13 @@ struct Warp {
   std::uint32_t pair_gen[32][32] = {};
 };
 
+// A static __shared__ variable of the launch's module: [lo, hi) in this
+// thread's TLS block, and its name (shared_variables.cpp).
+struct SharedVariable {
+  std::uintptr_t lo, hi;
+  std::string name;
+};
+
 struct Launch {
   const char* kernel = "";
   dim3 grid, block;
@@ -163,6 +170,10 @@ struct Launch {
   std::uint32_t block_linear = 0;
   std::uintptr_t shared_lo = 0, shared_hi = 0;  // the module's TLS block
   std::uintptr_t dynamic_lo = 0;
+  // The module's static __shared__ variables, by address; empty where its
+  // symbols cannot be read (the TLS block is then checked as a whole).
+  std::vector<SharedVariable> shared_variables;
+  std::size_t shared_variable_hint = 0;
   std::uintptr_t stacks_lo = 0, stacks_hi = 0;
   std::vector<std::unique_ptr<Fiber>> fibers;
   std::vector<Fiber*> runnable;
@@ -209,6 +220,14 @@ void gather_segments();
 // The static shared memory of the module that holds `kernel`: its TLS block
 // [lo, hi), or {0, 0}.
 std::pair<std::uintptr_t, std::uintptr_t> static_shared_of(const void* kernel);
+// ---- static __shared__ variables (shared_variables.cpp) ------------------
+// L.shared_variables from the symbols of `kernel`'s module (L.shared_lo,
+// shared_hi and dynamic_lo set).
+void find_shared_variables(Launch& L, const void* kernel);
+// An access to static shared memory in no one variable: out of bounds, in
+// the terms of the nearest variable.
+[[noreturn]] void past_shared_variable(std::uintptr_t a, std::size_t bytes, Access kind,
+                                       std::uint64_t where);
 
 // ---- device memory (device_memory.cpp): one reserved range of the address
 // space from which cudaMalloc allocates, so that whether an address is

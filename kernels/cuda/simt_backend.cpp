@@ -150,6 +150,11 @@ class SimtInstrumentation : public Instrumentation {
 
 }  // namespace
 
+std::string simt_settings_error() {
+  const char* why = moacert_simt_settings_error();
+  return why ? why : "";
+}
+
 void register_simt_kernels(Registry& r) {
   auto counting = std::make_shared<SimtInstrumentation>();
   simt::register_onfs(

@@ -52,6 +52,12 @@ class Worker {
 
   pid_t pid() const { return pid_; }
 
+  // Ends the worker, if one runs: the next call starts a fresh one.
+  void fresh() {
+    std::lock_guard lock(mutex_);
+    stop(/*graceful=*/false);
+  }
+
   // The emulator's counters summed over the calls so far (empty: none).
   std::string simt_counters();
 

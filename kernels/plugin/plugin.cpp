@@ -169,6 +169,7 @@ Variant load(const std::string& spec, const LoadOptions& options, const std::str
     d.copy_from_device_bytes = t.copy_from_device_bytes;
     return d;
   };
+  v.fresh_process = [w] { w->fresh(); };
   v.instrumentation = std::make_shared<SimtCountersOnly>([w] { return w->simt_counters(); });
   return v;
 }

@@ -54,6 +54,12 @@ class Served {
         declared_(std::move(declared)),
         timeout_s_(timeout_s) {}
 
+  // Ends the process, if one runs: the next call starts the command again.
+  void fresh() {
+    std::lock_guard lock(mutex_);
+    connection_->stop(/*graceful=*/false);
+  }
+
   // The kernels its handshake declared.
   const std::vector<DeclaredKernel>& declared() const { return declared_; }
 
@@ -243,6 +249,7 @@ Variant variant_of(const DeclaredKernel& kernel, std::shared_ptr<Served> served,
       throw std::invalid_argument("worker kernel does not run " + std::string(name(p.format)));
     served->call(kernel, p, in, out, run.threads);
   };
+  v.fresh_process = [served] { served->fresh(); };
   return v;
 }
 

@@ -4,6 +4,9 @@
 //                that orders it: a shared race, a counterexample
 //   FAULT_STACK  a register array too large for a fiber's stack: the
 //                worker dies, and the emulator's message names the kernel
+//   FAULT_SHARED_PAST  the last thread writes its partial sum one element
+//                past the static __shared__ array `partial`, into no other
+//                variable: out of bounds of `partial`
 //   FAULT_NONE   correct (row-major tensors: accepts_strided = 0)
 // and, declaring device "cuda" (its tensors in the emulator's device memory,
 // docs/plugins.md#device-tensors; each run refuses host tensors):
@@ -36,6 +39,11 @@
 //   FAULT_DEVICE_LEAK       allocates 256 bytes each call, never freed
 //   FAULT_DEVICE_WORKSPACE  correct: 256 bytes allocated on its first call
 //                           and kept, a workspace of every later one
+//   FAULT_DEVICE_STALE_W    w kept in a device cache allocated on its first
+//                           call (envelope D in 1..4096), refreshed only by a
+//                           call wider than every call before: right alone,
+//                           wrong after a wider call (depends on earlier calls)
+//   FAULT_DEVICE_CACHED_W   correct: the same cache, refreshed on every call
 // and, streams and events (values right: the emulator runs eagerly):
 //   FAULT_DEVICE_STREAM_UNSYNCED  the kernel on a stream of its own, not
 //                                 synchronised before the call returns
@@ -50,6 +58,7 @@
 //                                 stream, which waits for a blocking stream
 //   FAULT_DEVICE_STREAM_NONBLOCKING  the same with the kernel on a
 //                                 non-blocking stream, which it does not
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -67,6 +76,10 @@
     defined(FAULT_DEVICE_STREAM_NONBLOCKING)
 #define OWN_STREAM 1
 #endif
+#if defined(FAULT_DEVICE_STALE_W) || defined(FAULT_DEVICE_CACHED_W)
+#define CACHE_W 1
+constexpr int kCacheFloats = 4096;  // the envelope's widest D
+#endif
 #if defined(FAULT_DEVICE_NONE) || defined(FAULT_DEVICE_PAST) || defined(FAULT_DEVICE_BEFORE) ||   \
     defined(FAULT_DEVICE_INPUT) || defined(FAULT_DEVICE_FAR) || defined(FAULT_DEVICE_HANG) ||     \
     defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) ||                             \
@@ -77,7 +90,7 @@
     defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                             \
     defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                        \
     defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE) || defined(OWN_STREAM) || \
-    defined(FAULT_DEVICE_LEAK) || defined(FAULT_DEVICE_WORKSPACE)
+    defined(FAULT_DEVICE_LEAK) || defined(FAULT_DEVICE_WORKSPACE) || defined(CACHE_W)
 #define ON_DEVICE 1
 #endif
 #if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
@@ -117,6 +130,11 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* y, int D, 
   partial[threadIdx.x] = 0.0f;
   __syncthreads();
   partial[threadIdx.x] = ss;  // planted: no barrier between this and the reads
+#elif defined(FAULT_SHARED_PAST)
+  // Planted: the last thread one element past `partial` (its index is not
+  // a constant, which the compiler would refuse).
+  partial[threadIdx.x + (threadIdx.x + 1 == blockDim.x ? 1 : 0)] = ss;
+  __syncthreads();
 #else
   partial[threadIdx.x] = ss;
   __syncthreads();
@@ -275,6 +293,21 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
 #elif defined(FAULT_DEVICE_WORKSPACE)
   static void* workspace = nullptr;  // kept from call to call, as a library's
   if (!workspace) cudaMalloc(&workspace, 256);
+#elif defined(CACHE_W)
+  // w copied into a cache of the library's, kept from call to call (one
+  // allocation, so that it never grows: no leak), and read from there.
+  static float* cached_w = nullptr;  // (kCacheFloats)
+  static std::int64_t cached_D = 0;  // the widest call's D so far
+  if (!cached_w && cudaMalloc(&cached_w, kCacheFloats * sizeof(float)) != cudaSuccess) {
+    std::snprintf(err, err_len, "rmsnorm: cannot allocate the weight cache");
+    return 1;
+  }
+#if defined(FAULT_DEVICE_STALE_W)
+  if (x->shape[1] > cached_D)  // planted: another call's weights after a wider one
+#endif
+    cudaMemcpy(cached_w, w_data, w_bytes, cudaMemcpyDeviceToDevice);
+  cached_D = std::max<std::int64_t>(cached_D, x->shape[1]);
+  w_data = cached_w;
 #elif defined(FAULT_DEVICE_HOST_READ)
   // Planted: device memory read on the host (a GPU's pointer faults there).
   if (static_cast<const float*>(w->data)[0] == 12345.0f) return MOACERT_UNSUPPORTED;
@@ -354,6 +387,9 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
 #if defined(FAULT_DEVICE_REFUSES)
 const moacert_axis axes[] = {{"D", 1, 64, nullptr, 0, 0}};
 const moacert_envelope envelope = {axes, 1, 0};
+#elif defined(CACHE_W)
+const moacert_axis axes[] = {{"D", 1, kCacheFloats, nullptr, 0, 0}};
+const moacert_envelope envelope = {axes, 1, 0};
 #elif defined(FAULT_DEVICE_OUTSIDE)
 const std::int64_t widths[] = {16, 32};
 const moacert_axis axes[] = {{"D", 0, 0, widths, 2, 0}};
@@ -367,7 +403,7 @@ constexpr int kStrided = 0;
 #endif
 
 const moacert_kernel kernels[] = {{"rmsnorm", "rmsnorm_cuda", "f32", kStrided, rmsnorm_f32,
-#if defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE)
+#if defined(FAULT_DEVICE_REFUSES) || defined(FAULT_DEVICE_OUTSIDE) || defined(CACHE_W)
                                    &envelope,
 #else
                                    nullptr,

@@ -37,7 +37,12 @@
      FAULT_FORK       correct, but leaves a child process running
      FAULT_LATE       wrong (as FAULT_WRONG) on a few shapes alone, (31 T + D) % 17 == 3:
                       first reached by a random case past the first few
-                      (tests/mpi: a counterexample on rank 1) */
+                      (tests/mpi: a counterexample on rank 1)
+     FAULT_STALE_W    keeps w in a cache from call to call, refreshed only when a call
+                      is wider than every call before: right alone, wrong after a
+                      wider (or as wide) call with other weights (docs/design.md#certify,
+                      a failure that depends on earlier calls)
+     FAULT_CACHED_W   correct: the same cache, refreshed on every call */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -80,6 +85,26 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
     for (;;) pause(); /* a child that would outlive everyone */
 #elif defined(FAULT_INPUT)
   ((float*)(uintptr_t)xd)[0] = 0;
+#endif
+#if defined(FAULT_STALE_W) || defined(FAULT_CACHED_W)
+  static float* cached_w = NULL; /* (cached_D), the widest call's */
+  static int64_t cached_D = 0;
+  if (D > cached_D) {
+    float* grown = (float*)realloc(cached_w, (size_t)D * sizeof(float));
+    if (!grown) {
+      snprintf(err, err_len, "cannot grow the weight cache to %lld floats", (long long)D);
+      return 1;
+    }
+    cached_w = grown;
+    cached_D = D;
+    memcpy(cached_w, wd, (size_t)D * sizeof(float));
+  }
+#if defined(FAULT_CACHED_W)
+  else {
+    memcpy(cached_w, wd, (size_t)D * sizeof(float));
+  }
+#endif
+  wd = cached_w; /* FAULT_STALE_W, planted: another call's weights after a wider one */
 #endif
   for (int64_t t = 0; t < T; ++t) {
     double ss = 0;

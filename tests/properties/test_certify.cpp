@@ -3,6 +3,7 @@
 // failed on, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -48,6 +49,67 @@ kernels::Variant planted_wrong_kernel(std::shared_ptr<Recorder> recorder) {
     dnf->run(fewer, shorter, out, o);
   };
   return v;
+}
+
+// rmsnorm's DNF (f32) reading w from a cache kept from call to call, as a
+// process keeps state (fresh_process empties it), refreshed only by a call
+// wider than every call before: right alone, wrong after a wider (or as
+// wide) call with other weights.
+kernels::Variant stale_weights_kernel() {
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::rmsnorm, "cpu.dnf");
+  auto cache = std::make_shared<std::vector<float>>();  // (the widest call's D)
+  kernels::Variant v = *dnf;
+  v.name = "test.stale_weights";
+  v.formats = {Format::f32};
+  v.run = [dnf, cache](const Problem& p, std::span<const TensorRef> in,
+                       std::span<const TensorRef> out, const kernels::RunOptions& o) {
+    const TensorRef& w = in[1];  // rmsnorm's inputs: x, w
+    const moa::Shape shape = w.layout.shape();
+    if (shape[0] > moa::extent_t(cache->size())) {
+      cache->clear();
+      for (const moa::Index& i : moa::iota(shape))
+        cache->push_back(static_cast<const float*>(w.data)[w.layout(i)]);
+    }
+    AnyTensor stale(DType::f32, moa::make_layout(moa::LayoutKind::row_major, shape));
+    std::copy_n(cache->begin(), shape[0], static_cast<float*>(stale.data()));
+    std::vector<TensorRef> with_stale(in.begin(), in.end());
+    with_stale[1] = stale.ref();
+    dnf->run(p, with_stale, out, o);
+  };
+  v.fresh_process = [cache] { cache->clear(); };
+  return v;
+}
+
+// A failure that depends on earlier calls (docs/design.md#certify): run
+// again alone in a fresh process it holds, so certify names the call that
+// sets it up, its token carries that call, and a replay makes it first.
+TEST(Certify, AFailureThatDependsOnEarlierCallsNamesThemAndItsTokenReplays) {
+  const kernels::Variant stale = stale_weights_kernel();
+  CertifyOptions o;
+  o.variant = &stale;
+  o.format = Format::f32;
+  o.cases = 20;
+  o.seed = 7;
+  const Certificate cert = certify(o);
+  ASSERT_FALSE(cert.holds);
+  EXPECT_NE(cert.failure.find("; depends on earlier calls: holds in a fresh worker, fails there "
+                              "after the call of "),
+            std::string::npos)
+      << cert.failure;
+  EXPECT_NE(cert.failure.find(", which the token replays first"), std::string::npos)
+      << cert.failure;
+  const std::optional<Token> token = Token::decode(cert.worst_token);
+  ASSERT_TRUE(token);
+  ASSERT_EQ(token->setup.size(), 1u);
+  Token alone = *token;  // its case without the call that sets it up
+  alone.setup.clear();
+  stale.fresh_process();
+  EXPECT_TRUE(replay(alone, stale).verdict.holds);
+  const Replay r = replay(*token, stale);
+  EXPECT_FALSE(r.verdict.holds);
+  EXPECT_NE(r.verdict.why.find("; depends on earlier calls: holds in a fresh worker"),
+            std::string::npos)
+      << r.verdict.why;
 }
 
 TEST(Certify, CatchesAWrongKernelAndTheTokenReplaysItsCase) {
@@ -162,6 +224,18 @@ TEST(Tokens, RoundTripAndRefuseCorruption) {
   EXPECT_EQ(back->size, t.size);
   EXPECT_EQ(back->path, t.path);
   EXPECT_EQ(back->tiles, t.tiles);
+
+  // The calls a failure that depends on earlier ones needs (Token::setup)
+  // follow the variant's name: the bytes before them are the same.
+  Token with_setup = t;
+  with_setup.setup = {{-2, 0}, {5, 31}};
+  const std::string longer = with_setup.encode();
+  EXPECT_EQ(longer.substr(0, text.size() - 1), text.substr(0, text.size() - 1));
+  const std::optional<Token> back_setup = Token::decode(longer);
+  ASSERT_TRUE(back_setup);
+  EXPECT_EQ(back_setup->setup, with_setup.setup);
+  EXPECT_EQ(back_setup->variant, t.variant);
+  EXPECT_FALSE(Token::decode(longer.substr(0, longer.size() - 2)));
 
   std::string why;
   EXPECT_FALSE(Token::decode("", &why));

@@ -192,6 +192,19 @@ __global__ void shared_vec4(float* y, int offset) {
       *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(tile) + offset);
 }
 
+// Two static __shared__ arrays; with `past` 1 (planted) the last thread
+// writes one element past the first, into the red zone after it, never
+// the second's values (docs/simt.md#shared-memory).
+__global__ void shared_past(float* y, int past) {
+  __shared__ float first[32];   // (32)
+  __shared__ float second[32];  // (32)
+  const unsigned i = threadIdx.x;
+  first[i + (i + 1 == blockDim.x ? unsigned(past) : 0u)] = 1.0f;
+  second[i] = 2.0f;
+  __syncthreads();
+  y[i] = first[i > 0 ? i - 1 : 0] + second[i];
+}
+
 }  // namespace
 
 namespace simt_test {
@@ -276,6 +289,7 @@ void run_planted(const std::string& name) {
   if (name == "misaligned_shared") moacert_launch(shared_vec4, 1, 8, 0, y, 1);
   // planted: 32 threads write 32 floats, the launch gives 16 (64 bytes)
   if (name == "past_dynamic_shared") moacert_launch(block_sum, 1, 32, 16 * sizeof(float), x, y, 32);
+  if (name == "past_static_shared") moacert_launch(shared_past, 1, 32, 0, y, 1);
 }
 
 std::vector<float> run_strict_twins() {
@@ -292,6 +306,8 @@ std::vector<float> run_strict_twins() {
   moacert_launch(shared_vec4, 1, 8, 0, y, 4);  // an aligned float4 of the tile
   out.push_back(host_copy(y, 4)[3]);
   moacert_launch(block_sum, 1, 32, 32 * sizeof(float), x, y, 32);  // shared_bytes enough
+  out.push_back(host_copy(y, 1)[0]);
+  moacert_launch(shared_past, 1, 32, 0, y, 0);  // each array within its own extent
   out.push_back(host_copy(y, 1)[0]);
   return out;
 }

@@ -278,7 +278,7 @@ INSTANTIATE_TEST_SUITE_P(
     Hazards, SimtPlanted,
     testing::Values(
         Planted{"missing_sync", "shared race",
-                "kernel missing_sync: thread .* (reads|writes) 4 bytes at static shared\\+\\d+ "
+                "kernel missing_sync: thread .* (reads|writes) 4 bytes at shared 'tile'\\+\\d+ "
                 ".*kernels\\.cu:\\d+.*"
                 "and thread \\(\\d+,0,0\\) of block \\(0,0,0\\) (wrote|read) it "
                 "\\(.*kernels\\.cu:\\d+\\) "
@@ -313,13 +313,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "multiple of 16"},
         Planted{"misaligned_shared", "misaligned access",
                 "kernel shared_vec4: thread \\(\\d,0,0\\) of block \\(0,0,0\\) reads 16 bytes at "
-                "static shared\\+4 \\(.*kernels\\.cu:\\d+\\): misaligned address, not a multiple "
+                "shared 'tile'\\+4 \\(.*kernels\\.cu:\\d+\\): misaligned address, not a multiple "
                 "of 16"},
         Planted{
             "past_dynamic_shared", "out of bounds",
             "kernel block_sum: thread \\((1[6-9]|2\\d|3[01]),0,0\\) of block \\(0,0,0\\) writes 4 "
             "bytes at dynamic shared\\+\\d+ \\(.*kernels\\.cu:\\d+\\): past the launch's 64 bytes "
             "of dynamic shared memory \\(its shared_bytes\\)"},
+        // Each static __shared__ variable bounded by its own extent: one
+        // element past the first array lands in the red zone after it.
+        Planted{"past_static_shared", "out of bounds",
+                "kernel shared_past: thread \\(31,0,0\\) of block \\(0,0,0\\) writes 4 bytes "
+                "at shared 'first'\\+128 \\(.*kernels\\.cu:\\d+\\): past the end of static "
+                "shared 'first' \\(128 bytes\\), its bytes 128\\.\\.131, in no __shared__ "
+                "variable"},
         Planted{"uninitialised_shared", "uninitialised shared read",
                 "thread \\((3[2-9]|[4-6]\\d),0,0\\) of block \\(0,0,0\\) reads 4 bytes at .*never "
                 "written in this block"},
@@ -344,7 +351,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The planted faults' correct twins hold, with their results.
 TEST(SimtStrict, CorrectTwinsRunClean) {
-  EXPECT_EQ(simt_test::run_strict_twins(), (std::vector<float>{1.0f, 1.0f, 4.0f, 32.0f}));
+  EXPECT_EQ(simt_test::run_strict_twins(), (std::vector<float>{1.0f, 1.0f, 4.0f, 32.0f, 3.0f}));
 }
 
 // The runtime's errors are CUDA's codes, never a crash (issue 47, item 4).
