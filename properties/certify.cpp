@@ -20,6 +20,7 @@
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"
+#include "properties/schedule_spread.hpp"
 #include "properties/spec_shrinks.hpp"
 
 namespace moacert::properties {
@@ -650,33 +651,6 @@ std::vector<Certificate::EnvelopeReach> envelope_reach(Op op, const ShapeConstra
   return out;
 }
 
-// Per output, the largest spread (max - min) of an element over `runs` of
-// one case, in ulps of `f` at its exact value; elements outside the sample
-// are passed by.
-std::vector<std::pair<std::string, double>> spread_ulps(
-    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact, Op op, Format f) {
-  const auto names = info(op).outputs;
-  std::vector<std::pair<std::string, double>> out;
-  for (std::size_t t = 0; t < runs[0].size(); ++t) {
-    double spread = 0;
-    std::size_t n = 0;
-    for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
-      if (exact.outputs[t].evaluated[n]) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (const auto& run : runs) {
-          lo = std::min(lo, run[t].get(i));
-          hi = std::max(hi, run[t].get(i));
-        }
-        if (hi > lo)
-          spread = std::max(spread, (hi - lo) / oracle::ulp(f, exact.outputs[t].exact[n]));
-      }
-      ++n;
-    }
-    out.push_back({std::string(names[t]), spread});
-  }
-  return out;
-}
-
 }  // namespace
 
 Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
@@ -774,24 +748,12 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   };
   if (cert.holds && worst) {
     const Judged w = prepared(*worst);
-    std::vector<std::vector<AnyTensor>> runs;
-    for (int r = 1; r <= kSpreadRuns && cert.holds; ++r) {
-      v.instrumentation->set_schedule_seed(std::uint64_t(r));
-      runs.push_back(run_variant(v, w.c, o_.threads));
-      const Verdict verdict =
-          judge(w.c, w.exact, runs.back(), o_.rule, w.bounds.empty() ? nullptr : &w.bounds,
-                w.torch_errors.empty() ? nullptr : &w.torch_errors);
-      if (!verdict.holds) {
-        cert.holds = false;
-        cert.failure = "schedule " + std::to_string(r) + " of the worst case: " + verdict.why;
-        cert.failure_case = "moacert reproduce " + cert.worst_token;
-        cert.worst_ratio = INFINITY;
-      }
-    }
-    v.instrumentation->set_schedule_seed(0);
-    v.instrumentation->take_counts();
-    cert.spread_runs = int(runs.size());
-    if (cert.holds) cert.spread_ulps = spread_ulps(runs, w.exact, v.op, o_.format);
+    for (const CaseRecord& r : records) cert.spread_cases_accesses += emulated_accesses(r.counts);
+    cert.spread_worst_accesses = emulated_accesses(records[std::size_t(*worst)].counts);
+    cert.spread_schedules =
+        spread_schedules(cert.spread_cases_accesses, cert.spread_worst_accesses);
+    schedule_spread(cert, {w.c, w.exact, w.bounds, w.torch_errors}, v, o_.rule, o_.format,
+                    o_.threads, cert.spread_schedules);
   }
   // A user's kernel that claims no determinism: the worst case at 1 and 2
   // threads (and --threads past 2), its spread recorded, not judged.

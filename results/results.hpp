@@ -200,10 +200,16 @@ struct Certificate {
   int traffic_mismatches = 0;
   std::string traffic_mismatch;
   // A variant with a seedable schedule that claims no determinism: the
-  // worst case rerun under kSpreadRuns schedules, each judged under the
+  // worst case rerun under up to kSpreadRuns schedules, each judged under the
   // rule; per output, the largest spread (max - min over the runs) in ulps.
   int spread_runs = 0;
   std::vector<std::pair<std::string, double>> spread_ulps;
+  // Its budget (properties/schedule_spread.hpp): the schedules it was to
+  // run, as many runs of the worst case as the judged cases' emulated
+  // global accesses hold (kMinSpreadRuns to kSpreadRuns), and those
+  // accesses, the judged cases' in all and the worst case's.
+  int spread_schedules = 0;
+  double spread_cases_accesses = 0, spread_worst_accesses = 0;
   // A user's kernel (a plugin's, a worker's) that claims no determinism:
   // the worst case run at each of these thread counts (1, 2, and --threads
   // past 2), and per output the largest spread across them in ulps.
@@ -232,5 +238,6 @@ struct Certificate {
   PlotData plots;
 };
 constexpr int kSpreadRuns = 20;
+constexpr int kMinSpreadRuns = 2;  // a spread needs two runs, whatever its budget
 
 }  // namespace moacert::properties
