@@ -16,6 +16,7 @@
 #include "properties/arithmetic_check.hpp"
 #include "properties/case_record.hpp"
 #include "properties/ops/table.hpp"  // the envelope axes
+#include "properties/parallel_cases.hpp"
 #include "properties/plot_samples.hpp"
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
@@ -338,11 +339,14 @@ class CaseRun {
     if (!j.verdict.holds) {
       announce_failure();  // before the shrinking, which may take long
       keep_drawn(j, describe(spec));
-      rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
-      shrink(s, j, token);
+      rc::Shrinkable<CaseSpec> s = [&] {
+        const auto drawing = generation_lock();
+        return shrinkable_spec(spec, token.shape);
+      }();
+      const CaseSpec shrunk = shrink(s, j, token);
       r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
       if (j.error.empty()) keep_stats(j);
-      fail(j, describe(s.value()));
+      fail(j, describe(shrunk));
       r_.token = token.encode();
       return std::move(r_);
     }
@@ -377,9 +381,10 @@ class CaseRun {
   // shrunk when it fails, checked for determinism when `determinism_due`.
   // A case whose determinism check fails keeps no statistics
   // (CaseRecord::accumulated).
-  CaseRecord random(rc::Shrinkable<CaseSpec> s, Token token, bool determinism_due) && {
+  CaseRecord random(rc::Shrinkable<CaseSpec> s, const CaseSpec& spec, Token token,
+                    bool determinism_due) && {
     r_.kind = CaseRecord::random;
-    Judged j = judge_generated(s.value());
+    Judged j = judge_generated(spec);
     keep_equivalence(j);
     r_.ratio = ratio_of(j);
     if (j.refused) {
@@ -387,16 +392,16 @@ class CaseRun {
       return std::move(r_);
     }
     if (j.verdict.holds) {
-      if (!determinism_due || holds_deterministically(j, describe(s.value()))) keep_stats(j);
+      if (!determinism_due || holds_deterministically(j, describe(spec))) keep_stats(j);
       r_.token = token.encode();
       return std::move(r_);
     }
     announce_failure();  // before the shrinking, which may take long
-    keep_drawn(j, describe(s.value()));
-    shrink(s, j, token);
+    keep_drawn(j, describe(spec));
+    const CaseSpec shrunk = shrink(s, j, token);
     r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
-    fail(j, describe(s.value()));
+    fail(j, describe(shrunk));
     r_.token = token.encode();
     return std::move(r_);
   }
@@ -520,7 +525,11 @@ class CaseRun {
   // and the last failing candidate's judgement is kept for the
   // certificate; findLocalMin returns only the value and a count. A hang
   // is not shrunk: each candidate would cost a whole timeout.
-  void shrink(rc::Shrinkable<CaseSpec>& s, Judged& j, Token& token) {
+  // Each step of the tree is taken under the generation lock, each
+  // candidate judged outside it. Returns the shrunk case.
+  CaseSpec shrink(rc::Shrinkable<CaseSpec>& s, Judged& j, Token& token) {
+    std::unique_lock<std::mutex> drawing = generation_lock();
+    CaseSpec value = s.value();
     int budget = j.hang ? 0 : o_.max_shrinks;
     bool shrunk = true;
     while (shrunk && budget > 0) {
@@ -530,17 +539,21 @@ class CaseRun {
         auto next = shrinks.next();
         if (!next) break;
         --budget;
-        Judged candidate =
-            judge_spec(next->value(), v_, o_.rule, o_.threads, false, o_.whole_oracle_work);
+        CaseSpec spec = next->value();
+        drawing.unlock();
+        Judged candidate = judge_spec(spec, v_, o_.rule, o_.threads, false, o_.whole_oracle_work);
+        drawing.lock();
         if (candidate.verdict.holds) continue;
         token.path.push_back(k);
         s = *next;
+        value = std::move(spec);
         j = std::move(candidate);
         shrunk = true;
         if (o_.progress) o_.progress(r_.position + 1, cases_, "shrinking");
         break;
       }
     }
+    return value;
   }
 
   const CertifyOptions& o_;
@@ -614,9 +627,22 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
   Token t = base_;
   t.index = i;
   t.size = size_for(i, o_.cases);
+  std::unique_lock<std::mutex> drawing = generation_lock();
   rc::Shrinkable<CaseSpec> drawn = random_case(o_, base_, i);
-  if (o_.fits && !o_.fits(drawn.value())) return std::move(run).over_budget();
-  return std::move(run).random(std::move(drawn), t, o_.variant->deterministic && i % 10 == 0);
+  CaseSpec spec = drawn.value();
+  drawing.unlock();
+  if (o_.fits && !o_.fits(spec)) return std::move(run).over_budget();
+  return std::move(run).random(std::move(drawn), std::move(spec), t,
+                               o_.variant->deterministic && i % 10 == 0);
+}
+
+bool CaseRunner::alone(int position) const {
+  if (!o_.fits_beside) return false;
+  const int n_curated = int(curated_.size());
+  if (position < n_curated) return !o_.fits_beside(curated_[std::size_t(position)]);
+  if (!o_.case_files.empty()) return true;  // of any size: each alone
+  const auto drawing = generation_lock();
+  return !o_.fits_beside(random_case(o_, base_, position - n_curated).value());
 }
 
 namespace {
@@ -780,15 +806,11 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
 }
 
 Certificate certify(CertifyOptions options) {
+  options.progress = serialized(std::move(options.progress));
   const auto progress = options.progress;
+  const int jobs = jobs_for(*options.variant, options.jobs);
   const CaseRunner runner(std::move(options));
-  std::vector<CaseRecord> records;
-  for (int p = 0; p < runner.size(); ++p) {
-    records.push_back(runner.run(p));
-    if (!records.back().holds) break;  // the first failure ends the run
-    if (progress) progress(p + 1, runner.size(), phase_of(records.back().kind));
-  }
-  return runner.certificate(std::move(records));
+  return runner.certificate(run_cases(runner, jobs, progress));
 }
 
 Replay replay(const Token& token, const kernels::Variant& variant, int threads,
