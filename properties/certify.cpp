@@ -68,6 +68,7 @@ struct Judged {
   Sample sample;                                // the rows judged (all, at a small shape)
   std::vector<kernels::LaunchCounts> launches;  // a counting backend's, of this case's run
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
+  double torch_seconds = 0;  // PyTorch's runs beside it (equivalence, vs-torch)
 };
 
 // The outputs a kernel declares it does not produce are not judged: none
@@ -140,7 +141,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
       j.torch_outputs.clear();  // no equivalence figures for this case
     }
   }
-  j.kernel_seconds = seconds_since(phase);  // PyTorch's runs count as the kernel's
+  j.torch_seconds = seconds_since(phase);
   return j;
 }
 
@@ -284,13 +285,13 @@ struct Accumulator {
 // A judgement's time joins its case's, summed: whatever order the phases
 // of a case are timed in (its classification is timed before its
 // judgement), none overwrites another. Shrink candidates are not added:
-// shrinking lies outside the certificate's phases (Certificate::
-// generation_seconds).
+// their time is the shrinking's (CaseRecord::shrinking_seconds).
 void add_seconds(CaseRecord& r, const Judged& j) {
   r.bounds_seconds += j.bounds_seconds;
   r.oracle_seconds += j.oracle_seconds;
   r.kernel_seconds += j.kernel_seconds;
   r.judge_seconds += j.judge_seconds;
+  r.torch_seconds += j.torch_seconds;
 }
 
 double ratio_of(const Judged& j) {
@@ -488,7 +489,10 @@ class CaseRun {
   // The variant claims determinism: runs it again on j's case, and on a
   // difference the case fails as nondeterministic. False when it failed.
   bool holds_deterministically(Judged& j, std::string case_words) {
-    if (deterministic_on(v_, j.c)) return true;
+    const auto rerun = Clock::now();
+    const bool same = deterministic_on(v_, j.c);
+    r_.determinism_seconds += seconds_since(rerun);
+    if (same) return true;
     r_.determinism_failed = true;
     j.verdict.holds = false;
     j.verdict.why = nondeterministic(v_);
@@ -528,6 +532,7 @@ class CaseRun {
   // Each step of the tree is taken under the generation lock, each
   // candidate judged outside it. Returns the shrunk case.
   CaseSpec shrink(rc::Shrinkable<CaseSpec>& s, Judged& j, Token& token) {
+    const auto start = Clock::now();
     std::unique_lock<std::mutex> drawing = generation_lock();
     CaseSpec value = s.value();
     int budget = j.hang ? 0 : o_.max_shrinks;
@@ -553,6 +558,7 @@ class CaseRun {
         break;
       }
     }
+    r_.shrinking_seconds += seconds_since(start);
     return value;
   }
 
@@ -716,6 +722,9 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     cert.oracle_seconds += r.oracle_seconds;
     cert.kernel_seconds += r.kernel_seconds;
     cert.judge_seconds += r.judge_seconds;
+    cert.torch_seconds += r.torch_seconds;
+    cert.determinism_seconds += r.determinism_seconds;
+    cert.shrinking_seconds += r.shrinking_seconds;
     add_counts(cert, r);
     cert.refused += r.refused;
     const Regimes reached(r.regimes);
@@ -773,6 +782,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
                         o_.whole_oracle_work);
   };
   if (cert.holds && worst) {
+    const auto spreading = Clock::now();
     const Judged w = prepared(*worst);
     for (const CaseRecord& r : records) cert.spread_cases_accesses += emulated_accesses(r.counts);
     cert.spread_worst_accesses = emulated_accesses(records[std::size_t(*worst)].counts);
@@ -780,6 +790,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
         spread_schedules(cert.spread_cases_accesses, cert.spread_worst_accesses);
     schedule_spread(cert, {w.c, w.exact, w.bounds, w.torch_errors}, v, o_.rule, o_.format,
                     o_.threads, cert.spread_schedules);
+    cert.spread_seconds = seconds_since(spreading);
   }
   // A user's kernel that claims no determinism: the worst case at 1 and 2
   // threads (and --threads past 2), its spread recorded, not judged.

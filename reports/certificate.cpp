@@ -215,7 +215,11 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                            {"bounds", c.bounds_seconds},
                            {"oracle", c.oracle_seconds},
                            {"kernel", c.kernel_seconds},
-                           {"judge", c.judge_seconds}};
+                           {"judge", c.judge_seconds},
+                           {"torch", c.torch_seconds},
+                           {"determinism", c.determinism_seconds},
+                           {"shrinking", c.shrinking_seconds},
+                           {"schedule_spread", c.spread_seconds}};
   nlohmann::json regimes = nlohmann::json::array();  // the op's declared regimes, in order
   for (const auto& [regime, cases] : c.regime_cases)
     regimes.push_back({{"regime", regime}, {"cases", cases}});
@@ -298,8 +302,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
   }
   md << fmt::format(
       "\nTime: generation {:.2f} s, bounds {:.2f} s, oracle {:.2f} s, kernel {:.2f} s, judge "
-      "{:.2f} s.\n",
-      c.generation_seconds, c.bounds_seconds, c.oracle_seconds, c.kernel_seconds, c.judge_seconds);
+      "{:.2f} s, PyTorch beside {:.2f} s, determinism reruns {:.2f} s, shrinking {:.2f} s, "
+      "schedule spread {:.2f} s.\n",
+      c.generation_seconds, c.bounds_seconds, c.oracle_seconds, c.kernel_seconds, c.judge_seconds,
+      c.torch_seconds, c.determinism_seconds, c.shrinking_seconds, c.spread_seconds);
   if (!c.worst_token.empty()) {  // case files (certify --case) have no token
     md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
        << fmt::format("{:.3g}", c.worst_ratio) << ").\n";

@@ -217,10 +217,14 @@ struct Certificate {
   std::vector<int> thread_counts;
   std::vector<std::pair<std::string, double>> thread_spread_ulps;
   // Where the judged cases' time went, in seconds: making the case, the
-  // a priori bounds, the oracle, the variant under test (PyTorch's runs
-  // included), judging. Shrinking and the schedule spread are outside.
+  // a priori bounds, the oracle, the variant under test, judging, PyTorch's
+  // runs beside it, the determinism reruns, the shrinking of a
+  // counterexample (its candidates' every phase); then the schedule spread
+  // (the worst case prepared again and its runs). Summed over the cases:
+  // with --jobs J the phases overlap, and their sum can pass `seconds`.
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
-         judge_seconds = 0;
+         judge_seconds = 0, torch_seconds = 0, determinism_seconds = 0, shrinking_seconds = 0,
+         spread_seconds = 0;
   // Regime coverage (properties/regimes.hpp): each regime the op declares,
   // in its order, and how many judged cases reached it; a 0 is a regime
   // this run never reached.
