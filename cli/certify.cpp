@@ -29,6 +29,7 @@
 #include "kernels/worker/worker.hpp"
 #include "oracle/case_json.hpp"
 #include "properties/certify.hpp"
+#include "properties/parallel_cases.hpp"
 #include "properties/properties.hpp"
 #include "reference/arithmetic_spec.hpp"
 #include "reports/certificate.hpp"
@@ -84,6 +85,7 @@ struct CertifyArgs {
   std::string junit;                    // --junit FILE: JUnit XML for CI dashboards
   std::string shape;                    // --shape N=4096,M=1..8192: constraints on the extents
   std::string arithmetic_at_most;       // --arithmetic-at-most SPEC (docs/design.md#arithmetic)
+  int jobs = 1;                         // --jobs J: cases judged at once
 };
 
 std::uint64_t max_memory_of(const std::string& text) {
@@ -193,6 +195,7 @@ struct CertifySettings {
   std::uint64_t seed = 0;
   int cases = 0;
   std::uint64_t max_memory = 0;  // --max-memory's bytes
+  int jobs = 1;
   std::optional<Arithmetic> arithmetic_at_most;
   std::string arithmetic_at_most_text;
 
@@ -217,6 +220,10 @@ struct CertifySettings {
     o.fits = [o, max = max_memory](const properties::CaseSpec& spec) {
       return case_fits(o, spec, max);
     };
+    o.jobs = jobs;
+    if (properties::jobs_for(v, jobs) > 1)  // each job's share of the budget
+      o.fits_beside = [o, max = max_memory / std::uint64_t(jobs)](
+                          const properties::CaseSpec& spec) { return case_fits(o, spec, max); };
     return o;
   }
 };
@@ -250,6 +257,8 @@ CertifySettings certify_settings(const CertifyArgs& a, Op op) {
   s.case_files = read_case_files(a, op, s.format);
   if (a.cases < 1) throw UsageError("--cases must be at least 1, got " + std::to_string(a.cases));
   s.cases = a.cases;
+  if (a.jobs < 1) throw UsageError("--jobs must be at least 1, got " + std::to_string(a.jobs));
+  s.jobs = a.jobs;
   s.max_memory = max_memory_of(a.max_memory);
   if (!a.shape.empty() && !s.case_files.empty())
     throw UsageError("give --shape or --case, not both (a case file fixes its shape)");
@@ -345,10 +354,16 @@ SharedCertificate certify_on_ranks(const CertifySettings& s, const kernels::Vari
   properties::CertifyOptions o = s.options_for(v);
   o.case_files = s.case_files;
   std::optional<Progress> progress;
+  if (world.root() && s.jobs > 1 && world.size() == 1)  // what --jobs gave (docs/design.md#jobs)
+    fmt::print("{}: {} at once\n", v.name,
+               properties::jobs_for(v, s.jobs) > 1
+                   ? fmt::format("{} cases", properties::jobs_for(v, s.jobs))
+                   : std::string("one case (its kernel runs one call at a time)"));
   if (world.root()) {
     progress.emplace(std::string(info(s.op).name) + " " + v.name + " " +
                      std::string(name(o.format)));
-    o.progress = [&progress](int n, int total, const char* phase) { (*progress)(n, total, phase); };
+    o.progress = properties::serialized(
+        [&progress](int n, int total, const char* phase) { (*progress)(n, total, phase); });
   }
   return certify_shared(o, world);
 }
@@ -742,6 +757,9 @@ void add_certify(CLI::App& app, int& status) {
   cmd->add_option("--dtype", a->dtype, "f64, f32, bf16 or f16 (default f32)");
   cmd->add_option("--cases", a->cases, "random cases after the curated ones (default 200)");
   cmd->add_option("--seed", a->seed, "seed of the random cases (default: from the clock)");
+  cmd->add_option("--jobs", a->jobs,
+                  "cases judged at once, where the variant allows it (default 1; the certificate "
+                  "is the same)");
   cmd->add_option("--rule", a->rule, "apriori (default), max-ulp=K or vs-torch=R");
   cmd->add_option("--out", a->out, "output folder (default moacert-out)");
   cmd->add_option("--plugin", a->plugin,

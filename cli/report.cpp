@@ -22,6 +22,7 @@
 #include "kernels/worker/worker.hpp"
 #include "properties/certify.hpp"
 #include "properties/wire.hpp"
+#include "reports/index_page.hpp"
 #include "reports/table.hpp"
 
 namespace moacert::cli {
@@ -36,6 +37,7 @@ struct ReportArgs {
   std::uint64_t seed = 1;
   std::string out = "moacert-report";
   std::vector<std::string> from;
+  bool index = false;   // with --from: index.{html,md}, one page for the run, not the table
   std::string worker;   // CMD ARGS: its kernels join the table (docs/worker-protocol.md)
   double timeout = 60;  // seconds per worker call
 };
@@ -110,6 +112,21 @@ void write_tables(const fs::path& out, const std::vector<reports::TableRow>& row
   fmt::print("report: {} rows in {}/report.{{md,tex,html}}\n", rows.size(), out.string());
 }
 
+// index.html and index.md in `out`: a row per certificate, linked to its
+// folder (`files`: each one's certificate.json) relative to `out`.
+void write_index(const fs::path& out, std::vector<nlohmann::json> certificates,
+                 const std::vector<fs::path>& files) {
+  std::vector<reports::IndexEntry> entries;
+  const fs::path from = fs::absolute(out).lexically_normal();
+  for (std::size_t k = 0; k < certificates.size(); ++k) {
+    const fs::path dir = fs::absolute(files[k]).lexically_normal().parent_path();
+    entries.push_back({std::move(certificates[k]), dir.lexically_relative(from).string()});
+  }
+  files::write_atomically(out / "index.md", reports::index_markdown(entries));
+  write_page(out / "index.html", reports::index_html(entries));
+  fmt::print("report: {} certificates in {}/index.{{md,html}}\n", entries.size(), out.string());
+}
+
 void require_folder(const fs::path& out) {
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -134,19 +151,27 @@ int run_report(const ReportArgs& a) {
   std::vector<reports::TableRow> rows;
   if (!a.from.empty() && !a.worker.empty())
     throw UsageError("report: --from reads certificates and runs nothing: give --from or --worker");
+  if (a.index && a.from.empty())
+    throw UsageError("report: --index pages certificates already written: give --from");
   if (!a.from.empty()) {
     // Read everything first: a bad folder leaves nothing written.
     std::vector<nlohmann::json> certificates;
+    std::vector<fs::path> files;
     for (const std::string& dir : a.from) {
       try {
-        for (auto& c : reports::read_certificates(dir)) certificates.push_back(std::move(c));
+        for (auto& c : reports::read_certificates(dir, &files))
+          certificates.push_back(std::move(c));
       } catch (const reports::BadCertificate& e) {
         throw UsageError(std::string("report: ") + e.what());
       }
     }
+    require_folder(out);
+    if (a.index) {
+      write_index(out, std::move(certificates), files);
+      return 0;
+    }
     for (const auto& c : certificates)
       for (auto& r : reports::rows_of(c)) rows.push_back(std::move(r));
-    require_folder(out);
     write_tables(out, rows, certificates);
     return 0;
   }
@@ -247,6 +272,9 @@ void add_report(CLI::App& app, int& status) {
   cmd->add_option("--from", a->from,
                   "build the table from these certificate folders, running nothing")
       ->expected(1, -1);
+  cmd->add_flag("--index", a->index,
+                "with --from: write index.html and index.md, a row per certificate with its "
+                "verdict, time and error histogram, linked to it, instead of the table");
   cmd->add_option("--worker", a->worker,
                   "certify a worker's kernels too: \"CMD ARGS\" (docs/worker-protocol.md); "
                   "without --variants, its kernels alone");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/parallel_cases.hpp"
 #include "properties/wire.hpp"
 
 namespace moacert::cli {
@@ -61,7 +62,11 @@ SharedCertificate certify_shared(const properties::CertifyOptions& o, Ranks& ran
   const int k = ranks.size();
   int bound = runner.size();  // cases from here on are past a counterexample
   std::vector<properties::CaseRecord> mine;
-  for (int p = ranks.rank(); p < bound; p += k) {
+  // One process: its cases --jobs at a time (properties/parallel_cases.hpp;
+  // o.progress one thread at a time, as certify_on_ranks makes it).
+  if (k == 1)
+    mine = properties::run_cases(runner, properties::jobs_for(*o.variant, o.jobs), o.progress);
+  for (int p = ranks.rank(); k > 1 && p < bound; p += k) {
     if (const auto heard = ranks.heard()) bound = std::min(bound, *heard);
     if (p >= bound) break;
     // The others hear of a counterexample before it is shrunk.

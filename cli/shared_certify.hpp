@@ -29,6 +29,9 @@ struct SharedCertificate {
   int failing_rank = -1;           // the rank that judged the counterexample
 };
 
+// With one rank, its cases are judged o.jobs at a time where the variant
+// allows it (properties/parallel_cases.hpp): o.progress must then bear
+// calls from several threads (properties::serialized makes it so).
 SharedCertificate certify_shared(const properties::CertifyOptions& options, Ranks& ranks);
 
 }  // namespace moacert::cli

@@ -64,7 +64,7 @@ void fields(Io& io, R& r) requires std::is_same_v<std::remove_const_t<R>, CaseRe
   io(r.atomics_mismatch), io(r.traffic_mismatch), io(r.plot), io(r.regimes);
   io(r.extents);
   io(r.generation_seconds), io(r.bounds_seconds), io(r.oracle_seconds), io(r.kernel_seconds);
-  io(r.judge_seconds);
+  io(r.judge_seconds), io(r.torch_seconds), io(r.determinism_seconds), io(r.shrinking_seconds);
   io(r.has_arithmetic), io(r.arithmetic.standard_ratio), io(r.arithmetic.consistent);
   io(r.arithmetic.looseness);
 }

@@ -78,6 +78,9 @@ struct CaseRecord {
 
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
          judge_seconds = 0;
+  // PyTorch's runs beside the kernel, the determinism rerun, the shrinking
+  // of a failing case (Certificate's phases of the same names).
+  double torch_seconds = 0, determinism_seconds = 0, shrinking_seconds = 0;
   // Rule apriori, the case as drawn judged: its verdict under the standard
   // model and the candidate arithmetics its errors are consistent with
   // (properties/arithmetic_check.hpp).

@@ -17,10 +17,12 @@
 #include "properties/case_record.hpp"
 #include "properties/earlier_calls.hpp"
 #include "properties/ops/table.hpp"  // the envelope axes
+#include "properties/parallel_cases.hpp"
 #include "properties/plot_samples.hpp"
 #include "properties/properties.hpp"
 #include "properties/regimes.hpp"
 #include "properties/sample.hpp"
+#include "properties/schedule_spread.hpp"
 #include "properties/spec_shrinks.hpp"
 
 namespace moacert::properties {
@@ -70,6 +72,7 @@ struct Judged {
   Sample sample;                                // the rows judged (all, at a small shape)
   std::vector<kernels::LaunchCounts> launches;  // a counting backend's, of this case's run
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
+  double torch_seconds = 0;  // PyTorch's runs beside it (equivalence, vs-torch)
 };
 
 // The outputs a kernel declares it does not produce are not judged: none
@@ -149,7 +152,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
       j.torch_outputs.clear();  // no equivalence figures for this case
     }
   }
-  j.kernel_seconds = seconds_since(phase);  // PyTorch's runs count as the kernel's
+  j.torch_seconds = seconds_since(phase);
   return j;
 }
 
@@ -313,13 +316,13 @@ struct Accumulator {
 // A judgement's time joins its case's, summed: whatever order the phases
 // of a case are timed in (its classification is timed before its
 // judgement), none overwrites another. Shrink candidates are not added:
-// shrinking lies outside the certificate's phases (Certificate::
-// generation_seconds).
+// their time is the shrinking's (CaseRecord::shrinking_seconds).
 void add_seconds(CaseRecord& r, const Judged& j) {
   r.bounds_seconds += j.bounds_seconds;
   r.oracle_seconds += j.oracle_seconds;
   r.kernel_seconds += j.kernel_seconds;
   r.judge_seconds += j.judge_seconds;
+  r.torch_seconds += j.torch_seconds;
 }
 
 double ratio_of(const Judged& j) {
@@ -371,11 +374,14 @@ class CaseRun {
       announce_failure();  // before the shrinking, which may take long
       keep_drawn(j, describe(spec));
       set_up_by_earlier_calls(j, token);
-      rc::Shrinkable<CaseSpec> s = shrinkable_spec(spec, token.shape);
-      shrink(s, j, token);
+      rc::Shrinkable<CaseSpec> s = [&] {
+        const auto drawing = generation_lock();
+        return shrinkable_spec(spec, token.shape);
+      }();
+      const CaseSpec shrunk = shrink(s, j, token);
       r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
       if (j.error.empty()) keep_stats(j);
-      fail(j, describe(s.value()));
+      fail(j, describe(shrunk));
       r_.token = token.encode();
       return std::move(r_);
     }
@@ -410,9 +416,10 @@ class CaseRun {
   // shrunk when it fails, checked for determinism when `determinism_due`.
   // A case whose determinism check fails keeps no statistics
   // (CaseRecord::accumulated).
-  CaseRecord random(rc::Shrinkable<CaseSpec> s, Token token, bool determinism_due) && {
+  CaseRecord random(rc::Shrinkable<CaseSpec> s, const CaseSpec& spec, Token token,
+                    bool determinism_due) && {
     r_.kind = CaseRecord::random;
-    Judged j = judge_generated(s.value());
+    Judged j = judge_generated(spec);
     keep_equivalence(j);
     r_.ratio = ratio_of(j);
     if (j.refused) {
@@ -420,17 +427,17 @@ class CaseRun {
       return std::move(r_);
     }
     if (j.verdict.holds) {
-      if (!determinism_due || holds_deterministically(j, describe(s.value()))) keep_stats(j);
+      if (!determinism_due || holds_deterministically(j, describe(spec))) keep_stats(j);
       r_.token = token.encode();
       return std::move(r_);
     }
     announce_failure();  // before the shrinking, which may take long
-    keep_drawn(j, describe(s.value()));
+    keep_drawn(j, describe(spec));
     set_up_by_earlier_calls(j, token);
-    shrink(s, j, token);
+    const CaseSpec shrunk = shrink(s, j, token);
     r_.ratio = ratio_of(j);  // the counterexample's, as shrunk
     keep_stats(j);
-    fail(j, describe(s.value()));
+    fail(j, describe(shrunk));
     r_.token = token.encode();
     return std::move(r_);
   }
@@ -520,7 +527,10 @@ class CaseRun {
   // The variant claims determinism: runs it again on j's case, and on a
   // difference the case fails as nondeterministic. False when it failed.
   bool holds_deterministically(Judged& j, std::string case_words) {
-    if (deterministic_on(v_, j.c)) return true;
+    const auto rerun = Clock::now();
+    const bool same = deterministic_on(v_, j.c);
+    r_.determinism_seconds += seconds_since(rerun);
+    if (same) return true;
     r_.determinism_failed = true;
     j.verdict.holds = false;
     j.verdict.why = nondeterministic(v_);
@@ -580,7 +590,12 @@ class CaseRun {
   // and the last failing candidate's judgement is kept for the
   // certificate; findLocalMin returns only the value and a count. A hang
   // is not shrunk: each candidate would cost a whole timeout.
-  void shrink(rc::Shrinkable<CaseSpec>& s, Judged& j, Token& token) {
+  // Each step of the tree is taken under the generation lock, each
+  // candidate judged outside it. Returns the shrunk case.
+  CaseSpec shrink(rc::Shrinkable<CaseSpec>& s, Judged& j, Token& token) {
+    const auto start = Clock::now();
+    std::unique_lock<std::mutex> drawing = generation_lock();
+    CaseSpec value = s.value();
     int budget = j.hang ? 0 : o_.max_shrinks;
     bool shrunk = true;
     while (shrunk && budget > 0) {
@@ -590,12 +605,15 @@ class CaseRun {
         auto next = shrinks.next();
         if (!next) break;
         --budget;
+        CaseSpec spec = next->value();
+        drawing.unlock();
         if (!token.setup.empty()) run_setup(v_, token, token.setup, o_.threads);
-        Judged candidate =
-            judge_spec(next->value(), v_, o_.rule, o_.threads, false, o_.whole_oracle_work);
+        Judged candidate = judge_spec(spec, v_, o_.rule, o_.threads, false, o_.whole_oracle_work);
+        drawing.lock();
         if (candidate.verdict.holds) continue;
         token.path.push_back(k);
         s = *next;
+        value = std::move(spec);
         j = std::move(candidate);
         shrunk = true;
         if (o_.progress) o_.progress(r_.position + 1, cases_, "shrinking");
@@ -603,6 +621,8 @@ class CaseRun {
       }
     }
     if (!depends_.empty()) j.verdict.why += "; " + depends_;
+    r_.shrinking_seconds += seconds_since(start);
+    return value;
   }
 
   const CertifyOptions& o_;
@@ -685,12 +705,24 @@ CaseRecord CaseRunner::run(int position, const std::function<void()>& failing) c
   Token t = base_;
   t.index = i;
   t.size = size_for(i, o_.cases);
+  std::unique_lock<std::mutex> drawing = generation_lock();
   rc::Shrinkable<CaseSpec> drawn = random_case(o_, base_, i);
-  if (o_.fits && !o_.fits(drawn.value())) return std::move(run).over_budget();
-  CaseRecord r =
-      std::move(run).random(std::move(drawn), t, o_.variant->deterministic && i % 10 == 0);
+  CaseSpec spec = drawn.value();
+  drawing.unlock();
+  if (o_.fits && !o_.fits(spec)) return std::move(run).over_budget();
+  CaseRecord r = std::move(run).random(std::move(drawn), std::move(spec), t,
+                                       o_.variant->deterministic && i % 10 == 0);
   ran(t);
   return r;
+}
+
+bool CaseRunner::alone(int position) const {
+  if (!o_.fits_beside) return false;
+  const int n_curated = int(curated_.size());
+  if (position < n_curated) return !o_.fits_beside(curated_[std::size_t(position)]);
+  if (!o_.case_files.empty()) return true;  // of any size: each alone
+  const auto drawing = generation_lock();
+  return !o_.fits_beside(random_case(o_, base_, position - n_curated).value());
 }
 
 namespace {
@@ -721,33 +753,6 @@ std::vector<Certificate::EnvelopeReach> envelope_reach(Op op, const ShapeConstra
     for (moa::extent_t t : a.thresholds())
       if (t < hi) (reach.largest > t ? reach.crossed : reach.not_crossed).push_back(t);
     out.push_back(std::move(reach));
-  }
-  return out;
-}
-
-// Per output, the largest spread (max - min) of an element over `runs` of
-// one case, in ulps of `f` at its exact value; elements outside the sample
-// are passed by.
-std::vector<std::pair<std::string, double>> spread_ulps(
-    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact, Op op, Format f) {
-  const auto names = info(op).outputs;
-  std::vector<std::pair<std::string, double>> out;
-  for (std::size_t t = 0; t < runs[0].size(); ++t) {
-    double spread = 0;
-    std::size_t n = 0;
-    for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
-      if (exact.outputs[t].evaluated[n]) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (const auto& run : runs) {
-          lo = std::min(lo, run[t].get(i));
-          hi = std::max(hi, run[t].get(i));
-        }
-        if (hi > lo)
-          spread = std::max(spread, (hi - lo) / oracle::ulp(f, exact.outputs[t].exact[n]));
-      }
-      ++n;
-    }
-    out.push_back({std::string(names[t]), spread});
   }
   return out;
 }
@@ -791,6 +796,9 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     cert.oracle_seconds += r.oracle_seconds;
     cert.kernel_seconds += r.kernel_seconds;
     cert.judge_seconds += r.judge_seconds;
+    cert.torch_seconds += r.torch_seconds;
+    cert.determinism_seconds += r.determinism_seconds;
+    cert.shrinking_seconds += r.shrinking_seconds;
     add_counts(cert, r);
     cert.refused += r.refused;
     const Regimes reached(r.regimes);
@@ -848,25 +856,15 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
                         o_.whole_oracle_work);
   };
   if (cert.holds && worst) {
+    const auto spreading = Clock::now();
     const Judged w = prepared(*worst);
-    std::vector<std::vector<AnyTensor>> runs;
-    for (int r = 1; r <= kSpreadRuns && cert.holds; ++r) {
-      v.instrumentation->set_schedule_seed(std::uint64_t(r));
-      runs.push_back(run_variant(v, w.c, o_.threads));
-      const Verdict verdict =
-          judge(w.c, w.exact, runs.back(), o_.rule, w.bounds.empty() ? nullptr : &w.bounds,
-                w.torch_errors.empty() ? nullptr : &w.torch_errors);
-      if (!verdict.holds) {
-        cert.holds = false;
-        cert.failure = "schedule " + std::to_string(r) + " of the worst case: " + verdict.why;
-        cert.failure_case = "moacert reproduce " + cert.worst_token;
-        cert.worst_ratio = INFINITY;
-      }
-    }
-    v.instrumentation->set_schedule_seed(0);
-    v.instrumentation->take_counts();
-    cert.spread_runs = int(runs.size());
-    if (cert.holds) cert.spread_ulps = spread_ulps(runs, w.exact, v.op, o_.format);
+    for (const CaseRecord& r : records) cert.spread_cases_accesses += emulated_accesses(r.counts);
+    cert.spread_worst_accesses = emulated_accesses(records[std::size_t(*worst)].counts);
+    cert.spread_schedules =
+        spread_schedules(cert.spread_cases_accesses, cert.spread_worst_accesses);
+    schedule_spread(cert, {w.c, w.exact, w.bounds, w.torch_errors}, v, o_.rule, o_.format,
+                    o_.threads, cert.spread_schedules);
+    cert.spread_seconds = seconds_since(spreading);
   }
   // A user's kernel that claims no determinism: the worst case at 1 and 2
   // threads (and --threads past 2), its spread recorded, not judged.
@@ -893,15 +891,11 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
 }
 
 Certificate certify(CertifyOptions options) {
+  options.progress = serialized(std::move(options.progress));
   const auto progress = options.progress;
+  const int jobs = jobs_for(*options.variant, options.jobs);
   const CaseRunner runner(std::move(options));
-  std::vector<CaseRecord> records;
-  for (int p = 0; p < runner.size(); ++p) {
-    records.push_back(runner.run(p));
-    if (!records.back().holds) break;  // the first failure ends the run
-    if (progress) progress(p + 1, runner.size(), phase_of(records.back().kind));
-  }
-  return runner.certificate(std::move(records));
+  return runner.certificate(run_cases(runner, jobs, progress));
 }
 
 Replay replay(const Token& token, const kernels::Variant& variant, int threads,

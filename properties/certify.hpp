@@ -62,6 +62,14 @@ struct CertifyOptions {
   std::string arithmetic_at_most_text;  // as given, for the certificate
   // Called after each case: (cases done, cases in all, phase).
   std::function<void(int, int, const char*)> progress;
+  // Cases judged at once (certify --jobs; properties/parallel_cases.hpp),
+  // where the variant allows it (jobs_for), each in a thread of this
+  // process; the certificate is the same, field for field, times aside.
+  int jobs = 1;
+  // Whether a case fits the memory budget beside the other jobs' (certify
+  // --jobs J: a J-th of --max-memory); null: every case. One that does not
+  // is judged alone, the others waiting.
+  std::function<bool(const CaseSpec&)> fits_beside;
 };
 
 // The token every case of `options` extends (its index, size and shrink
@@ -109,6 +117,9 @@ class CaseRunner {
   // is gigabytes): each position is run once (std::logic_error on a case
   // file run again).
   CaseRecord run(int position, const std::function<void()>& failing = {}) const;
+  // Whether the case at `position` must be judged with no other beside it
+  // (CertifyOptions::fits_beside says it does not fit; a case file).
+  bool alone(int position) const;
   // The certificate of the records, reduced in position order up to and
   // including the first that fails (those after it are ignored), then the
   // schedule spread of the worst case (a seedable variant without a

@@ -64,6 +64,26 @@ nlohmann::json arithmetic_json(const Arithmetic& a) {
   return j;
 }
 
+// How many schedules the spread ran and why (docs/design.md, "Schedule
+// spread"): the budget its judged cases' emulated accesses set.
+std::string spread_why(const properties::Certificate& c) {
+  if (c.spread_schedules == 0) return "";
+  if (c.spread_worst_accesses <= 0)
+    return fmt::format("all {}: the worst case counted no global accesses to bound them by",
+                       properties::kSpreadRuns);
+  const std::string held = fmt::format(
+      "the judged cases' {:.0f} emulated global accesses hold {:.0f} runs of the worst case's "
+      "{:.0f}",
+      c.spread_cases_accesses, std::floor(c.spread_cases_accesses / c.spread_worst_accesses),
+      c.spread_worst_accesses);
+  if (c.spread_schedules == properties::kSpreadRuns)
+    return fmt::format("all {}: {}", properties::kSpreadRuns, held);
+  return fmt::format("{} of {}: {}{}", c.spread_schedules, properties::kSpreadRuns, held,
+                     c.spread_schedules == properties::kMinSpreadRuns
+                         ? fmt::format(" (at least {})", properties::kMinSpreadRuns)
+                         : "");
+}
+
 }  // namespace
 
 nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
@@ -179,6 +199,12 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
     nlohmann::json spread = nlohmann::json::object();
     for (const auto& [tensor, ulps] : c.spread_ulps) spread[tensor] = number(ulps);
     j["schedule_spread"] = {{"runs", c.spread_runs}, {"case", c.worst_token}, {"max_ulp", spread}};
+    if (c.spread_schedules > 0)  // its budget, in runs of the worst case
+      j["schedule_spread"]["budget"] = {{"schedules", c.spread_schedules},
+                                        {"promised", properties::kSpreadRuns},
+                                        {"cases_global_accesses", c.spread_cases_accesses},
+                                        {"worst_case_global_accesses", c.spread_worst_accesses},
+                                        {"why", spread_why(c)}};
   }
   if (!c.thread_counts.empty()) {  // a user's kernel claiming no determinism
     nlohmann::json spread = nlohmann::json::object();
@@ -191,7 +217,11 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
                            {"bounds", c.bounds_seconds},
                            {"oracle", c.oracle_seconds},
                            {"kernel", c.kernel_seconds},
-                           {"judge", c.judge_seconds}};
+                           {"judge", c.judge_seconds},
+                           {"torch", c.torch_seconds},
+                           {"determinism", c.determinism_seconds},
+                           {"shrinking", c.shrinking_seconds},
+                           {"schedule_spread", c.spread_seconds}};
   nlohmann::json regimes = nlohmann::json::array();  // the op's declared regimes, in order
   for (const auto& [regime, cases] : c.regime_cases)
     regimes.push_back({{"regime", regime}, {"cases", cases}});
@@ -281,8 +311,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
   }
   md << fmt::format(
       "\nTime: generation {:.2f} s, bounds {:.2f} s, oracle {:.2f} s, kernel {:.2f} s, judge "
-      "{:.2f} s.\n",
-      c.generation_seconds, c.bounds_seconds, c.oracle_seconds, c.kernel_seconds, c.judge_seconds);
+      "{:.2f} s, PyTorch beside {:.2f} s, determinism reruns {:.2f} s, shrinking {:.2f} s, "
+      "schedule spread {:.2f} s.\n",
+      c.generation_seconds, c.bounds_seconds, c.oracle_seconds, c.kernel_seconds, c.judge_seconds,
+      c.torch_seconds, c.determinism_seconds, c.shrinking_seconds, c.spread_seconds);
   if (!c.worst_token.empty()) {  // case files (certify --case) have no token
     md << "\nWorst case: `moacert reproduce " << c.worst_token << "` (error / allowed "
        << fmt::format("{:.3g}", c.worst_ratio) << ").\n";
@@ -343,8 +375,10 @@ std::string to_markdown(const properties::Certificate& c, const BuildInfo& build
   }
   if (c.spread_runs > 0) {
     md << "\n## Schedule spread\n\nThe worst case under " << c.spread_runs
-       << " block orders, each within the rule; per output the largest spread (max - min over "
-          "the runs) in ulps:\n\n| output | spread (ulp) |\n| --- | ---: |\n";
+       << " block orders, each within the rule";
+    if (c.spread_schedules > 0) md << " (schedules run: " << spread_why(c) << ")";
+    md << "; per output the largest spread (max - min over the runs) in ulps:\n\n"
+          "| output | spread (ulp) |\n| --- | ---: |\n";
     for (const auto& [tensor, ulps] : c.spread_ulps)
       md << fmt::format("| {} | {:.3g} |\n", tensor, ulps);
   }

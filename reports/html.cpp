@@ -35,33 +35,20 @@ figure {{ margin: 0; border: 1px solid #ddd; padding: 0.5em; }}
 figure svg {{ width: 640px; height: 360px; }}
 .holds {{ color: #060; }} .fails {{ color: #b00; }}
 code {{ word-break: break-all; }}
+table.index td:nth-child(-n+4) {{ text-align: left; }}
+td figure {{ border: 0; padding: 0; }} td figure svg {{ width: 400px; height: 150px; }}
+td figcaption {{ display: none; }}
 </style></head>
 <body data-plots="{}">
 )";
 
-// A histogram as boxes over a log axis; `what` labels the x axis. Empty
-// when every value lies below the axis (all exact, say): a log axis cannot
-// show them, and the table counts them.
-std::string histogram_script(const properties::ErrorHistogram& h, const std::string& what,
-                             const std::string& title, int* marks) {
-  std::ostringstream s;
-  s << "$d << EOD\n";
+// The bins of `h` that hold something, for histogram_script.
+std::vector<HistogramBin> bins_of(const properties::ErrorHistogram& h) {
+  std::vector<HistogramBin> bins;
   const auto& axis = h.axis();
-  bool any = false;
-  *marks = 0;
-  for (int i = 0; i < axis.size(); ++i) {
-    if (h.at(i) == 0) continue;
-    any = true;
-    ++*marks;
-    s << fmt::format("{:.17g} {:.17g} {}\n", axis.bin(i).lower(), axis.bin(i).upper(), h.at(i));
-  }
-  if (!any) return "";
-  s << "EOD\n"
-    << "set title '" << title << "' noenhanced\nset logscale x\nset logscale y\n"
-    << "set xlabel '" << what << "'\nset ylabel 'elements'\nset style fill solid 0.6\n"
-    << "set format x '10^{%L}'\nset grid\nset yrange [0.5:*]\n"  // a bin of 1 shows
-    << "plot $d using (sqrt($1*$2)):3:($2-$1) with boxes lc rgb '#3060a0' notitle\n";
-  return s.str();
+  for (int i = 0; i < axis.size(); ++i)
+    if (h.at(i) != 0) bins.push_back({axis.bin(i).lower(), axis.bin(i).upper(), double(h.at(i))});
+  return bins;
 }
 
 // Bars of named pairs: (label, first, second), titled `a` and `b`; `marks`
@@ -163,11 +150,11 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
   int marks = 0;
   for (const auto& t : c.tensors) {
     std::string script =
-        histogram_script(t.ulp_histogram, "error (ulp)", t.name + ": ulp error", &marks);
+        histogram_script(bins_of(t.ulp_histogram), "error (ulp)", t.name + ": ulp error", &marks);
     figures += plots.add("ulp-histogram-" + t.name, script, marks,
                          t.name + ": the ulp error of every judged element (log-log).");
-    script = histogram_script(t.ratio_histogram, "error / allowed", t.name + ": error / allowed",
-                              &marks);
+    script = histogram_script(bins_of(t.ratio_histogram), "error / allowed",
+                              t.name + ": error / allowed", &marks);
     figures += plots.add("ratio-histogram-" + t.name, script, marks,
                          t.name + ": each element's error against what the rule allows (" +
                              c.rule.str() + "): how tight the bound is; 1 is the limit.");
@@ -253,6 +240,15 @@ Page to_html(const properties::Certificate& c, const BuildInfo& build,
   page.plots = plots.count();
   page.no_plots = plots.why();
   page.html = fmt::format(kHead, html_escape("moacert: " + title), page.plots) + body.str() +
+              kPlotCheckScript + "</body></html>\n";
+  return page;
+}
+
+Page page_of(const std::string& title, const std::string& body, const Plots& plots) {
+  Page page;
+  page.plots = plots.count();
+  page.no_plots = plots.why();
+  page.html = fmt::format(kHead, html_escape(title), page.plots) + body + no_plots_note(plots) +
               kPlotCheckScript + "</body></html>\n";
   return page;
 }

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "results/results.hpp"
 #include "reports/certificate.hpp"
+#include "reports/plots.hpp"
 #include "reports/provenance.hpp"
 #include "reports/table.hpp"
+#include "results/results.hpp"
 
 namespace moacert::reports {
 
@@ -21,6 +22,11 @@ struct Page {
 
 Page to_html(const properties::Certificate& c, const BuildInfo& build,
              const Provenance& provenance);
+
+// A page of `body` under `title`, in the style every report page shares,
+// with its plots' count, a note when it has none for want of gnuplot, and
+// the script that checks them in a browser.
+Page page_of(const std::string& title, const std::string& body, const Plots& plots);
 
 // The summary of several variants: their verdicts, linked to each one's page.
 Page summary_html(const std::vector<properties::Certificate>& cs, const BuildInfo& build,

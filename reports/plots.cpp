@@ -33,6 +33,25 @@ std::string Plots::add(const std::string& name, const std::string& script, int m
       html_escape(name), marks, *svg, html_escape(caption));
 }
 
+std::string histogram_script(const std::vector<HistogramBin>& bins, const std::string& what,
+                             const std::string& title, int* marks) {
+  std::ostringstream s;
+  s << "$d << EOD\n";
+  *marks = 0;
+  for (const HistogramBin& b : bins) {
+    if (b.count == 0) continue;
+    ++*marks;
+    s << fmt::format("{:.17g} {:.17g} {:.17g}\n", b.lower, b.upper, b.count);
+  }
+  if (*marks == 0) return "";
+  s << "EOD\n"
+    << "set title '" << title << "' noenhanced\nset logscale x\nset logscale y\n"
+    << "set xlabel '" << what << "'\nset ylabel 'elements'\nset style fill solid 0.6\n"
+    << "set format x '10^{%L}'\nset grid\nset yrange [0.5:*]\n"  // a bin of 1 shows
+    << "plot $d using (sqrt($1*$2)):3:($2-$1) with boxes lc rgb '#3060a0' notitle\n";
+  return s.str();
+}
+
 const char* const kPlotCheckScript = R"(<script>
 // Counts the plots a browser actually drew: a non-empty box whose data
 // series (gnuplot's gnuplot_plot_* groups) show at least the marks the

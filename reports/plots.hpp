@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "results/results.hpp"
 
@@ -39,6 +40,18 @@ class Plots {
 // counted).
 std::string plot_data_figures(Plots& plots, const properties::PlotData& d,
                               const std::string& variant, const std::string& role);
+
+// One bin of a histogram over a log axis: [lower, upper) and its count.
+struct HistogramBin {
+  double lower = 0, upper = 0, count = 0;
+};
+
+// A histogram as boxes over log axes; `what` labels the x axis and `marks`
+// is set to the bins drawn. Empty when no bin holds anything (every value
+// below the axis, all exact, say): a log axis cannot show them, and the
+// tables count them.
+std::string histogram_script(const std::vector<HistogramBin>& bins, const std::string& what,
+                             const std::string& title, int* marks);
 
 // The page's closing script: counts the plots a browser drew (body's
 // data-plots-drawn) and names them (data-plots-drawn-names).

@@ -130,7 +130,7 @@ const std::vector<std::string> kHeader = {"op",
 
 }  // namespace
 
-std::vector<json> read_certificates(const fs::path& dir) {
+std::vector<json> read_certificates(const fs::path& dir, std::vector<fs::path>* files) {
   const fs::path file = dir / "certificate.json";
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) throw BadCertificate(dir.string() + ": no certificate.json");
@@ -147,10 +147,12 @@ std::vector<json> read_certificates(const fs::path& dir) {
       json c = parse_file(sub);
       check_fields(sub, c);
       out.push_back(std::move(c));
+      if (files) files->push_back(sub);
     }
     return out;
   }
   check_fields(file, top);
+  if (files) files->push_back(file);
   return {top};
 }
 

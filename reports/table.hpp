@@ -30,7 +30,9 @@ class BadCertificate : public std::runtime_error {
 // certificate of each variant it lists. Throws BadCertificate for a folder
 // without certificate.json, a file that is not JSON, a schema newer than
 // kSchemaVersion, or a field missing or of the wrong type.
-std::vector<nlohmann::json> read_certificates(const std::filesystem::path& dir);
+// `files`, when given, gets each one's path, in the same order.
+std::vector<nlohmann::json> read_certificates(const std::filesystem::path& dir,
+                                              std::vector<std::filesystem::path>* files = nullptr);
 
 // The rows of one certificate (validated by read_certificates).
 std::vector<TableRow> rows_of(const nlohmann::json& certificate);

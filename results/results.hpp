@@ -203,10 +203,16 @@ struct Certificate {
   int traffic_mismatches = 0;
   std::string traffic_mismatch;
   // A variant with a seedable schedule that claims no determinism: the
-  // worst case rerun under kSpreadRuns schedules, each judged under the
+  // worst case rerun under up to kSpreadRuns schedules, each judged under the
   // rule; per output, the largest spread (max - min over the runs) in ulps.
   int spread_runs = 0;
   std::vector<std::pair<std::string, double>> spread_ulps;
+  // Its budget (properties/schedule_spread.hpp): the schedules it was to
+  // run, as many runs of the worst case as the judged cases' emulated
+  // global accesses hold (kMinSpreadRuns to kSpreadRuns), and those
+  // accesses, the judged cases' in all and the worst case's.
+  int spread_schedules = 0;
+  double spread_cases_accesses = 0, spread_worst_accesses = 0;
   // A user's kernel (a plugin's, a worker's) that claims no determinism:
   // the worst case run at each of these thread counts (1, 2, and --threads
   // past 2), and per output the largest spread across them in ulps.
@@ -214,10 +220,14 @@ struct Certificate {
   std::vector<int> thread_counts;
   std::vector<std::pair<std::string, double>> thread_spread_ulps;
   // Where the judged cases' time went, in seconds: making the case, the
-  // a priori bounds, the oracle, the variant under test (PyTorch's runs
-  // included), judging. Shrinking and the schedule spread are outside.
+  // a priori bounds, the oracle, the variant under test, judging, PyTorch's
+  // runs beside it, the determinism reruns, the shrinking of a
+  // counterexample (its candidates' every phase); then the schedule spread
+  // (the worst case prepared again and its runs). Summed over the cases:
+  // with --jobs J the phases overlap, and their sum can pass `seconds`.
   double generation_seconds = 0, bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0,
-         judge_seconds = 0;
+         judge_seconds = 0, torch_seconds = 0, determinism_seconds = 0, shrinking_seconds = 0,
+         spread_seconds = 0;
   // Regime coverage (properties/regimes.hpp): each regime the op declares,
   // in its order, and how many judged cases reached it; a 0 is a regime
   // this run never reached.
@@ -235,5 +245,6 @@ struct Certificate {
   PlotData plots;
 };
 constexpr int kSpreadRuns = 20;
+constexpr int kMinSpreadRuns = 2;  // a spread needs two runs, whatever its budget
 
 }  // namespace moacert::properties
