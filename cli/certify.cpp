@@ -86,6 +86,7 @@ struct CertifyArgs {
   std::string shape;                    // --shape N=4096,M=1..8192: constraints on the extents
   std::string arithmetic_at_most;       // --arithmetic-at-most SPEC (docs/design.md#arithmetic)
   int jobs = 1;                         // --jobs J: cases judged at once
+  int threads = 0;                      // --threads N: each kernel call's (0: its own choice)
 };
 
 std::uint64_t max_memory_of(const std::string& text) {
@@ -196,6 +197,7 @@ struct CertifySettings {
   int cases = 0;
   std::uint64_t max_memory = 0;  // --max-memory's bytes
   int jobs = 1;
+  int threads = 0;  // --threads: handed to every kernel call
   std::optional<Arithmetic> arithmetic_at_most;
   std::string arithmetic_at_most_text;
 
@@ -221,6 +223,7 @@ struct CertifySettings {
       return case_fits(o, spec, max);
     };
     o.jobs = jobs;
+    o.threads = threads;
     if (properties::jobs_for(v, jobs) > 1)  // each job's share of the budget
       o.fits_beside = [o, max = max_memory / std::uint64_t(jobs)](
                           const properties::CaseSpec& spec) { return case_fits(o, spec, max); };
@@ -259,6 +262,8 @@ CertifySettings certify_settings(const CertifyArgs& a, Op op) {
   s.cases = a.cases;
   if (a.jobs < 1) throw UsageError("--jobs must be at least 1, got " + std::to_string(a.jobs));
   s.jobs = a.jobs;
+  check_threads(a.threads, "certify");
+  s.threads = a.threads;
   s.max_memory = max_memory_of(a.max_memory);
   if (!a.shape.empty() && !s.case_files.empty())
     throw UsageError("give --shape or --case, not both (a case file fixes its shape)");
@@ -757,6 +762,9 @@ void add_certify(CLI::App& app, int& status) {
   cmd->add_option("--dtype", a->dtype, "f64, f32, bf16 or f16 (default f32)");
   cmd->add_option("--cases", a->cases, "random cases after the curated ones (default 200)");
   cmd->add_option("--seed", a->seed, "seed of the random cases (default: from the clock)");
+  cmd->add_option("--threads", a->threads,
+                  "threads each kernel call runs with: a plugin's params and a worker's call "
+                  "carry it (default 0: the kernel's own choice)");
   cmd->add_option("--jobs", a->jobs,
                   "cases judged at once, where the variant allows it (default 1; the certificate "
                   "is the same)");
