@@ -308,7 +308,7 @@ void record_shared_write(std::uintptr_t a, std::size_t bytes, std::uint64_t wher
 
 void on_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
   Fiber* me = tls_current;
-  if (!me) return;
+  if (!me || !runtime.settings.options.check_accesses) return;
   Launch& L = *runtime.launch;
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
