@@ -3,7 +3,7 @@
 // kind known at compile time without a call: the race check of a byte's
 // record (ordered, ByteCheck, check), the counts, and fast_access, which
 // takes the common accesses (shared memory, or a registered buffer the
-// launch has touched already, no cp.async in flight) and hands every other
+// launch has touched already) and hands every other
 // to on_access (access.cpp), where the rest of the classification and every
 // message live.
 #pragma once
@@ -161,7 +161,8 @@ inline void count_in(BufferCounters& c, Access kind, std::size_t bytes) {
 // kAligned, on_aligned_access) judges it: the common cases here, the others
 // there. The same checks in the same order: a misaligned address, the
 // fiber's own stack, then shared memory within the launch's dynamic bytes,
-// or a registered buffer already counted in this launch with its shadow.
+// or a registered buffer already counted in this launch with its shadow,
+// each checked against the cp.async in flight first, as on_access does.
 template <std::size_t N, Access K, bool kAligned>
 [[gnu::always_inline]] inline void fast_access(const void* address, const void* pc) {
   Fiber* me = tls_current;
@@ -175,7 +176,7 @@ template <std::size_t N, Access K, bool kAligned>
       on_access(address, N, K, pc);
   };
   if ((kAligned && N > 1 && (a & (N - 1)) != 0) || !runtime.settings.options.check_accesses ||
-      runtime.settings.options.yield_every_accesses || !L.copies.empty())
+      runtime.settings.options.yield_every_accesses)
     return slow();
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
   const auto where = reinterpret_cast<std::uint64_t>(pc);
@@ -183,6 +184,7 @@ template <std::size_t N, Access K, bool kAligned>
     if (L.dynamic_lo && a + N > L.dynamic_lo + L.shared_bytes &&
         a < L.dynamic_lo + kMaxDynamicShared)
       return slow();
+    if (!L.copies.empty()) check_async_copies(a, N, K, true, where);
     count(true, K, N);
     check(runtime.shared_shadow.data(), a - L.shared_lo, N, L.block_gen, true, a, N, K, where);
     return;
@@ -191,6 +193,7 @@ template <std::size_t N, Access K, bool kAligned>
   Buffer& b = runtime.buffers[runtime.buffer_hint];
   if (a < b.lo || a + N > b.hi || b.counted_in != L.launch_gen || b.shadow.size() < b.hi - b.lo)
     return slow();
+  if (!L.copies.empty() && K != Access::read) check_async_copies(a, N, K, false, where);
   count(false, K, N);
   count_in(b.counts, K, N);
   check(b.shadow.data(), a - b.lo, N, L.launch_gen, false, a, N, K, where);
