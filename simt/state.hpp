@@ -317,6 +317,13 @@ struct Runtime {
   std::vector<Segment> segments, relro;  // segments sorted by lo
   std::vector<Site> sites;
   std::map<std::pair<const char*, unsigned>, std::uint64_t> site_index;
+  struct SiteSlot {  // intern's cache (sites.cpp)
+    const char* file = nullptr;
+    unsigned line = 0;
+    std::uint64_t where = 0;
+  };
+  static constexpr std::size_t kSiteCache = 256;
+  SiteSlot site_cache[kSiteCache];
   std::uint32_t launch_serial = 0, block_serial = 0;
   std::uint64_t malloc_count = 0, buffer_serial = 0;
   DeviceRange device;
