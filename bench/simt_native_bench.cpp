@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
     const auto ratio = [](double a, double b) { return a > 0 && b > 0 ? a / b : -1.0; };
     std::printf("| `simt.%s` | %s | %s | %s | %s | `%s` %s | %s | %s | %s |\n", row.onf,
                 std::string(name(row.format)).c_str(), shape_text(*p).c_str(),
-                figure(simt_s, "%.4f").c_str(), figure(native_s, "%.4f").c_str(), row.cpu,
-                std::string(name(row.cpu_format)).c_str(), figure(cpu_s, "%.5f").c_str(),
+                figure(simt_s, "%.3g").c_str(), figure(native_s, "%.3g").c_str(), row.cpu,
+                std::string(name(row.cpu_format)).c_str(), figure(cpu_s, "%.3g").c_str(),
                 figure(ratio(simt_s, native_s), "%.1f").c_str(),
                 figure(ratio(simt_s, cpu_s), "%.0f").c_str());
     std::fflush(stdout);
