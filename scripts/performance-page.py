@@ -201,6 +201,8 @@ HISTORY_SECTIONS = [
     ([], "CUDA kernels (issue #16)"),
     (["oracle-memory"], "Oracle memory {#oracle-memory}"),
     (["simt-emulator", "simt"], "SIMT emulator (issue #15)"),
+    (["simt-variants"], "The emulator against the same source built natively and the CPU ONF "
+                        "(issue #51, item 1, 7 December 2026)"),
     (["deployment-scale-cases"], "Deployment-scale cases"),
     (["mpi-ranks-and-threads"], "MPI: ranks and threads"),
     (["regime-coverage"], "Regime coverage"),

@@ -10,9 +10,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
-#include "simt/state.hpp"
+#include "simt/shadow_check.hpp"
 
 namespace moacert::simt::detail {
 
@@ -117,85 +118,8 @@ bool mapped(std::uintptr_t a) {
   return mincore(reinterpret_cast<void*>(a & ~(page - 1)), 1, &resident) == 0;
 }
 
-// ---- the race check ------------------------------------------------------
-// Whether record r (of another thread) happens before the current access:
-// in this block (thread numbers [block_first, block_first + block_threads),
-// compared without a division: this is the checker's hot path), before a
-// barrier since, or in this warp before a collective of both lanes since.
-bool ordered(const Record& r, const Fiber& me, std::uint32_t block_first) {
-  const Launch& L = *runtime.launch;
-  const std::uint32_t other_local = r.thread - 1 - block_first;
-  if (other_local >= L.block_threads) return false;  // another block
-  if (r.epoch != L.epoch) return true;               // a __syncthreads since
-  if (other_local / 32 != me.warp) return false;
-  const Warp& w = L.warps[me.warp];
-  const std::uint32_t common = std::max(w.full_gen, w.pair_gen[other_local % 32][me.lane]);
-  return common > r.warp_gen;
-}
-
 const char* verb(Access k) {
   return k == Access::read ? "reads" : (k == Access::write ? "writes" : "atomically updates");
-}
-
-[[noreturn]] void race(bool shared, std::uintptr_t a, std::size_t bytes, Access kind,
-                       std::uint64_t where, const Record& other, bool other_wrote) {
-  const Fiber& me = *tls_current;
-  std::string msg = me_name(me) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
-                    (shared ? shared_offset(a) : buffer_offset(*find_buffer(a), a)) + " (" +
-                    describe_where(where) + "), and " + thread_name(other.thread - 1) + " " +
-                    (other.atomic ? "atomically updated" : (other_wrote ? "wrote" : "read")) +
-                    " it (" + describe_where(other.where) + ")";
-  const std::uint32_t other_block = (other.thread - 1) / runtime.launch->block_threads;
-  msg += other_block == runtime.launch->block_linear ? " in the same barrier interval"
-                                                     : ", unordered: blocks of a launch";
-  hazard(shared ? "shared race" : "global race", msg);
-}
-
-void check(ByteShadow* s, std::size_t bytes, std::uint32_t gen, bool shared, std::uintptr_t a,
-           std::size_t access_bytes, Access kind, std::uint64_t where) {
-  Fiber& me = *tls_current;
-  Launch& L = *runtime.launch;
-  const std::uint32_t block_first = L.block_linear * L.block_threads;
-  const std::uint32_t my_thread = block_first + me.linear;
-  const Record mine{my_thread + 1, L.epoch, L.warps[me.warp].gen, kind == Access::atomic, where};
-  for (std::size_t i = 0; i < bytes; ++i) {
-    ByteShadow& b = s[i];
-    if (b.gen != gen) b = ByteShadow{gen, 0, {}, {}, {}};
-    auto conflicts = [&](const Record& r) {
-      return r.thread && r.thread != mine.thread && !(r.atomic && mine.atomic) &&
-             !ordered(r, me, block_first);
-    };
-    if (kind != Access::write && shared && !b.written)
-      hazard("uninitialised shared read", me_name(me) + " " + verb(kind) + " " +
-                                              std::to_string(access_bytes) + " bytes at " +
-                                              shared_offset(a) + " (" + describe_where(where) +
-                                              "), never written in this block");
-    if (conflicts(b.writer)) race(shared, a, access_bytes, kind, where, b.writer, true);
-    if (kind == Access::read) {
-      if (!b.reader.thread || b.reader.thread == mine.thread || b.reader.epoch != L.epoch)
-        b.reader = mine;
-      else
-        b.other_reader = mine;
-    } else {
-      if (conflicts(b.reader)) race(shared, a, access_bytes, kind, where, b.reader, false);
-      if (conflicts(b.other_reader))
-        race(shared, a, access_bytes, kind, where, b.other_reader, false);
-      b.writer = mine;
-      b.written = 1;
-      b.reader = b.other_reader = Record{};
-    }
-  }
-}
-
-void count(bool shared, Access kind, std::size_t bytes) {
-  Counters& c = runtime.launch->counters;
-  if (kind == Access::read) {
-    (shared ? c.shared_loads : c.global_loads) += 1;
-    (shared ? c.shared_load_bytes : c.global_load_bytes) += bytes;
-  } else if (kind == Access::write) {
-    (shared ? c.shared_stores : c.global_stores) += 1;
-    (shared ? c.shared_store_bytes : c.global_store_bytes) += bytes;
-  }
 }
 
 // The per-buffer counters of the current launch that `a` hits: a
@@ -213,16 +137,6 @@ BufferCounters& buffer_counts(Buffer* b) {
   }
   return b->counts;
 }
-void count_in(BufferCounters& c, Access kind, std::size_t bytes) {
-  if (kind == Access::read) {
-    ++c.loads;
-    c.load_bytes += bytes;
-  } else if (kind == Access::write) {
-    ++c.stores;
-    c.store_bytes += bytes;
-  }
-}
-
 // An access that lands in no buffer, shared memory, stack or module data:
 // host memory where the launch works on device memory alone (no buffer of
 // host memory is registered, and the address is mapped outside the device's
@@ -283,6 +197,27 @@ bool inside_a_shared_variable(Launch& L, std::uintptr_t a, std::size_t bytes) {
 
 }  // namespace
 
+[[noreturn]] void race(bool shared, std::uintptr_t a, std::size_t bytes, Access kind,
+                       std::uint64_t where, const Record& other, bool other_wrote) {
+  const Fiber& me = *tls_current;
+  std::string msg = me_name(me) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
+                    (shared ? shared_offset(a) : buffer_offset(*find_buffer(a), a)) + " (" +
+                    describe_where(where) + "), and " + thread_name(other.thread - 1) + " " +
+                    (other.atomic ? "atomically updated" : (other_wrote ? "wrote" : "read")) +
+                    " it (" + describe_where(other.where) + ")";
+  const std::uint32_t other_block = (other.thread - 1) / runtime.launch->block_threads;
+  msg += other_block == runtime.launch->block_linear ? " in the same barrier interval"
+                                                     : ", unordered: blocks of a launch";
+  hazard(shared ? "shared race" : "global race", msg);
+}
+
+[[noreturn]] void uninitialised_read(std::uintptr_t a, std::size_t bytes, Access kind,
+                                     std::uint64_t where) {
+  hazard("uninitialised shared read",
+         me_name(*tls_current) + " " + verb(kind) + " " + std::to_string(bytes) + " bytes at " +
+             shared_offset(a) + " (" + describe_where(where) + "), never written in this block");
+}
+
 void on_aligned_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   Fiber* me = tls_current;
@@ -324,13 +259,13 @@ void fence() {}
 
 void record_shared_write(std::uintptr_t a, std::size_t bytes, std::uint64_t where) {
   const Launch& L = *runtime.launch;
-  check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, Access::write,
-        where);
+  check(runtime.shared_shadow.data(), a - L.shared_lo, bytes, L.block_gen, true, a, bytes,
+        Access::write, where);
 }
 
 void on_access(const void* address, std::size_t bytes, Access kind, const void* pc) {
   Fiber* me = tls_current;
-  if (!me) return;
+  if (!me || !runtime.settings.options.check_accesses) return;
   Launch& L = *runtime.launch;
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
@@ -344,13 +279,14 @@ void on_access(const void* address, std::size_t bytes, Access kind, const void* 
       past_shared_variable(a, bytes, kind, where);
     if (!L.copies.empty()) check_async_copies(a, bytes, kind, true, where);
     count(true, kind, bytes);
-    check(&runtime.shared_shadow[a - L.shared_lo], bytes, L.block_gen, true, a, bytes, kind, where);
+    check(runtime.shared_shadow.data(), a - L.shared_lo, bytes, L.block_gen, true, a, bytes, kind,
+          where);
   } else if (Buffer* b = find_buffer(a); b && a + bytes <= b->hi) {
     if (!L.copies.empty() && kind != Access::read) check_async_copies(a, bytes, kind, false, where);
     count(false, kind, bytes);
     count_in(buffer_counts(b), kind, bytes);
     if (b->shadow.size() < b->hi - b->lo) b->shadow = shadow_for(b->hi - b->lo);
-    check(&b->shadow[a - b->lo], bytes, L.launch_gen, false, a, bytes, kind, where);
+    check(b->shadow.data(), a - b->lo, bytes, L.launch_gen, false, a, bytes, kind, where);
   } else if (const Segment* seg = b ? nullptr : find_segment(a)) {
     if (!L.host_arguments.empty()) check_host_arguments(a, bytes, kind, where);
     if (seg->writable) {

@@ -108,16 +108,19 @@ void async_copy(void* dst, const void* src, int bytes, bool cache_global, Site s
   }
   Launch& L = *runtime.launch;
   const std::uint64_t where = intern(site);
-  const std::string head = me_name(*me) + " issues cp.async." + (cache_global ? "cg" : "ca") +
-                           " of " + std::to_string(bytes) + " bytes from " + address_text(s) +
-                           " to " + address_text(d) + " (" + describe_where(where) + ")";
+  // The message's head, built only for a hazard: this runs for every copy.
+  const auto head = [&] {
+    return me_name(*me) + " issues cp.async." + (cache_global ? "cg" : "ca") + " of " +
+           std::to_string(bytes) + " bytes from " + address_text(s) + " to " + address_text(d) +
+           " (" + describe_where(where) + ")";
+  };
   if ((bytes != 4 && bytes != 8 && bytes != 16) || (cache_global && bytes != 16))
-    hazard("bad launch", head + ": cp.async.ca copies 4, 8 or 16 bytes, .cg 16");
+    hazard("bad launch", head() + ": cp.async.ca copies 4, 8 or 16 bytes, .cg 16");
   if (d % std::uintptr_t(bytes) || s % std::uintptr_t(bytes))
     hazard("misaligned access",
-           head + ": both addresses must be aligned to the copy's size (PTX ISA)");
+           head() + ": both addresses must be aligned to the copy's size (PTX ISA)");
   if (!in_shared(d, std::size_t(bytes)))
-    hazard("out of bounds", head + ": the destination is not in the block's shared memory");
+    hazard("out of bounds", head() + ": the destination is not in the block's shared memory");
   // The source is read (checked and counted as a global load), the
   // destination written (as a shared store), both by this thread now: races
   // with other threads are the barrier-interval check's; the time in flight

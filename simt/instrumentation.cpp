@@ -10,9 +10,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "simt/runtime.hpp"
+#include "simt/shadow_check.hpp"
 
 using moacert::simt::detail::Access;
+using moacert::simt::detail::fast_access;
 using moacert::simt::detail::on_access;
 using moacert::simt::detail::on_aligned_access;
 
@@ -26,35 +27,34 @@ void __tsan_func_exit() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
-#define MOACERT_TSAN_ACCESS(n)                   \
-  void __tsan_read##n(void* a) {                 \
-    ACCESS(n)(a, n, Access::read, MOACERT_PC);   \
-  }                                              \
-  void __tsan_write##n(void* a) {                \
-    ACCESS(n)(a, n, Access::write, MOACERT_PC);  \
-  }                                              \
-  void __tsan_unaligned_read##n(void* a) {       \
-    on_access(a, n, Access::read, MOACERT_PC);   \
-  }                                              \
-  void __tsan_unaligned_write##n(void* a) {      \
-    on_access(a, n, Access::write, MOACERT_PC);  \
-  }                                              \
-  void __tsan_read##n##_pc(void* a, void* pc) {  \
-    ACCESS(n)(a, n, Access::read, pc);           \
-  }                                              \
-  void __tsan_write##n##_pc(void* a, void* pc) { \
-    ACCESS(n)(a, n, Access::write, pc);          \
+#define MOACERT_TSAN_ACCESS(n)                           \
+  void __tsan_read##n(void* a) {                         \
+    fast_access<n, Access::read, true>(a, MOACERT_PC);   \
+  }                                                      \
+  void __tsan_write##n(void* a) {                        \
+    fast_access<n, Access::write, true>(a, MOACERT_PC);  \
+  }                                                      \
+  void __tsan_unaligned_read##n(void* a) {               \
+    fast_access<n, Access::read, false>(a, MOACERT_PC);  \
+  }                                                      \
+  void __tsan_unaligned_write##n(void* a) {              \
+    fast_access<n, Access::write, false>(a, MOACERT_PC); \
+  }                                                      \
+  void __tsan_read##n##_pc(void* a, void* pc) {          \
+    fast_access<n, Access::read, true>(a, pc);           \
+  }                                                      \
+  void __tsan_write##n##_pc(void* a, void* pc) {         \
+    fast_access<n, Access::write, true>(a, pc);          \
   }
 // The aligned forms (the compiler knows the access aligned to its size)
-// have their alignment checked; a byte is always aligned.
-#define ACCESS(n) (n == 1 ? on_access : on_aligned_access)
+// have their alignment checked; a byte is always aligned. The common
+// accesses are judged inline (simt/shadow_check.hpp), the rest by on_access.
 MOACERT_TSAN_ACCESS(1)
 MOACERT_TSAN_ACCESS(2)
 MOACERT_TSAN_ACCESS(4)
 MOACERT_TSAN_ACCESS(8)
 MOACERT_TSAN_ACCESS(16)
 #undef MOACERT_TSAN_ACCESS
-#undef ACCESS
 
 void __tsan_read_range(void* a, unsigned long n) {
   if (n) on_access(a, n, Access::read, MOACERT_PC);

@@ -16,11 +16,18 @@
 
 namespace moacert::simt::detail {
 
+// A direct-mapped cache in front of the map: a launch interns the same few
+// sites (its barriers, shuffles, mma, ldmatrix, cp.async) at every call.
 std::uint64_t intern(Site s) {
+  Runtime::SiteSlot& slot =
+      runtime.site_cache[(reinterpret_cast<std::uintptr_t>(s.file) >> 4 ^ s.line * 0x9e3779b1u) %
+                         Runtime::kSiteCache];
+  if (slot.where && slot.file == s.file && slot.line == s.line) return slot.where;
   auto [it, fresh] =
       runtime.site_index.emplace(std::make_pair(s.file, s.line), runtime.sites.size());
   if (fresh) runtime.sites.push_back(s);
-  return it->second | kSiteTag;
+  slot = {s.file, s.line, it->second | kSiteTag};
+  return slot.where;
 }
 std::string describe_where(std::uint64_t w) {
   if (w & kSiteTag) {

@@ -101,10 +101,16 @@ struct Record {
   std::uint64_t where = 0;
 };
 struct ByteShadow {
-  std::uint32_t gen = 0;  // the block (shared) or launch (global) it describes
-  std::uint32_t written = 0;
+  std::uint32_t gen = 0;      // the block (shared) or launch (global) it describes
+  std::uint32_t written = 0;  // kWritten, and on a granule's first byte kUniform
   Record writer, reader, other_reader;
 };
+// `written`'s flags: the block wrote the byte (shared memory's uninitialised
+// reads); the granule of kGranule bytes that this entry starts (its index a
+// multiple of kGranule) is described by this one record, the others' stale
+// (access.cpp, check): an aligned float's access judges one record, not four.
+inline constexpr std::uint32_t kWritten = 1, kUniform = 2;
+inline constexpr std::size_t kGranule = 4;
 static_assert(sizeof(ByteShadow) == kShadowBytesPerByte, "the budget counts the shadow's size");
 
 struct Buffer {
@@ -330,6 +336,13 @@ struct Runtime {
   std::vector<Segment> segments, relro;  // segments sorted by lo
   std::vector<Site> sites;
   std::map<std::pair<const char*, unsigned>, std::uint64_t> site_index;
+  struct SiteSlot {  // intern's cache (sites.cpp)
+    const char* file = nullptr;
+    unsigned line = 0;
+    std::uint64_t where = 0;
+  };
+  static constexpr std::size_t kSiteCache = 256;
+  SiteSlot site_cache[kSiteCache];
   std::uint32_t launch_serial = 0, block_serial = 0;
   std::uint64_t malloc_count = 0, buffer_serial = 0;
   DeviceRange device;

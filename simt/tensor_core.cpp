@@ -40,6 +40,19 @@ double input_value(MmaInput input, std::uint16_t bits) {
 constexpr int kSignificandBits = 24;
 constexpr int kLeastExponent = -149;
 
+// 2^n for n in [-1022, 1023], and ilogb(x) for a finite nonzero x, from the
+// bits: this runs for every addend of every mma (256 sums of 9 a warp).
+// Every addend here is a normal double (a product of two bf16 or f16 values
+// is at least 2^-266, an f32 accumulator at least 2^-149), so that x * 2^n
+// is exact where ldexp(x, n) was, and a subnormal falls back to ilogb.
+double pow2(int n) {
+  return std::bit_cast<double>(std::uint64_t(n + 1023) << 52);
+}
+int exponent_of(double x) {
+  const int biased = int(std::bit_cast<std::uint64_t>(x) >> 52 & 0x7ff);
+  return biased ? biased - 1023 : std::ilogb(x);
+}
+
 // m * 2^e (m an integer, |m| < 2^62) truncated toward zero to f32.
 float truncate_to_f32(std::int64_t m, int e) {
   const bool negative = m < 0;
@@ -52,8 +65,9 @@ float truncate_to_f32(std::int64_t m, int e) {
     magnitude >>= 1;
     ++e;
   }
-  // magnitude < 2^24 and e >= -149: exact in f32 unless beyond its range.
-  const double value = std::ldexp(double(magnitude), e);
+  // magnitude < 2^24 and e >= -149: exact in f32 unless beyond its range
+  // (and in a double, e being far below 1023).
+  const double value = double(magnitude) * pow2(e);
   const float result = value > double(std::numeric_limits<float>::max())
                            ? std::numeric_limits<float>::infinity()
                            : float(value);
@@ -68,15 +82,17 @@ float truncate_to_f32(std::int64_t m, int e) {
 float aligned_truncated_sum(float c, const double* p, int n) {
   double ieee = c;
   int e_max = std::numeric_limits<int>::min();
-  if (c != 0.0f) e_max = std::ilogb(c);
+  if (c != 0.0f && std::isfinite(c)) e_max = exponent_of(c);
   for (int k = 0; k < n; ++k) {
     ieee += p[k];
-    if (p[k] != 0.0 && std::isfinite(p[k])) e_max = std::max(e_max, std::ilogb(p[k]));
+    if (p[k] != 0.0 && std::isfinite(p[k])) e_max = std::max(e_max, exponent_of(p[k]));
   }
   if (!std::isfinite(ieee) || e_max == std::numeric_limits<int>::min()) return float(ieee);
   const int quantum = e_max - (kSignificandBits - 1);
-  // |addend| < 2^(e_max+1), so each aligned addend is below 2^24 quanta.
-  auto aligned = [&](double x) { return std::int64_t(std::trunc(std::ldexp(x, -quantum))); };
+  // |addend| < 2^(e_max+1), so each aligned addend is below 2^24 quanta,
+  // and the conversion truncates toward zero.
+  const double scale = pow2(-quantum);
+  auto aligned = [&](double x) { return std::int64_t(x * scale); };
   std::int64_t sum = aligned(double(c));
   for (int k = 0; k < n; ++k) sum += aligned(p[k]);
   return truncate_to_f32(sum, quantum);
@@ -185,20 +201,22 @@ void check_ldmatrix_row(const Fiber& me, std::uintptr_t a, std::uint64_t where) 
   const bool dynamic = L.dynamic_lo && a >= L.dynamic_lo && a < L.dynamic_lo + kMaxDynamicShared;
   const std::uintptr_t lo = dynamic ? L.dynamic_lo : L.shared_lo;
   const std::uintptr_t hi = dynamic ? L.dynamic_lo + L.shared_bytes : L.shared_hi;
-  const std::string head = me_name(me) + " (lane " + std::to_string(me.lane) +
-                           ") gives ldmatrix the row address " + address_text(a) + " (" +
-                           describe_where(where) + ")";
+  // The message's head, built only for a hazard: this runs for every row.
+  const auto head = [&] {
+    return me_name(me) + " (lane " + std::to_string(me.lane) + ") gives ldmatrix the row address " +
+           address_text(a) + " (" + describe_where(where) + ")";
+  };
   if (a < lo || a + kRowBytes > hi) {
     if (dynamic)
-      hazard("out of bounds", head + ": its 16-byte row ends " +
+      hazard("out of bounds", head() + ": its 16-byte row ends " +
                                   std::to_string(a + kRowBytes - hi) + " bytes past the launch's " +
                                   std::to_string(L.shared_bytes) +
                                   " bytes of dynamic shared memory");
-    hazard("out of bounds", head + ", which is not in the block's shared memory");
+    hazard("out of bounds", head() + ", which is not in the block's shared memory");
   }
   if (a % kRowBytes)
-    hazard("misaligned access",
-           head + ", which is not 16-byte aligned (offset " + std::to_string(a % kRowBytes) + ")");
+    hazard("misaligned access", head() + ", which is not 16-byte aligned (offset " +
+                                    std::to_string(a % kRowBytes) + ")");
 }
 
 }  // namespace

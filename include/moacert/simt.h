@@ -308,6 +308,11 @@ struct Options {
   std::size_t stack_bytes = 256 * 1024;          // per fiber, plus a guard page
   std::size_t dynamic_shared_limit = 48 * 1024;  // at most kMaxDynamicShared
   std::uint32_t yield_every_accesses = 0;        // 0: switch at synchronisation points only
+  // false: the runtime's own checks and counts of accesses (those of
+  // ldmatrix, cp.async and atomics; the compiler's callbacks too) are off.
+  // Only for timing the same source built without instrumentation against
+  // the emulator (bench/simt_native_bench.cpp); certify never clears it.
+  bool check_accesses = true;
 };
 constexpr std::size_t kMaxDynamicShared = 227 * 1024;
 void set_options(const Options& options);
