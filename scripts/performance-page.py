@@ -211,6 +211,7 @@ HISTORY_SECTIONS = [
     ([], "The backward at scale (issue #29, item 3)"),
     ([], "Tensor-core ONFs on the emulator (issue #30)"),
     ([], "Certify's cases on both cores (issue #51)"),
+    ([], "The arithmetic check (issue #46)"),
 ]
 
 
