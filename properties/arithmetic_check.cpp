@@ -87,16 +87,11 @@ std::vector<Arithmetic> candidate_arithmetics(Op op, Format format, const Arithm
   return out;
 }
 
-std::vector<std::int64_t> stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
-                                               const std::vector<std::vector<double>>& standard) {
-  std::vector<std::int64_t> stood_in(bounds.size(), 0);
+void stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
+                          const std::vector<std::vector<double>>& standard) {
   for (std::size_t t = 0; t < bounds.size(); ++t)
     for (std::size_t n = 0; n < bounds[t].size(); ++n)
-      if (std::isinf(bounds[t][n]) && std::isfinite(standard[t][n])) {
-        bounds[t][n] = standard[t][n];
-        ++stood_in[t];
-      }
-  return stood_in;
+      if (std::isinf(bounds[t][n]) && std::isfinite(standard[t][n])) bounds[t][n] = standard[t][n];
 }
 
 std::string past_declared_reach(const Problem& p, const Arithmetic& a) {
@@ -110,8 +105,8 @@ std::string past_declared_reach(const Problem& p, const Arithmetic& a) {
     const std::string_view axis = vocabulary.contraction_axes[c];
     const moa::extent_t terms = extent_of(p.dims, axis);
     if (terms > reach)
-      return fmt::format("sum.{}={} sums {} = {} terms, bounded to {}", contraction, name(mode),
-                         axis, terms, reach);
+      return fmt::format("sum.{}={} over {} = {} terms, past its reach of {}", contraction,
+                         name(mode), axis, terms, reach);
   }
   return {};
 }

@@ -26,19 +26,18 @@ namespace moacert::properties {
 // flushed), then `declared` less one of its items, then `declared`.
 std::vector<Arithmetic> candidate_arithmetics(Op op, Format format, const Arithmetic& declared);
 
-// Where a declared arithmetic's bound is infinite and the standard model's
-// is not, the standard model's bound stands in (a freedom whose bound is
-// vacuous explains nothing). Returns, per tensor, how many elements it
-// stood in for.
-std::vector<std::int64_t> stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
-                                               const std::vector<std::vector<double>>& standard);
+// Where an arithmetic's bound is infinite and the standard model's is not,
+// the standard model's bound stands in (a freedom whose bound is vacuous
+// explains nothing).
+void stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
+                          const std::vector<std::vector<double>>& standard);
 
 // A contraction declared in f16 or bf16 bounds nothing once its n terms
 // reach n u >= 1/2 (γ_n >= 1: an error as large as the sum itself, as an
 // f16 sum of 4096 ones stops at 2048; docs/bounds.md#declared-arithmetic),
 // n counted as its axis's extent and the three operations the bounds add.
 // The first declared so that `p` takes past its reach, in words ("sum.PV=f16
-// sums M = 4096 terms, bounded to 1021"), or empty: every declared sum
+// over M = 4096 terms, past its reach of 1020"), or empty: every declared sum
 // reaches the case, which is then judged under the declaration; a case
 // past the reach is judged under the standard model.
 std::string past_declared_reach(const Problem& p, const Arithmetic& a);

@@ -62,6 +62,7 @@ struct Judged {
   // Per output, the judged elements of a case past a declared sum's reach
   // (past_declared_reach), judged under the standard model; empty otherwise.
   std::vector<std::int64_t> declared_vacuous;
+  std::string past_reach;                         // why, in words (past_declared_reach)
   std::vector<std::vector<double>> torch_errors;  // PyTorch's (rule vs-torch)
   std::string error;                              // the kernel threw
   std::vector<AnyTensor> torch_outputs;           // PyTorch's, when it ran (equivalence)
@@ -121,7 +122,8 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   leave_unproduced(j.exact, j.c.problem.op, v.conventions);
   // A case past a declared sum's reach: the declaration bounds nothing
   // there, and the standard model judges every element.
-  if (!j.standard_bounds.empty() && !past_declared_reach(j.c.problem, v.arithmetic).empty()) {
+  if (!j.standard_bounds.empty()) j.past_reach = past_declared_reach(j.c.problem, v.arithmetic);
+  if (!j.past_reach.empty()) {
     j.bounds = j.standard_bounds;
     for (const oracle::TensorAnswer& t : j.exact.outputs)
       j.declared_vacuous.push_back(std::count(t.evaluated.begin(), t.evaluated.end(), 1));
@@ -187,6 +189,8 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
   j.verdict = judge(j.c, j.exact, j.outputs, rule, bounds, torch);
   for (std::size_t t = 0; t < j.declared_vacuous.size() && t < j.verdict.tensors.size(); ++t)
     j.verdict.tensors[t].declared_vacuous = j.declared_vacuous[t];
+  if (!j.verdict.holds && !j.past_reach.empty())
+    j.verdict.why += "; judged under the standard model: " + j.past_reach;
   j.judge_seconds = seconds_since(phase);
   return j;
 }
