@@ -160,9 +160,9 @@ inline void count_in(BufferCounters& c, Access kind, std::size_t bytes) {
 // An access of N bytes of kind K by the current fiber, as on_access (or,
 // kAligned, on_aligned_access) judges it: the common cases here, the others
 // there. The same checks in the same order: a misaligned address, the
-// fiber's own stack, then shared memory within the launch's dynamic bytes,
-// or a registered buffer already counted in this launch with its shadow,
-// each checked against the cp.async in flight first, as on_access does.
+// fiber's own stack, then shared memory within the launch's dynamic bytes
+// or the static variable the last access found, or a registered buffer already counted in this
+// launch with its shadow, each checked against the cp.async in flight first, as on_access does.
 template <std::size_t N, Access K, bool kAligned>
 [[gnu::always_inline]] inline void fast_access(const void* address, const void* pc) {
   Fiber* me = tls_current;
@@ -181,9 +181,18 @@ template <std::size_t N, Access K, bool kAligned>
   if (a >= L.stacks_lo && a < L.stacks_hi) return;  // a thread's locals
   const auto where = reinterpret_cast<std::uint64_t>(pc);
   if (a >= L.shared_lo && a + N <= L.shared_hi) {
-    if (L.dynamic_lo && a + N > L.dynamic_lo + L.shared_bytes &&
-        a < L.dynamic_lo + kMaxDynamicShared)
-      return slow();
+    const bool dynamic =
+        L.dynamic_lo && a + N > L.dynamic_lo && a < L.dynamic_lo + kMaxDynamicShared;
+    if (dynamic && a + N > L.dynamic_lo + L.shared_bytes) return slow();
+    // A static __shared__ variable's own extent (shared_variables.cpp): the
+    // variable the last access found, inline; any other, and every access
+    // past an extent, in on_access, which finds it or says so.
+    if (!dynamic && !L.shared_variables.empty()) {
+      const std::size_t h = L.shared_variable_hint;
+      if (h >= L.shared_variables.size() || a < L.shared_variables[h].lo ||
+          a + N > L.shared_variables[h].hi)
+        return slow();
+    }
     if (!L.copies.empty()) check_async_copies(a, N, K, true, where);
     count(true, K, N);
     check(runtime.shared_shadow.data(), a - L.shared_lo, N, L.block_gen, true, a, N, K, where);
