@@ -47,8 +47,9 @@ struct TensorStats {
   // Judged elements whose allowance is infinite (an upstream stage's bound
   // is): the rule is vacuous there, and certify says so.
   std::int64_t unbounded = 0;
-  // Judged elements where the kernel's declared arithmetic bounds nothing
-  // and the standard model's bound was the allowance (stand_in_for_vacuous).
+  // Judged elements of a case past a declared sum's reach, where the
+  // declaration bounds nothing and the standard model's bound was the
+  // allowance (past_declared_reach).
   std::int64_t declared_vacuous = 0;
 };
 
