@@ -105,17 +105,12 @@ std::optional<Problem> problem_of(const Row& row, const Args& a) {
   return p;
 }
 
+// "B=1,H=1,Hkv=1,N=128,M=128,D=64", over the op's own dims (as cli's
+// shape_text writes a shape).
 std::string shape_text(const Problem& p) {
   std::ostringstream s;
-  const Dims& d = p.dims;
-  if (p.op == Op::rmsnorm)
-    s << "T=" << d.T << ",D=" << d.D;
-  else if (p.op == Op::mlp_swiglu)
-    s << "T=" << d.T << ",Dm=" << d.Dm << ",F=" << d.F;
-  else if (p.op == Op::attention_decode)
-    s << "B=" << d.B << ",H=" << d.H << ",L=" << d.M << ",D=" << d.D;
-  else
-    s << "B=" << d.B << ",H=" << d.H << ",N=" << d.N << ",M=" << d.M << ",D=" << d.D;
+  for (std::string_view dim : dims_of(p.op))
+    s << (s.tellp() > 0 ? "," : "") << dim << "=" << extent_of(p.dims, dim);
   return s.str();
 }
 
