@@ -463,7 +463,7 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   for (const properties::TensorSummary& t : cert.tensors)
     if (t.declared_vacuous > 0)
       fmt::print(
-          "declared arithmetic bounds nothing for {} past its sums' reach: {} of {} judged "
+          "declared arithmetic bounds nothing for {} past its reach: {} of {} judged "
           "elements judged under the standard model\n",
           t.name, t.declared_vacuous, t.elements);
   // What the kernel declares it supports (plugin ABI 2): every case was

@@ -96,17 +96,39 @@ void stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
 
 std::string past_declared_reach(const Problem& p, const Arithmetic& a) {
   const ArithmeticVocabulary& vocabulary = info(p.op).arithmetic;
+  // A declared unit u compounded n + `extra` times bounds nothing once
+  // (n + extra) u >= 1/2; its reach is the last n short of that.
+  auto past = [&](std::string_view item, double u, double extra, std::string_view axis,
+                  std::string_view what) -> std::string {
+    const moa::extent_t n = extent_of(p.dims, axis);
+    if ((double(n) + extra) * u < 0.5) return {};
+    const double reach = std::ceil(0.5 / u - extra) - 1;
+    return fmt::format("{} over {} = {} {}, past its reach of {}", item, axis, n, what, reach);
+  };
   for (std::size_t c = 0; c < vocabulary.contractions.size(); ++c) {
     const std::string_view contraction = vocabulary.contractions[c];
     const Accumulation mode = a.accumulation_of(contraction);
     if (mode != Accumulation::f16 && mode != Accumulation::bf16) continue;
     const double u = mode == Accumulation::f16 ? 0x1p-11 : 0x1p-8;
-    const auto reach = static_cast<moa::extent_t>(0.5 / u) - 4;  // the last n with (n + 3) u < 1/2
-    const std::string_view axis = vocabulary.contraction_axes[c];
-    const moa::extent_t terms = extent_of(p.dims, axis);
-    if (terms > reach)
-      return fmt::format("sum.{}={} over {} = {} terms, past its reach of {}", contraction,
-                         name(mode), axis, terms, reach);
+    // The n terms and the three operations every sum bound counts beside them.
+    const std::string why = past(fmt::format("sum.{}={}", contraction, name(mode)), u, 3,
+                                 vocabulary.contraction_axes[c], "terms");
+    if (!why.empty()) return why;
+  }
+  if (vocabulary.softmax_axis.empty()) return {};
+  // The running sum l rounded after each of its n updates and its last
+  // rescale; the exp's error composed once per rescale, n + 1 in all
+  // (docs/bounds.md#declared-arithmetic).
+  if (const std::optional<Format> l = a.rounded_format("l", p.format)) {
+    const std::string why =
+        past(to_string(Arithmetic{.rounded = {{"l", *a.rounding_of("l")}}}),
+             std::ldexp(1.0, -info(*l).precision), 1, vocabulary.softmax_axis, "keys");
+    if (!why.empty()) return why;
+  }
+  if (const std::optional<double> ulps = a.ulps_of("exp")) {
+    const double ua = p.format == Format::f64 ? 0x1p-53 : 0x1p-24;
+    return past(to_string(Arithmetic{.function_ulps = {{"exp", *ulps}}}), 2 * *ulps * ua, 1,
+                vocabulary.softmax_axis, "keys");
   }
   return {};
 }
@@ -128,7 +150,7 @@ ArithmeticFindings arithmetic_findings(const Case& c, const oracle::Answer& exac
     // bounds nothing, so it would "explain" any error): where a candidate's
     // is infinite and the standard model's is not, the standard's stands.
     // The kernel's own declaration is judged as the verdict judged it: under
-    // the standard model past its sums' reach, else with its vacuous
+    // the standard model past its reach, else with its vacuous
     // elements said beside it.
     auto bounds = oracle::apriori_bounds(c, {.arithmetic = candidates[i]}, rows);
     if (!(candidates[i] == declared) || !past_declared_reach(c.problem, declared).empty())

@@ -32,20 +32,23 @@ std::vector<Arithmetic> candidate_arithmetics(Op op, Format format, const Arithm
 void stand_in_for_vacuous(std::vector<std::vector<double>>& bounds,
                           const std::vector<std::vector<double>>& standard);
 
-// A contraction declared in f16 or bf16 bounds nothing once its n terms
-// reach n u >= 1/2 (γ_n >= 1: an error as large as the sum itself, as an
-// f16 sum of 4096 ones stops at 2048; docs/bounds.md#declared-arithmetic),
-// n counted as its axis's extent and the three operations the bounds add.
-// The first declared so that `p` takes past its reach, in words ("sum.PV=f16
-// over M = 4096 terms, past its reach of 1020"), or empty: every declared sum
-// reaches the case, which is then judged under the declaration; a case
-// past the reach is judged under the standard model.
+// A declaration bounds nothing once its unit u, compounded k times, reaches
+// k u >= 1/2 (γ_k >= 1: an error as large as the value itself, as an f16
+// sum of 4096 ones stops at 2048; docs/bounds.md#declared-arithmetic): a
+// contraction in f16 or bf16 over its axis's n terms and the three
+// operations the bounds add (k = n + 3), and, along an online softmax's
+// keys (ArithmeticVocabulary::softmax_axis), the running sum rounded
+// (round.l: k = n + 1, u of its format) or an exp of K ulps (k = n + 1,
+// u = 2 K u_a). The first declared so that `p` takes past its reach, in
+// words ("sum.PV=f16 over M = 4096 terms, past its reach of 1020"), or
+// empty: every declaration reaches the case, which is then judged under
+// it; a case past the reach is judged under the standard model.
 std::string past_declared_reach(const Problem& p, const Arithmetic& a);
 
 // One case's findings: its largest error / allowed under the standard
 // model, and per candidate whether its errors are within that candidate's
 // bounds, a vacuous one replaced by the standard model's (stand_in_for_vacuous)
-// but for the kernel's own `declared` arithmetic's inside its sums' reach,
+// but for the kernel's own `declared` arithmetic's inside its reach,
 // judged as the verdict judges it (every candidate
 // is, where the standard model holds: each only adds freedom), and how
 // much looser its bounds are than the standard

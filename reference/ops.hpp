@@ -50,6 +50,10 @@ struct ArithmeticVocabulary {
   // The axis each contraction sums over, in `contractions`' order: how far
   // a sum declared in f16 or bf16 reaches (properties/arithmetic_check.hpp).
   std::vector<std::string_view> contraction_axes;
+  // The keys an online softmax rescales its running sum over (empty: the
+  // op has none): a declared rounding of that sum (round.l) or a coarser
+  // exp compounds once per key, so its reach is counted along this axis.
+  std::string_view softmax_axis;
   std::vector<std::string_view> functions;  // NAME=Kulp
   bool flush_inputs = false, flush_outputs = false;
   bool tf32 = false;  // its contractions may take TF32 operands (sum.NAME=tf32)
@@ -134,6 +138,7 @@ inline const std::vector<OpInfo>& all_ops() {
   static const ArithmeticVocabulary forward{.intermediates = {"S", "P", "l", "lse"},
                                             .contractions = {"QK", "PV"},
                                             .contraction_axes = {"D", "M"},
+                                            .softmax_axis = "M",
                                             .functions = {"exp", "log"},
                                             .flush_inputs = true,
                                             .flush_outputs = true,
@@ -153,6 +158,7 @@ inline const std::vector<OpInfo>& all_ops() {
               " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
               {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
               {.intermediates = {"P", "dS", "dP", "D"},
+               .softmax_axis = "M",
                .functions = {"exp", "log"},
                .flush_outputs = true}),
       op_info(Op::attention_decode, "attention.decode", Family::attention,
@@ -183,6 +189,7 @@ inline const std::vector<OpInfo>& all_ops() {
               {.intermediates = {"S", "P", "l", "ss", "r", "gate", "up", "h"},
                .contractions = {"QK", "PV", "ss", "gate", "up", "down"},
                .contraction_axes = {"D", "N", "Dm", "Dm", "Dm", "F"},
+               .softmax_axis = "N",
                .functions = {"exp", "log", "sqrt", "div", "silu"},
                .flush_outputs = true}),
   };

@@ -8,9 +8,12 @@
 
 #include <rapidcheck.h>
 
+#include <fmt/format.h>
+
 #include "oracle/bounds.hpp"
 #include "properties/arithmetic_check.hpp"
 #include "properties/properties.hpp"
+#include "reference/arithmetic_spec.hpp"
 #include "reference/dnf/attention.hpp"
 #include "tests/support/harness.hpp"
 
@@ -225,6 +228,36 @@ TEST(DeclaredArithmetic, EveryBoundIsANumberOrInfinite) {
         for (double b : tensor) RC_ASSERT(!std::isnan(b) && b >= 0);
   });
   EXPECT_TRUE(ok);
+}
+
+// A declaration's reach (docs/bounds.md#declared-arithmetic): the last
+// extent of its axis with k u < 1/2, k the times its unit compounds — a
+// sum's n + 3, the online softmax's n + 1 for l rounded and for an exp of
+// K ulps; one past it, the case is judged under the standard model. The
+// backward recomputes each weight once, so its exp compounds nothing.
+TEST(DeclaredArithmetic, ReachEndsWhereTheCompoundedUnitReachesOneHalf) {
+  auto past = [](Op op, std::string_view spec, moa::extent_t keys) {
+    Problem p{.op = op};
+    p.dims = {.B = 1, .H = 1, .Hkv = 1, .N = op == Op::attention_decode ? 1 : 4, .M = keys, .D = 8};
+    return properties::past_declared_reach(p, parse_arithmetic(spec, op));
+  };
+  struct Reach {
+    std::string_view spec;
+    moa::extent_t last;
+  };
+  for (Op op : {Op::attention_fwd, Op::attention_decode})
+    for (const Reach& r : {Reach{"sum.PV=f16", 1020}, Reach{"sum.PV=bf16", 124},
+                           Reach{"round.l=bf16", 126}, Reach{"round.l=f16", 1022},
+                           Reach{"exp=4096ulp", 1022}, Reach{"exp=4ulp", (1 << 20) - 2}}) {
+      EXPECT_EQ(past(op, r.spec, r.last), "") << r.spec;
+      EXPECT_NE(past(op, r.spec, r.last + 1).find(fmt::format("past its reach of {}", r.last)),
+                std::string::npos)
+          << r.spec << ": " << past(op, r.spec, r.last + 1);
+    }
+  EXPECT_EQ(past(Op::attention_fwdbwd, "exp=4096ulp", 1023).substr(0, 24),
+            "exp=4096ulp over M = 102");
+  EXPECT_EQ(past(Op::attention_bwd, "exp=4096ulp", 1 << 20), "");
+  EXPECT_EQ(past(Op::attention_fwd, "standard", 1 << 20), "");
 }
 
 }  // namespace

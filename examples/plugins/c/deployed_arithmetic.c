@@ -23,12 +23,16 @@
                   declares "exp=2ulp" (the standard model's).
    exp_coarse     f32, an exp of relative error 2^-12 (a short polynomial);
                   declares "exp=2ulp", which it is not: fails.
-                  exp_coarse_4096: declares "exp=4096ulp", which it is.
+                  exp_coarse_4096: declares "exp=4096ulp", which it is,
+                  within M <= 1022, the declaration's reach;
+                  exp_coarse_4096_past_reach: on every M, failing past it.
    ftz            f32, subnormal inputs read as 0 and subnormal outputs
                   written as 0 (a CPU's FTZ and DAZ); declares "ftz=both".
                   ftz_undeclared: declaring nothing.
    scores_bf16    f32, the scores rounded to bf16; "round.S=bf16".
-   row_sum_bf16   f32, the running sum l rounded to bf16; "round.l=bf16".
+   row_sum_bf16   f32, the running sum l rounded to bf16; "round.l=bf16",
+                  within M <= 126, its reach; row_sum_bf16_past_reach:
+                  on every M, failing past it.
    log_coarse     f32, a log of relative error 2^-12; "log=4096ulp".
    qk_f16         f32, q·k accumulated in f16; "sum.QK=f16".
    pv_bf16        f32, the value sum accumulated in bf16; "sum.PV=bf16".
@@ -325,6 +329,13 @@ static const moacert_axis f16_scores_axes[] = {{"D", 1, 1020, NULL, 0, 0}};
 static const moacert_envelope f16_scores_envelope = {f16_scores_axes, 1, 0};
 static const moacert_axis bf16_scores_axes[] = {{"D", 1, 124, NULL, 0, 0}};
 static const moacert_envelope bf16_scores_envelope = {bf16_scores_axes, 1, 0};
+/* So is a declaration that compounds once per key of the online softmax:
+   the running sum l rounded to bf16 while (M + 1) 2^-8 < 1/2, M <= 126;
+   an exp of 4096 ulps while (M + 1) 2^-11 < 1/2, M <= 1022. */
+static const moacert_axis bf16_row_sum_axes[] = {{"M", 1, 126, NULL, 0, 0}};
+static const moacert_envelope bf16_row_sum_envelope = {bf16_row_sum_axes, 1, 0};
+static const moacert_axis exp_4096_axes[] = {{"M", 1, 1022, NULL, 0, 0}};
+static const moacert_envelope exp_4096_envelope = {exp_4096_axes, 1, 0};
 
 static const moacert_kernel kernels[] = {
     {"attention.fwd", "fa2", "bf16", 1, fa2, NULL, "cpu", "round.P=storage"},
@@ -340,13 +351,20 @@ static const moacert_kernel kernels[] = {
     {"attention.fwd", "tf32_undeclared", "f32", 1, tf32, NULL, "cpu", NULL},
     {"attention.fwd", "exp_2ulp", "f32", 1, exp_2ulp, NULL, "cpu", "exp=2ulp"},
     {"attention.fwd", "exp_coarse", "f32", 1, exp_coarse, NULL, "cpu", "exp=2ulp"},
-    {"attention.fwd", "exp_coarse_4096", "f32", 1, exp_coarse, NULL, "cpu", "exp=4096ulp"},
+    {"attention.fwd", "exp_coarse_4096", "f32", 1, exp_coarse, &exp_4096_envelope, "cpu",
+     "exp=4096ulp"},
+    {"attention.fwd", "exp_coarse_4096_past_reach", "f32", 1, exp_coarse, NULL, "cpu",
+     "exp=4096ulp"},
     {"attention.fwd", "ftz", "f32", 1, ftz, NULL, "cpu", "ftz=both"},
     {"attention.fwd", "ftz_undeclared", "f32", 1, ftz, NULL, "cpu", NULL},
     {"attention.fwd", "scores_bf16", "f32", 1, scores_bf16, NULL, "cpu", "round.S=bf16"},
     {"attention.fwd", "scores_bf16_undeclared", "f32", 1, scores_bf16, NULL, "cpu", NULL},
-    {"attention.fwd", "row_sum_bf16", "f32", 1, row_sum_bf16, NULL, "cpu", "round.l=bf16"},
-    {"attention.fwd", "row_sum_bf16_undeclared", "f32", 1, row_sum_bf16, NULL, "cpu", NULL},
+    {"attention.fwd", "row_sum_bf16", "f32", 1, row_sum_bf16, &bf16_row_sum_envelope, "cpu",
+     "round.l=bf16"},
+    {"attention.fwd", "row_sum_bf16_undeclared", "f32", 1, row_sum_bf16, &bf16_row_sum_envelope,
+     "cpu", NULL},
+    {"attention.fwd", "row_sum_bf16_past_reach", "f32", 1, row_sum_bf16, NULL, "cpu",
+     "round.l=bf16"},
     {"attention.fwd", "log_coarse", "f32", 1, log_coarse, NULL, "cpu", "log=4096ulp"},
     {"attention.fwd", "log_coarse_undeclared", "f32", 1, log_coarse, NULL, "cpu", NULL},
     {"attention.fwd", "qk_f16", "f32", 1, qk_f16, &f16_scores_envelope, "cpu", "sum.QK=f16"},
