@@ -157,7 +157,7 @@ inline const std::vector<OpInfo>& all_ops() {
               "q[B,H,N,D] k[B,Hkv,M,D] v[B,Hkv,M,D] do[B,H,N,D]"
               " -> o[B,H,N,D] lse[B,H,N] dq[B,H,N,D] dk[B,Hkv,M,D] dv[B,Hkv,M,D]",
               {"scale", "causal"}, "B=1,H=8,Hkv=8,N=2048,M=2048,D=64",
-              {.intermediates = {"P", "dS", "dP", "D"},
+              {.intermediates = {"P", "dS", "dP", "D", "lse"},
                .softmax_axis = "M",
                .functions = {"exp", "log"},
                .flush_outputs = true}),

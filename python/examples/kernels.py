@@ -204,8 +204,9 @@ def backward_exp_coarse(q, k, v, o, lse, do, scale, causal):
 
 
 def _forward_backward(q, k, v, do, scale, causal, exp=torch.exp, log=torch.log, round_p=None,
-                      round_ds=None):
+                      round_ds=None, round_lse=None):
     o, lse = _forward(q, k, v, scale, causal, exp, log, round_p)
+    lse = _kept(lse, round_lse)
     grads = _backward(q, k, v, o, lse, do, scale, causal, exp, round_p, round_ds)
     return {"o": o, "lse": lse, **grads}
 
@@ -223,6 +224,12 @@ def fused_ds_bf16(q, k, v, do, scale, causal):
 def fused_log_coarse(q, k, v, do, scale, causal):
     """attention.fwdbwd in f32, lse from a log of relative error 2^-12."""
     return _forward_backward(q, k, v, do, scale, causal, log=_coarse_log)
+
+
+def fused_lse_bf16(q, k, v, do, scale, causal):
+    """attention.fwdbwd in f32, lse rounded to bf16 where it is kept, and
+    the backward recomputing P from that lse."""
+    return _forward_backward(q, k, v, do, scale, causal, round_lse=_bf16)
 
 
 def decode_p_bf16(q, k, v, lens, scale):

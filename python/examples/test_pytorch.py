@@ -142,6 +142,11 @@ def test_fused_coarse_log_declared(moacert_certify):
                                     "log=4096ulp", needs="log=4096ulp")
 
 
+def test_fused_lse_in_bf16_declared(moacert_certify):
+    declared_holds_undeclared_fails(moacert_certify, "attention.fwdbwd", kernels.fused_lse_bf16,
+                                    "round.lse=bf16", needs="round.lse=bf16")
+
+
 def test_decode_p_in_bf16_declared(moacert_certify):
     declared_holds_undeclared_fails(moacert_certify, "attention.decode", kernels.decode_p_bf16,
                                     "round.P=bf16")
