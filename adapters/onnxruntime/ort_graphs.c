@@ -282,6 +282,140 @@ done:
   return rc;
 }
 
+/* com.microsoft's GroupQueryAttention as attention.fwd: a prompt, or a
+   chunk of one, of N query positions after a past of M - N, as
+   onnxruntime-genai runs chunked prefill. The operator is causal alone,
+   and its mask is the KV cache's: the query at position M - N + i sees the
+   keys at positions <= M - N + i, moacert's bottom-right alignment. Query
+   (B, N, H * D), the chunk's own key and value (B, N, Hkv * D) (moacert's
+   last N key positions), past_key and past_value (B, Hkv, M - N, D) (the
+   first M - N, absent when M = N), seqlens_k = M - 1 (the total length less
+   one) and total_sequence_length = M; no rotary. N > M (rows that see no
+   key) cannot be put to it, nor several sequences with a past: the
+   kernel's envelope keeps B = 1 and N <= 64 <= M (ort_kernels.c). */
+static int group_query_attention_fwd(const DLTensor* q, const DLTensor* k, const DLTensor* v,
+                                     float scale, DLTensor* o, char* err, size_t err_len) {
+  const int64_t B = q->shape[0], H = q->shape[1], N = q->shape[2], D = q->shape[3];
+  const int64_t Hkv = k->shape[1], M = k->shape[2], P = M - N;
+  if (P < 0) {
+    snprintf(err, err_len,
+             "GroupQueryAttention takes no more queries than keys (N = %lld > M = %lld)",
+             (long long)N, (long long)M);
+    return MOACERT_UNSUPPORTED;
+  }
+  const int64_t qs[3] = {B, N, H * D}, ks[3] = {B, N, Hkv * D}, past[4] = {B, Hkv, P, D};
+  const int64_t present[4] = {B, Hkv, M, D}, bs[1] = {B}, scalar_shape[1] = {1};
+  onnx_graph g = {{0}};
+  onnx_graph_input(&g, "query", ONNX_FLOAT, qs, 3);
+  onnx_graph_input(&g, "key", ONNX_FLOAT, ks, 3);
+  onnx_graph_input(&g, "value", ONNX_FLOAT, ks, 3);
+  if (P > 0) {
+    onnx_graph_input(&g, "past_key", ONNX_FLOAT, past, 4);
+    onnx_graph_input(&g, "past_value", ONNX_FLOAT, past, 4);
+  }
+  onnx_graph_input(&g, "seqlens_k", ONNX_INT32, bs, 1);
+  onnx_graph_input(&g, "total_sequence_length", ONNX_INT32, scalar_shape, 0);
+  onnx_graph_output(&g, "output", ONNX_FLOAT, qs, 3);
+  onnx_graph_output(&g, "present_key", ONNX_FLOAT, present, 4);
+  onnx_graph_output(&g, "present_value", ONNX_FLOAT, present, 4);
+  const char* inputs[] = {"query",
+                          "key",
+                          "value",
+                          P > 0 ? "past_key" : "",
+                          P > 0 ? "past_value" : "",
+                          "seqlens_k",
+                          "total_sequence_length"};
+  const char* outputs[] = {"output", "present_key", "present_value"};
+  const onnx_attribute attributes[] = {
+      {"num_heads", 0, H, 0}, {"kv_num_heads", 0, Hkv, 0}, {"scale", 1, 0, scale}};
+  onnx_graph_node(&g, "GroupQueryAttention", "com.microsoft", inputs, 7, outputs, 3, attributes, 3);
+  onnx_bytes model = onnx_model(&g, 23);
+  const size_t qn = (size_t)(B * H * N * D), chunk = (size_t)(B * Hkv * N * D);
+  const size_t past_n = (size_t)(B * Hkv * P * D), cache = (size_t)(B * Hkv * M * D);
+  float* qd = f32_copy(q);
+  float* kd = f32_copy(k);
+  float* vd = f32_copy(v);
+  float* qt = (float*)malloc(sizeof(float) * qn);
+  float* step_k = (float*)malloc(sizeof(float) * chunk);
+  float* step_v = (float*)malloc(sizeof(float) * chunk);
+  float* past_k = (float*)malloc(sizeof(float) * (past_n > 0 ? past_n : 1));
+  float* past_v = (float*)malloc(sizeof(float) * (past_n > 0 ? past_n : 1));
+  float* present_k = (float*)malloc(sizeof(float) * cache);
+  float* present_v = (float*)malloc(sizeof(float) * cache);
+  float* y = (float*)malloc(sizeof(float) * qn);
+  int32_t* seqlens = (int32_t*)malloc(sizeof(int32_t) * (size_t)B);
+  int32_t total = (int32_t)M;
+  int rc = 1;
+  if (!qd || !kd || !vd || !qt || !step_k || !step_v || !past_k || !past_v || !present_k ||
+      !present_v || !y || !seqlens) {
+    snprintf(err, err_len, "out of memory");
+    goto done;
+  }
+  to_bshd(qd, qt, B, H, N, D);
+  for (int64_t b = 0; b < B; ++b) {
+    seqlens[b] = (int32_t)(M - 1);
+    for (int64_t h = 0; h < Hkv; ++h) {
+      const int64_t cache_row = (b * Hkv + h) * M * D;
+      memcpy(past_k + (b * Hkv + h) * P * D, kd + cache_row, sizeof(float) * (size_t)(P * D));
+      memcpy(past_v + (b * Hkv + h) * P * D, vd + cache_row, sizeof(float) * (size_t)(P * D));
+    }
+  }
+  /* the chunk's keys and values, (B, N, Hkv * D): positions P .. M - 1 */
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t from = ((b * Hkv + h) * M + P + n) * D, to = ((b * N + n) * Hkv + h) * D;
+        memcpy(step_k + to, kd + from, sizeof(float) * (size_t)D);
+        memcpy(step_v + to, vd + from, sizeof(float) * (size_t)D);
+      }
+  const ort_tensor in[] = {{"query", ONNX_FLOAT, qs, 3, qt},
+                           {"key", ONNX_FLOAT, ks, 3, step_k},
+                           {"value", ONNX_FLOAT, ks, 3, step_v},
+                           {"past_key", ONNX_FLOAT, past, 4, past_k},
+                           {"past_value", ONNX_FLOAT, past, 4, past_v},
+                           {"seqlens_k", ONNX_INT32, bs, 1, seqlens},
+                           {"total_sequence_length", ONNX_INT32, scalar_shape, 0, &total}};
+  const ort_tensor without_past[] = {in[0], in[1], in[2], in[5], in[6]};
+  const ort_tensor result[] = {{"output", ONNX_FLOAT, qs, 3, y},
+                               {"present_key", ONNX_FLOAT, present, 4, present_k},
+                               {"present_value", ONNX_FLOAT, present, 4, present_v}};
+  rc = P > 0 ? ort_run(&model, in, 7, result, 3, err, err_len)
+             : ort_run(&model, without_past, 5, result, 3, err, err_len);
+  if (rc) goto done;
+  from_bshd(y, qd, B, H, N, D);
+  adapter_write_f32(o, qd);
+done:
+  free(qd);
+  free(kd);
+  free(vd);
+  free(qt);
+  free(step_k);
+  free(step_v);
+  free(past_k);
+  free(past_v);
+  free(present_k);
+  free(present_v);
+  free(y);
+  free(seqlens);
+  onnx_bytes_free(&model);
+  return rc;
+}
+
+int ort_group_query_attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* out,
+                                  int n_out, const char* params, char* err, size_t err_len) {
+  adapter_begin_call(params);
+  if (n_in != 3 || n_out != 2) {
+    snprintf(err, err_len, "onnxruntime attention.fwd: expected 3 inputs and 2 outputs");
+    return 1;
+  }
+  if (!moacert_flag(params, "causal")) {
+    snprintf(err, err_len, "GroupQueryAttention is causal alone");
+    return MOACERT_UNSUPPORTED;
+  }
+  const float scale = (float)moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
+  return group_query_attention_fwd(in[0], in[1], in[2], scale, out[0], err, err_len);
+}
+
 int ort_group_query_attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* out,
                                      int n_out, const char* params, char* err, size_t err_len) {
   adapter_begin_call(params);

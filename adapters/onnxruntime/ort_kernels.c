@@ -16,6 +16,19 @@ static const moacert_envelope mha_envelope = {NULL, 0, MOACERT_REFUSES_GROUPED_H
 static const moacert_axis gqa_axes[] = {{"D", 0, 0, NULL, 0, 8}};
 static const moacert_envelope gqa_envelope = {gqa_axes, 1, 0};
 
+/* GroupQueryAttention as attention.fwd: causal alone (the KV cache's
+   bottom-right mask), head size a multiple of 8, no more queries than keys
+   (the N queries follow a past of M - N), and one sequence when several
+   queries follow a past ("batch_size must be 1 when sequence_length > 1
+   and past context is given"). An envelope bounds each axis alone, so this
+   is kept as B = 1 and N <= 64 <= M: a prompt of up to 64 tokens, or a
+   chunk of that many after a past, down to a decode step of one. */
+static const moacert_axis gqa_fwd_axes[] = {{"B", 1, 1, NULL, 0, 0},
+                                            {"N", 1, 64, NULL, 0, 0},
+                                            {"M", 64, 0, NULL, 0, 0},
+                                            {"D", 0, 0, NULL, 0, 8}};
+static const moacert_envelope gqa_fwd_envelope = {gqa_fwd_axes, 4, MOACERT_REFUSES_NON_CAUSAL};
+
 /* an attention kernel: o alone, scale read as a float, the causal mask
    aligned as `alignment_` (NULL: bottom-right) */
 #define ORT_ATTENTION(op_, name_, run_, envelope_, alignment_)                        \
@@ -30,6 +43,8 @@ static const moacert_kernel kernels[] = {
     /* the causal mask as an additive bias, bottom-right (ort_graphs.c) */
     ORT_ATTENTION("attention.fwd", "multi_head_attention", ort_multi_head_attention, &mha_envelope,
                   NULL),
+    ORT_ATTENTION("attention.fwd", "group_query_attention_fwd", ort_group_query_attention_fwd,
+                  &gqa_fwd_envelope, NULL),
     ORT_ATTENTION("attention.decode", "attention_decode", ort_attention_decode, NULL, NULL),
     ORT_ATTENTION("attention.decode", "group_query_attention", ort_group_query_attention_decode,
                   &gqa_envelope, NULL),
