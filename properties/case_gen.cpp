@@ -48,6 +48,8 @@ const char* name(Values v) {
       return "cancellation";
     case Values::flat_rows:
       return "flat-rows";
+    case Values::down_cancellation:
+      return "down-cancellation";
     case Values::rms_range:
       return "rms-range";
   }

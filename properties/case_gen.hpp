@@ -43,6 +43,9 @@ enum class Values {
   // kFlatRowKeys):
   flat_rows,  // attention: q ~ 2^-10, so that every score of a long row is near 0, and v of one
               // sign
+  // From generation 7 (mlp.swiglu):
+  down_cancellation,  // mlp.swiglu: h's columns paired (h_tf' = -3 h_tf) and W2's rows f' =
+                      // fl(W2_f / 3): each pair's products cancel to about u
   // Block (generation 4) draws exp_overflow, underflowing_tile, ties,
   // rms_range, silu_range and cancellation, aimed at its attention's
   // logits, its RMSNorms' rows and its MLP's gates (properties/ops/block.cpp,
@@ -75,9 +78,11 @@ std::string describe(const CaseSpec& s);
 // one random case in kEnvelopeOneIn at the deployment envelope
 // (docs/design.md#deployment-envelope). 6 aims attention.fwd's and
 // decode's cases at long flat rows (Values::flat_rows), and curates one
-// such case first, at kFlatRowKeys. A token names its generation, so
-// that a case comes back as it was drawn.
-inline constexpr int kGeneration = 6;
+// such case first, at kFlatRowKeys. 7 aims mlp.swiglu's cases at a
+// down projection that cancels (Values::down_cancellation); every other op
+// draws as in 6. A token names its generation, so that a case comes back
+// as it was drawn.
+inline constexpr int kGeneration = 7;
 
 // The keys of a flat-rows case (Values::flat_rows): twice the 2^11 past
 // which a running f16 sum of weights near 1 stops growing
@@ -85,10 +90,11 @@ inline constexpr int kGeneration = 6;
 // the exact one.
 inline constexpr moa::extent_t kFlatRowKeys = 4096;
 
-// The first generation that draws `v`: flat rows from 6, the other
-// regime families from 3 (PropertyOp::aimed_from too).
+// The first generation that draws `v`: flat rows from 6, the down
+// projection's cancellation from 7, the other regime families from 3
+// (PropertyOp::aimed_from too).
 inline int first_generation(Values v) {
-  return v == Values::flat_rows ? 6 : 3;
+  return v == Values::flat_rows ? 6 : v == Values::down_cancellation ? 7 : 3;
 }
 
 // The tile and split sizes kernels commonly use: from generation 2 every

@@ -35,9 +35,10 @@ void classify_sums_of_squares(const double* x, moa::extent_t rows, moa::extent_t
 
 // The regimes of the gated MLP's GEMMs x W1, x W3 and of silu over its gate
 // arguments x W1: x (T, Dm) row-major, w1 and w3 (Dm, F) read a piece of a
-// row at a time.
+// row at a time; with w2 (F, Dm), the down projection's too, over h =
+// silu(x W1) * (x W3) in double.
 void classify_gates(const double* x, const MatrixRows& w1, const MatrixRows& w3, moa::extent_t T,
                     moa::extent_t Dm, moa::extent_t F, Format f, const FormatLimits& l,
-                    Regimes& out);
+                    Regimes& out, const MatrixRows* w2 = nullptr);
 
 }  // namespace moacert::properties

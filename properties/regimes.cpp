@@ -49,6 +49,8 @@ std::string_view name(Regime r) {
       return "rmsnorm.eps-dominates";
     case Regime::cancellation:
       return "gemm.cancellation";
+    case Regime::down_cancellation:
+      return "gemm.down-cancellation";
   }
   return "?";
 }
@@ -191,7 +193,8 @@ void classify_sums_of_squares(const double* x, extent_t rows, extent_t D, double
 }
 
 void classify_gates(const double* x, const MatrixRows& w1, const MatrixRows& w3, extent_t T,
-                    extent_t Dm, extent_t F, Format f, const FormatLimits& l, Regimes& out) {
+                    extent_t Dm, extent_t F, Format f, const FormatLimits& l, Regimes& out,
+                    const MatrixRows* w2) {
   // Half the precision lost: the a priori bound grows with the condition
   // number, and past 2^ceil(p/2) it exceeds sqrt(u) (docs/bounds.md#gemm).
   const double kappa = std::ldexp(1.0, (info(f).precision + 1) / 2);
@@ -206,10 +209,14 @@ void classify_gates(const double* x, const MatrixRows& w1, const MatrixRows& w3,
   // in doubles would be 14 GB more).
   constexpr extent_t kColumns = 256;
   const std::int64_t blocks = (F + kColumns - 1) / kColumns;
+  // The down projection's sums y_rc = sum_f h_rf W2_fc and their terms'
+  // magnitudes, each thread's blocks of f added into these.
+  const std::size_t down = w2 ? R * std::size_t(Dm) : 0;
+  std::vector<double> y_sum(down), y_mag(down);
 #pragma omp parallel
   {
     std::vector<double> sum1(R * kColumns), mag1(sum1.size()), sum3(sum1.size()), mag3(sum1.size()),
-        piece(kColumns);
+        piece(kColumns), part_sum(down), part_mag(down), w2_row(w2 ? std::size_t(Dm) : 0);
     Regimes found;
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t block = 0; block < blocks; ++block) {
@@ -243,10 +250,34 @@ void classify_gates(const double* x, const MatrixRows& w1, const MatrixRows& w3,
           if (std::fabs(z) < l.unit_roundoff) found.set(std::size_t(Regime::silu_near_zero));
         }
       }
+      for (extent_t col = 0; w2 && col < w; ++col) {
+        const double* w2f = w2->row(c0 + col, 0, Dm, w2_row.data());  // (Dm)
+        for (std::size_t r = 0; r < R; ++r) {
+          const double z = sum1[r * kColumns + std::size_t(col)];
+          const double h = z / (1 + std::exp(-z)) * sum3[r * kColumns + std::size_t(col)];
+          double *ys = part_sum.data() + r * std::size_t(Dm),
+                 *ym = part_mag.data() + r * std::size_t(Dm);
+          for (extent_t c = 0; c < Dm; ++c) {
+            ys[c] += h * w2f[c];
+            ym[c] += std::fabs(h * w2f[c]);
+          }
+        }
+      }
     }
 #pragma omp critical(moacert_classify_gates)
-    out |= found;
+    {
+      out |= found;
+      for (std::size_t e = 0; e < down; ++e) {
+        y_sum[e] += part_sum[e];
+        y_mag[e] += part_mag[e];
+      }
+    }
   }
+  for (std::size_t e = 0; e < down; ++e)
+    if (y_mag[e] > kappa * std::fabs(y_sum[e])) {
+      out.set(std::size_t(Regime::down_cancellation));
+      break;
+    }
 }
 
 BlockInDouble block_in_double(const Case& c) {

@@ -36,8 +36,10 @@ enum class Regime {
   eps_dominates,              // eps > mean_d x_td²
   // GEMMs (mlp.swiglu's x W1 and x W3)
   cancellation,  // sum |a_k b_k| > 2^ceil(p/2) |sum a_k b_k|: half the precision cancels
+  // mlp.swiglu's down projection y = h W2, h = silu(x W1) * (x W3)
+  down_cancellation,  // sum_f |h_tf W2_fc| > 2^ceil(p/2) |y_tc|: half the precision cancels
 };
-inline constexpr int kRegimeCount = int(Regime::cancellation) + 1;
+inline constexpr int kRegimeCount = int(Regime::down_cancellation) + 1;
 
 // A long flat row: its weights sum past 2^11, where a running sum kept in
 // f16 (11 significant bits: llama.cpp's value sum for an f16 KV cache)

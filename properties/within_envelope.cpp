@@ -128,6 +128,10 @@ std::string why_unreachable(Op op, Regime r, const kernels::Envelope& e) {
       if (const auto width = highest(e, "Dm"); width && *width < 2)
         return "needs a sum of two products; " + at_most("Dm", *width);
       return "";
+    case Regime::down_cancellation:
+      if (const auto width = highest(e, "F"); width && *width < 2)
+        return "needs a sum of two products; " + at_most("F", *width);
+      return "";
     default:  // a regime of the values alone
       return "";
   }

@@ -317,8 +317,8 @@ def page(results):
               "copying the tensors into ggml's and the result out (into memory kept",
               "across calls); ONNX Runtime's reads moacert's tensors in place and writes",
               "into them, and includes writing the model (the session is kept). The",
-              "wrapper's lse is left out (`MOACERT_ADAPTER_BENCH_WITHOUT_LSE`). The",
-              "adapters run `MOACERT_ADAPTER_THREADS` threads, set to `--threads`.", ""]
+              "adapters compute no lse (their attention kernels declare `outputs = \"o\"`).",
+              "The adapters run `MOACERT_ADAPTER_THREADS` threads, set to `--threads`.", ""]
     if deployed:
         lines += deployed_tables(deployed, run)
     else:

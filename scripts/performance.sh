@@ -76,7 +76,7 @@ for row in "${deployed[@]}"; do
   read -r op dtype variant plugin library <<<"$row"
   [[ -f ${plugin%#*} ]] || continue
   run "$results/deployed/$op.$dtype.$library.json" env MOACERT_ADAPTER_THREADS="$threads" \
-    MOACERT_ADAPTER_BENCH_WITHOUT_LSE=1 "$moacert" bench "$op" --variants "$variant" \
+    "$moacert" bench "$op" --variants "$variant" \
     --plugin "$plugin" --dtype "$dtype" --threads "$threads" --json --shape "${shape[$op]}"
 done
 

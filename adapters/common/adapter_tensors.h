@@ -1,10 +1,8 @@
 /* What both adapters (adapters/ggml, adapters/onnxruntime) do around a
-   library's kernel under today's plugin ABI 3: read moacert's tensors
-   (f32 or f16, row-major: every adapter kernel declares accepts_strided 0)
-   into the f32 or f16 buffers a library takes, write its f32 results back
-   in the case's format, compute the lse that neither library returns, and
-   read the thread count. Each of these is a workaround for a feature the
-   ABI lacks (docs/deployed-kernels.md, "Workarounds"). */
+   library's kernel: read moacert's tensors (f32 or f16, row-major: every
+   adapter kernel declares accepts_strided 0) into the f32 or f16 buffers a
+   library takes, write its f32 results back in the case's format, and read
+   the thread count (docs/deployed-kernels.md). */
 #ifndef MOACERT_ADAPTER_TENSORS_H
 #define MOACERT_ADAPTER_TENSORS_H
 
@@ -32,20 +30,6 @@ void adapter_read_f16(const DLTensor* t, uint16_t* dst);
 
 /* src (f32) into t, rounded to t's format. */
 void adapter_write_f32(DLTensor* t, const float* src);
-
-/* The natural-log log-sum-exp of row (b, h, n) of attention, in f64 from
-   the inputs as the kernel was handed them: scale * q.k over the keys the
-   row sees (j < visible), -inf when it sees none. Neither ggml nor ONNX
-   Runtime returns it, and the ABI requires it: the lse moacert judges is
-   this wrapper's, not the library's (docs/deployed-kernels.md). */
-void adapter_lse(const DLTensor* q, const DLTensor* k, double scale, int64_t visible_from,
-                 int64_t visible_to, int64_t b, int64_t h, int64_t n, double* lse_out);
-
-/* 1 when MOACERT_ADAPTER_BENCH_WITHOUT_LSE is set: the wrapper's f64 lse
-   (as costly as the attention it accompanies) is skipped and lse filled
-   with NaN, so that `moacert bench` times the library's kernel and the
-   copies around it; a certify under it fails on lse, never passes. */
-int adapter_skip_lse(void);
 
 /* Each kernel's call begins here: the thread count its library runs with
    is the params' "threads" (plugin ABI 4: certify's --threads, and the

@@ -3,7 +3,8 @@
    [D, N, H, B], k and v [D, M, Hkv, B] in the cache's type (f32, or f16 as
    llama.cpp's default KV cache), an f16 mask of 0 and -inf, the precision
    set to GGML_PREC_F32, no ALiBi and no soft-cap. The result is
-   [D, H, N, B]. */
+   [D, H, N, B]: o alone (ggml computes no log-sum-exp, and the kernels
+   declare outputs "o": the lse moacert hands over is left as it came). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,13 @@ static void fill_mask(uint16_t* row, int64_t M, int64_t visible_to) {
   for (int64_t j = 0; j < M; ++j) row[j] = j < visible_to ? HALF_ZERO : HALF_MINUS_INF;
 }
 
-/* the keys row i of N sees among M: all, or moacert's bottom-right causal
-   mask, j <= i + (M - N) (ggml takes any mask: the alignment is the
-   wrapper's, as llama.cpp's KV cache builds its own) */
+/* the keys row i of N sees among M: all, or the bottom-right causal mask,
+   j <= i + (M - N). ggml has no causal flag: it takes whatever mask it is
+   handed, and llama.cpp builds an explicit f16 one of 0 and -inf from its KV
+   cache, the query at position p seeing the cells at positions <= p, which
+   for a cache of M positions ending with the N queries is bottom-right.
+   The adapter builds the mask as llama.cpp does, so the kernels keep the
+   default alignment (ggml_kernels.c). */
 static int64_t visible_to(int causal, int64_t i, int64_t N, int64_t M) {
   if (!causal) return M;
   const int64_t last = i + (M - N);
@@ -34,8 +39,7 @@ static int64_t visible_to(int causal, int64_t i, int64_t N, int64_t M) {
 /* One call of ggml_flash_attn_ext. lens: decode's per-sequence lengths
    (NULL for attention.fwd), causal: attention.fwd's mask. */
 static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, const int64_t* lens,
-                     int causal, double scale, DLTensor* o, DLTensor* lse, int kv_f16, char* err,
-                     size_t err_len) {
+                     int causal, float scale, DLTensor* o, int kv_f16, char* err, size_t err_len) {
   if (ggml_runtime_open(err, err_len) != 0) return 1;
   const int64_t B = q->shape[0], H = q->shape[1], N = q->shape[2], D = q->shape[3];
   const int64_t Hkv = k->shape[1], M = k->shape[2];
@@ -82,7 +86,7 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
         }
     }
   }
-  struct ggml_tensor* out = ggml_flash_attn_ext(ctx, tq, tk, tv, mask, (float)scale, 0.0f, 0.0f);
+  struct ggml_tensor* out = ggml_flash_attn_ext(ctx, tq, tk, tv, mask, scale, 0.0f, 0.0f);
   ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
   if (ggml_runtime_compute(ctx, out, err, err_len) != 0) {
     ggml_free(ctx);
@@ -91,27 +95,18 @@ static int attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, co
   /* [D, H, N, B] back to (B, H, N, D) */
   const float* r = (const float*)ggml_get_data(out);
   float* ob = (float*)malloc(sizeof(float) * (size_t)(B * H * N * D));
-  float* lb = (float*)malloc(sizeof(float) * (size_t)(B * H * N));
-  if (!ob || !lb) {
-    free(ob);
-    free(lb);
+  if (!ob) {
     ggml_free(ctx);
     snprintf(err, err_len, "out of memory");
     return 1;
   }
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t n = 0; n < N; ++n) {
+      for (int64_t n = 0; n < N; ++n)
         memcpy(ob + ((b * H + h) * N + n) * D, r + ((b * N + n) * H + h) * D,
                sizeof(float) * (size_t)D);
-        double l;
-        adapter_lse(q, k, scale, 0, lens ? lens[b] : visible_to(causal, n, N, M), b, h, n, &l);
-        lb[(b * H + h) * N + n] = (float)l;
-      }
   adapter_write_f32(o, ob);
-  adapter_write_f32(lse, lb);
   free(ob);
-  free(lb);
   ggml_free(ctx);
   return 0;
 }
@@ -123,9 +118,10 @@ static int attention_fwd(const DLTensor* const* in, int n_in, DLTensor* const* o
     snprintf(err, err_len, "ggml attention.fwd: expected 3 inputs and 2 outputs");
     return 1;
   }
-  const double scale = moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
-  return attention(in[0], in[1], in[2], NULL, moacert_flag(params, "causal"), scale, out[0], out[1],
-                   kv_f16, err, err_len);
+  /* the kernel declares params "f32": the scale handed over is a float */
+  const float scale = (float)moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
+  return attention(in[0], in[1], in[2], NULL, moacert_flag(params, "causal"), scale, out[0], kv_f16,
+                   err, err_len);
 }
 
 static int attention_decode(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,
@@ -135,9 +131,9 @@ static int attention_decode(const DLTensor* const* in, int n_in, DLTensor* const
     snprintf(err, err_len, "ggml attention.decode: expected 4 inputs and 2 outputs");
     return 1;
   }
-  const double scale = moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
-  return attention(in[0], in[1], in[2], (const int64_t*)in[3]->data, 0, scale, out[0], out[1],
-                   kv_f16, err, err_len);
+  const float scale = (float)moacert_param(params, "scale", 1 / sqrt((double)in[0]->shape[3]));
+  return attention(in[0], in[1], in[2], (const int64_t*)in[3]->data, 0, scale, out[0], kv_f16, err,
+                   err_len);
 }
 
 int ggml_flash_attn_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n_out,

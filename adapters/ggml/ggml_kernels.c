@@ -1,8 +1,18 @@
 /* The ggml adapter: llama.cpp's CPU kernels (ggml 0.25.1, as
    @node-llama-cpp/linux-x64 3.22.1 ships them) as moacert plugin kernels
-   (ABI 3). Each row of the table is one kernel: its op, name, format,
-   envelope and arithmetic as the library documents it, or as measured
-   (docs/deployed-kernels.md gives the verdicts). Every kernel takes
+   (ABI 4). Each row of the table is one kernel: its op, name, format,
+   envelope and arithmetic as the library documents it, or as measured, and
+   how it takes its problem (docs/design.md#conventions):
+   - outputs "o" for attention: ggml_flash_attn_ext returns no log-sum-exp,
+     and the adapter computes none, so certify judges o alone;
+   - params "f32": ggml_flash_attn_ext's scale and ggml_rms_norm's eps are
+     floats (the MLP takes none);
+   - the causal alignment stays moacert's bottom-right: ggml has no causal
+     flag, llama.cpp builds an explicit f16 mask of its KV cache
+     (llama-kv-cache's set_input_kq_mask: the query at position p sees the
+     cache's keys at positions <= p, i.e. bottom-right), and the adapter
+     builds that mask the same way (ggml_attention.c).
+   docs/deployed-kernels.md gives the verdicts. Every kernel takes
    row-major tensors (accepts_strided 0): the wrapper copies them into
    ggml's tensors anyway. */
 #include <stdio.h>
@@ -19,20 +29,45 @@
 static const moacert_axis f16_value_sum_axes[] = {{"L", 1, 1020, NULL, 0, 0}};
 static const moacert_envelope f16_value_sum_envelope = {f16_value_sum_axes, 1, 0};
 
+/* an attention kernel: o alone, scale read as a float */
+#define GGML_ATTENTION(op_, name_, dtype_, run_, envelope_, arithmetic_)               \
+  {                                                                                    \
+    .op = op_, .name = name_, .dtype = dtype_, .accepts_strided = 0, .run = run_,      \
+    .envelope = envelope_, .device = "cpu", .arithmetic = arithmetic_, .outputs = "o", \
+    .params = "f32"                                                                    \
+  }
+
 static const moacert_kernel kernels[] = {
-    /* op              name                         dtype  strided run envelope device arithmetic */
-    {"attention.fwd", "flash_attn_ext", "f32", 0, ggml_flash_attn_f32, NULL, "cpu", "standard"},
-    {"attention.fwd", "flash_attn_ext_f16_cache", "f16", 0, ggml_flash_attn_f16_cache, NULL, "cpu",
-     "standard"},
-    {"attention.decode", "decode", "f32", 0, ggml_decode_f32, NULL, "cpu", "standard"},
-    {"attention.decode", "decode_f16_cache", "f16", 0, ggml_decode_f16_cache, NULL, "cpu",
-     "standard"},
-    {"attention.decode", "decode_f16_cache_as_measured", "f16", 0, ggml_decode_f16_cache,
-     &f16_value_sum_envelope, "cpu", "sum.PV=f16"},
-    {"rmsnorm", "rms_norm", "f32", 0, ggml_rmsnorm_f32, NULL, "cpu", "standard"},
-    {"mlp.swiglu", "swiglu_mlp", "f32", 0, ggml_mlp_f32, NULL, "cpu", "standard"},
-    {"mlp.swiglu", "swiglu_mlp_f16_weights", "f16", 0, ggml_mlp_f16_weights, NULL, "cpu",
-     "round.h=f16"},
+    GGML_ATTENTION("attention.fwd", "flash_attn_ext", "f32", ggml_flash_attn_f32, NULL, "standard"),
+    GGML_ATTENTION("attention.fwd", "flash_attn_ext_f16_cache", "f16", ggml_flash_attn_f16_cache,
+                   NULL, "standard"),
+    GGML_ATTENTION("attention.decode", "decode", "f32", ggml_decode_f32, NULL, "standard"),
+    GGML_ATTENTION("attention.decode", "decode_f16_cache", "f16", ggml_decode_f16_cache, NULL,
+                   "standard"),
+    GGML_ATTENTION("attention.decode", "decode_f16_cache_as_measured", "f16", ggml_decode_f16_cache,
+                   &f16_value_sum_envelope, "sum.PV=f16"),
+    {.op = "rmsnorm",
+     .name = "rms_norm",
+     .dtype = "f32",
+     .accepts_strided = 0,
+     .run = ggml_rmsnorm_f32,
+     .device = "cpu",
+     .arithmetic = "standard",
+     .params = "f32"},
+    {.op = "mlp.swiglu",
+     .name = "swiglu_mlp",
+     .dtype = "f32",
+     .accepts_strided = 0,
+     .run = ggml_mlp_f32,
+     .device = "cpu",
+     .arithmetic = "standard"},
+    {.op = "mlp.swiglu",
+     .name = "swiglu_mlp_f16_weights",
+     .dtype = "f16",
+     .accepts_strided = 0,
+     .run = ggml_mlp_f16_weights,
+     .device = "cpu",
+     .arithmetic = "round.h=f16"},
 };
 
 static char g_error[512];

@@ -21,7 +21,8 @@ int ggml_rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, 
   }
   if (ggml_runtime_open(err, err_len) != 0) return 1;
   const int64_t T = in[0]->shape[0], D = in[0]->shape[1];
-  /* ggml_rms_norm takes eps as a float: the f32 nearest moacert's */
+  /* ggml_rms_norm takes eps as a float; the kernel declares params "f32",
+     so the eps handed over is one */
   const float eps = (float)moacert_param(params, "eps", 1e-6);
   struct ggml_context* ctx = ggml_runtime_context((size_t)(T * D * 4 * 3 + D * 4), 4);
   if (!ctx) {

@@ -1,8 +1,11 @@
 /* The ONNX Runtime adapter: ORT 1.30.0's CPU kernels (as onnxruntime-node
-   1.30.0 ships them) as moacert plugin kernels (ABI 3). Each row of the
-   table is one kernel: its op, name, format, envelope and arithmetic
-   (docs/deployed-kernels.md gives the verdicts). Every kernel takes
-   row-major tensors (accepts_strided 0). */
+   1.30.0 ships them) as moacert plugin kernels (ABI 4). Each row of the
+   table is one kernel: its op, name, format, envelope and arithmetic, and
+   how it takes its problem (docs/design.md#conventions): outputs "o" for
+   attention (no operator here returns the log-sum-exp), Attention-23's own
+   is_causal declared top-left (ONNX's alignment), scale and epsilon as
+   float attributes (params "f32"). docs/deployed-kernels.md gives the
+   verdicts. Every kernel takes row-major tensors (accepts_strided 0). */
 #include "ort_kernels.h"
 #include "ort_session.h"
 
@@ -13,19 +16,61 @@ static const moacert_envelope mha_envelope = {NULL, 0, MOACERT_REFUSES_GROUPED_H
 static const moacert_axis gqa_axes[] = {{"D", 0, 0, NULL, 0, 8}};
 static const moacert_envelope gqa_envelope = {gqa_axes, 1, 0};
 
+/* GroupQueryAttention as attention.fwd: causal alone (the KV cache's
+   bottom-right mask), head size a multiple of 8, no more queries than keys
+   (the N queries follow a past of M - N), and one sequence when several
+   queries follow a past ("batch_size must be 1 when sequence_length > 1
+   and past context is given"). An envelope bounds each axis alone, so this
+   is kept as B = 1 and N <= 64 <= M: a prompt of up to 64 tokens, or a
+   chunk of that many after a past, down to a decode step of one. */
+static const moacert_axis gqa_fwd_axes[] = {{"B", 1, 1, NULL, 0, 0},
+                                            {"N", 1, 64, NULL, 0, 0},
+                                            {"M", 64, 0, NULL, 0, 0},
+                                            {"D", 0, 0, NULL, 0, 8}};
+static const moacert_envelope gqa_fwd_envelope = {gqa_fwd_axes, 4, MOACERT_REFUSES_NON_CAUSAL};
+
+/* an attention kernel: o alone, scale read as a float, the causal mask
+   aligned as `alignment_` (NULL: bottom-right) */
+#define ORT_ATTENTION(op_, name_, run_, envelope_, alignment_)                        \
+  {                                                                                   \
+    .op = op_, .name = name_, .dtype = "f32", .accepts_strided = 0, .run = run_,      \
+    .envelope = envelope_, .device = "cpu", .arithmetic = "standard", .outputs = "o", \
+    .causal_alignment = alignment_, .params = "f32"                                   \
+  }
+
 static const moacert_kernel kernels[] = {
-    /* op, name, dtype, strided, run, envelope, device, arithmetic */
-    {"attention.fwd", "attention", "f32", 0, ort_attention_fwd, NULL, "cpu", "standard"},
-    {"attention.fwd", "multi_head_attention", "f32", 0, ort_multi_head_attention, &mha_envelope,
-     "cpu", "standard"},
-    {"attention.decode", "attention_decode", "f32", 0, ort_attention_decode, NULL, "cpu",
-     "standard"},
-    {"attention.decode", "group_query_attention", "f32", 0, ort_group_query_attention_decode,
-     &gqa_envelope, "cpu", "standard"},
-    {"rmsnorm", "rms_normalization", "f32", 0, ort_rms_normalization, NULL, "cpu", "standard"},
-    {"rmsnorm", "simplified_layer_norm", "f32", 0, ort_simplified_layer_norm, NULL, "cpu",
-     "standard"},
-    {"mlp.swiglu", "matmul_swiglu", "f32", 0, ort_matmul_swiglu, NULL, "cpu", "standard"},
+    ORT_ATTENTION("attention.fwd", "attention", ort_attention_fwd, NULL, "top_left"),
+    /* the causal mask as an additive bias, bottom-right (ort_graphs.c) */
+    ORT_ATTENTION("attention.fwd", "multi_head_attention", ort_multi_head_attention, &mha_envelope,
+                  NULL),
+    ORT_ATTENTION("attention.fwd", "group_query_attention_fwd", ort_group_query_attention_fwd,
+                  &gqa_fwd_envelope, NULL),
+    ORT_ATTENTION("attention.decode", "attention_decode", ort_attention_decode, NULL, NULL),
+    ORT_ATTENTION("attention.decode", "group_query_attention", ort_group_query_attention_decode,
+                  &gqa_envelope, NULL),
+    {.op = "rmsnorm",
+     .name = "rms_normalization",
+     .dtype = "f32",
+     .accepts_strided = 0,
+     .run = ort_rms_normalization,
+     .device = "cpu",
+     .arithmetic = "standard",
+     .params = "f32"},
+    {.op = "rmsnorm",
+     .name = "simplified_layer_norm",
+     .dtype = "f32",
+     .accepts_strided = 0,
+     .run = ort_simplified_layer_norm,
+     .device = "cpu",
+     .arithmetic = "standard",
+     .params = "f32"},
+    {.op = "mlp.swiglu",
+     .name = "matmul_swiglu",
+     .dtype = "f32",
+     .accepts_strided = 0,
+     .run = ort_matmul_swiglu,
+     .device = "cpu",
+     .arithmetic = "standard"},
 };
 
 static char g_error[512];

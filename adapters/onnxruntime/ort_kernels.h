@@ -12,6 +12,7 @@
 ORT_KERNEL(ort_attention_fwd);
 ORT_KERNEL(ort_attention_decode);
 ORT_KERNEL(ort_multi_head_attention);
+ORT_KERNEL(ort_group_query_attention_fwd);
 ORT_KERNEL(ort_group_query_attention_decode);
 ORT_KERNEL(ort_rms_normalization);
 ORT_KERNEL(ort_simplified_layer_norm);

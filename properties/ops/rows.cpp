@@ -39,6 +39,53 @@ void aim_cancellation(Case& c) {
   }
 }
 
+// v rounded to `bits` significant bits (exact operations alone: frexp,
+// ldexp and a rounding to an integer).
+double with_bits(double v, int bits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  int e = 0;
+  std::frexp(v, &e);
+  return std::ldexp(std::nearbyint(std::ldexp(v, bits - e)), e - bits);
+}
+
+// The down projection's cancellation family (generation 7): the columns of
+// h = silu(x W1) * (x W3) are paired, f with f' = f + F/2: W1's column f'
+// is a copy of column f and W3's is -3 times column f (kept to p - 2 bits,
+// so that the product is exact), so that h_tf' = -3 h_tf in every row t,
+// whatever silu is; W2's row f' is row f / 3 rounded to the format. Each
+// pair's products h_tf W2_fc and h_tf' W2_f'c are then of one magnitude
+// and opposite signs, and their sum is h_tf (W2_fc - 3 fl(W2_fc / 3)):
+// about u of either, while sum_f |h_tf W2_fc| is about twice the pairs'
+// magnitudes. Where F is odd, W2's last row is 0. A kernel that rounds h,
+// the products or partial sums to a narrower format than the bound allows
+// (ggml rounds h to f16 for f16 weights) is judged against a result u
+// times smaller than its terms; one rounding h_tf and h_tf' to the same
+// relative step does not cancel that rounding, since 3 is not a power of
+// two. No libm function is involved, so the case's bits are the same on
+// every machine (docs/design.md#numerical-regimes).
+void aim_down_cancellation(Case& c) {
+  const extent_t Dm = c.problem.dims.Dm, F = c.problem.dims.F, half = F / 2;
+  if (half < 1) return;
+  const int bits = info(c.problem.format).precision - 2;
+  const auto in = inputs_by_name(c.problem.op, c.inputs);
+  AnyTensor &w1 = in["w1"], &w3 = in["w3"], &w2 = in["w2"];
+  for (extent_t f = 0; f < half; ++f) {
+    const extent_t g = f + half;
+    for (extent_t k = 0; k < Dm; ++k) {
+      w1.set({k, g}, w1.get({k, f}));
+      w3.set({k, f}, with_bits(w3.get({k, f}), bits));
+      w3.set({k, g}, -3 * w3.get({k, f}));
+      if (w3.get({k, g}) != -3 * w3.get({k, f})) {  // past the format's range: no term
+        w3.set({k, f}, 0.0);
+        w3.set({k, g}, 0.0);
+      }
+    }
+    for (extent_t col = 0; col < Dm; ++col) w2.set({g, col}, w2.get({f, col}) / 3);
+  }
+  if (F % 2)
+    for (extent_t col = 0; col < Dm; ++col) w2.set({F - 1, col}, 0.0);
+}
+
 Regimes classify_rmsnorm(const Case& c, const FormatLimits& l) {
   const std::vector<double> x = dense(inputs_by_name(c.problem.op, c.inputs)["x"]);
   Regimes out;
@@ -52,7 +99,8 @@ Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
   const auto in = inputs_by_name(c.problem.op, c.inputs);
   const std::vector<double> x = dense(in["x"]);
   Regimes out;
-  classify_gates(x.data(), in["w1"], in["w3"], d.T, d.Dm, d.F, c.problem.format, l, out);
+  const MatrixRows w2(in["w2"]);
+  classify_gates(x.data(), in["w1"], in["w3"], d.T, d.Dm, d.F, c.problem.format, l, out, &w2);
   return out;
 }
 
@@ -123,16 +171,24 @@ PropertyOp swiglu_op() {
   };
   // The model and MLP widths (docs/design.md#deployment-envelope).
   r.envelope_axes = {{&Dims::Dm, 16384}, {&Dims::F, 53248}};
-  r.regime_families = {Values::silu_range, Values::cancellation};
+  r.regime_families = {Values::silu_range, Values::cancellation, Values::down_cancellation};
+  // A down projection cancels over two terms at least (where --shape
+  // allows F = 2).
+  r.shape_for_regime = [](CaseSpec& s, const ShapeConstraints& shape) {
+    if (s.values == Values::down_cancellation && s.problem.dims.F < 2)
+      s.problem.dims.F = shape.range(&Dims::F).clamp(2);
+  };
   r.aim = [](Case& c, Values values) {
     if (values == Values::cancellation) aim_cancellation(c);
+    if (values == Values::down_cancellation) aim_down_cancellation(c);
   };
   r.describe_dims = [](const Problem& p, std::ostream& os) {
     os << " T=" << p.dims.T << " Dm=" << p.dims.Dm << " F=" << p.dims.F;
   };
   r.regimes = {R::silu_exp_z_overflows,  R::silu_exp_minus_z_overflows,
                R::silu_exp_z_underflows, R::silu_exp_minus_z_underflows,
-               R::silu_near_zero,        R::cancellation};
+               R::silu_near_zero,        R::cancellation,
+               R::down_cancellation};
   r.classify = classify_swiglu;
   r.oracle_work = [](const Problem& p) {
     return 3 * double(p.dims.T) * double(p.dims.Dm) * double(p.dims.F);

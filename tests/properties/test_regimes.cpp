@@ -134,6 +134,17 @@ Case gate(Format f, std::vector<double> w1, std::vector<double> x = {1.0}) {
   return hand_built(p, {x, w1, std::vector<double>(w1.size(), 1.0), {1.0}});
 }
 
+// mlp.swiglu with T = Dm = 1, F = 2: x = 1, both gate arguments 2, W3 =
+// `up` and W2 = (1, 1), so that y = silu(2) (up_0 + up_1): the down
+// projection's two products cancel as up_0 and up_1 do (x W1 and x W3 are
+// single products, which cannot).
+Case down(Format f, std::vector<double> up) {
+  Problem p{Op::mlp_swiglu, f, {}, {}};
+  p.dims.Dm = 1;
+  p.dims.F = 2;
+  return hand_built(p, {{1.0}, {2.0, 2.0}, up, {1.0, 1.0}});
+}
+
 void silu_and_gemm_regimes(Format f) {
   const FormatLimits l = limits(f);
   const int p = info(f).precision;
@@ -154,6 +165,9 @@ void silu_and_gemm_regimes(Format f) {
   const double nearly_one = 1 - std::ldexp(1.0, 2 - p);
   EXPECT_TRUE(reaches(gate(f, {1.0, -nearly_one}, {1.0, 1.0}), R::cancellation));
   EXPECT_FALSE(reaches(gate(f, {1.0, -0.5}, {1.0, 1.0}), R::cancellation));
+  EXPECT_TRUE(reaches(down(f, {1.0, -nearly_one}), R::down_cancellation));
+  EXPECT_FALSE(reaches(down(f, {1.0, -0.5}), R::down_cancellation));
+  EXPECT_FALSE(reaches(down(f, {1.0, -nearly_one}), R::cancellation));
 }
 
 // rmsnorm with T = D = 1: the sum of squares is x².
@@ -393,6 +407,45 @@ TEST(Regimes, Generation6CuratesALongFlatRowFirst) {
   // The backward ops curate none: their value sums are the forward's.
   EXPECT_NE(curated_specs(Op::attention_bwd, Format::f16, GenSettings{}).front().values,
             Values::flat_rows);
+}
+
+// Generation 7 aims mlp.swiglu's cases at a down projection that cancels
+// (Values::down_cancellation) and changes nothing else: every other op's
+// specs are generation 6's, generation 6 never draws the family (so that a
+// version-6 token still names the case it was printed for), and each case
+// of the family with two terms to cancel (F >= 2: all but an envelope
+// case, whose F stays as drawn) reaches its regime.
+TEST(Regimes, Generation7AimsTheDownProjectionAndChangesNothingElse) {
+  constexpr int kCases = 200;
+  for (const OpInfo& o : all_ops()) {
+    SCOPED_TRACE(std::string(o.name));
+    GenSettings six, seven;
+    six.generation = 6;
+    seven.generation = 7;
+    const rc::Gen<CaseSpec> gen6 = gen_case_spec(o.op, Format::f16, six),
+                            gen7 = gen_case_spec(o.op, Format::f16, seven);
+    int differ = 0, aimed6 = 0, aimed7 = 0;
+    for (int i = 0; i < kCases; ++i) {
+      const rc::Random random({1, std::uint64_t(i), 0, 0});
+      const CaseSpec a = gen6(random, size_for(i, kCases)).value(),
+                     b = gen7(random, size_for(i, kCases)).value();
+      differ += describe(a) != describe(b);
+      aimed6 += a.values == Values::down_cancellation;
+      if (b.values != Values::down_cancellation) continue;
+      ++aimed7;
+      if (b.problem.dims.F < 2) continue;
+      EXPECT_TRUE(classify(build_case(b)).test(std::size_t(Regime::down_cancellation)))
+          << describe(b);
+    }
+    EXPECT_EQ(aimed6, 0);
+    if (o.op == Op::mlp_swiglu) {
+      EXPECT_GT(aimed7, 0) << "generation 7 drew no down-cancellation case";
+      EXPECT_GT(differ, 0);
+    } else {
+      EXPECT_EQ(aimed7, 0);
+      EXPECT_EQ(differ, 0) << "generation 7 changed " << differ << " cases";
+    }
+  }
 }
 
 }  // namespace
