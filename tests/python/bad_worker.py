@@ -101,9 +101,9 @@ def main(mode):
     elif mode == "causal_alignment_without_causal":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
                          "causal_alignment": "top_left"}])
-    elif mode == "mixed_formats":
+    elif mode == "unknown_format":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
-                         "tensor_formats": {"x": "f16", "w": "f32"}}])
+                         "tensor_formats": {"x": "f32", "w": "f8"}}])
     elif mode == "other_protocol":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"]}], "moacert-worker/0")
     elif mode == "prints_before_handshake":
