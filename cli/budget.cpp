@@ -39,7 +39,7 @@ double run_copies(const kernels::Variant& v, const Problem& p, double in_bytes, 
     const auto shapes = input_shapes(p);
     for (std::size_t k = 0; k < shapes.size() && k < layouts->size(); ++k)
       if (!(*layouts)[k].is_flat())
-        tiled += element_count({shapes[k]}) * double(info(p.format).bytes);
+        tiled += element_count({shapes[k]}) * double(info(input_format(p, k)).bytes);
   }
   double copies = v.accepts_strided ? tiled : in_bytes;
   if (v.backend == "plugin" || v.backend == "worker" || v.backend == "simt")
@@ -53,13 +53,23 @@ double run_copies(const kernels::Variant& v, const Problem& p, double in_bytes, 
 
 }  // namespace
 
-Footprint footprint(const Problem& p, const BudgetParts& parts) {
+Footprint footprint(const Problem& given, const BudgetParts& parts) {
   Footprint f;
-  const double bytes = double(info(p.format).bytes);
+  // Each tensor's own bytes, in the formats the kernel declares
+  // (docs/design.md#per-tensor-formats).
+  Problem p = given;
+  if (parts.variant) p.tensor_formats = as_taken(given, parts.variant->conventions).tensor_formats;
   const auto shapes = input_shapes(p);
-  const double in = bytes * element_count(shapes);
-  const double out_elements = element_count(output_shapes(p));
-  const double out = bytes * out_elements;
+  const auto out_shapes = output_shapes(p);
+  auto bytes_of = [&](const moa::Shape& s, Format fmt) {
+    return double(info(fmt).bytes) * element_count({s});
+  };
+  double in = 0, out = 0;
+  for (std::size_t k = 0; k < shapes.size(); ++k)
+    in += bytes_of(shapes[k], input_format(p, k));  // lens at the dtype's, as always
+  for (std::size_t t = 0; t < out_shapes.size(); ++t)
+    out += bytes_of(out_shapes[t], output_format(p, t));
+  const double out_elements = element_count(out_shapes);
   if (!parts.variant) {
     f.tensors = 3 * (in + out);
   } else {
@@ -73,7 +83,7 @@ Footprint footprint(const Problem& p, const BudgetParts& parts) {
     const int kept = 3 + (parts.beside ? 1 : 0);
     double forward_inputs = 0;
     for (std::string_view name : properties::property_op(p.op).forward_inputs)
-      forward_inputs += bytes * element_count({shapes[input_position(p.op, name)]});
+      forward_inputs += bytes_of(shapes[input_position(p.op, name)], p.format_of(name));
     double passing = std::max(2 * forward_inputs, run_copies(v, p, in, out, parts.layouts));
     if (parts.beside)
       passing = std::max(passing, run_copies(*parts.beside, p, in, out, parts.layouts));

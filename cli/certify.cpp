@@ -454,6 +454,11 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
   if (v.conventions.params != ParamFormat::f64)
     fmt::print("params declared: {} (scale and eps rounded to it before the DNF)\n",
                name(v.conventions.params));
+  if (!v.conventions.tensor_formats.empty())
+    fmt::print("tensor formats declared: {} (each judged in its own; the rest in {})\n",
+               to_string(Conventions{.tensor_formats = v.conventions.tensor_formats})
+                   .substr(sizeof "tensor_formats"),
+               name(cert.format));
   // Where an allowance is infinite (an upstream stage's bound is), the rule
   // says nothing: said beside the verdict (docs/certificate.md).
   for (const properties::TensorSummary& t : cert.tensors)

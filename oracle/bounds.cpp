@@ -516,7 +516,6 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
     wanted_keys.assign(std::size_t(key_row_count(p)), 0);
     for (moa::extent_t r : selection->key_rows) wanted_keys[std::size_t(r)] = 1;
   }
-  const detail::RoundingUnits u = detail::rounding_units(p.format, k);
   std::vector<detail::Mat> widened(c.inputs.size());
   if (!oracle_op(p.op).bounds_widen_own_rows)
     for (std::size_t i = 0; i < c.inputs.size(); ++i)
@@ -524,8 +523,29 @@ std::vector<std::vector<double>> apriori_bounds(const Case& c, const BoundConsta
         widened[i] = detail::Mat(c.inputs[i].shape());
         detail::widen_rows(c.inputs[i], 0, widened[i]);
       }
-  return oracle_op(p.op).apriori_bounds(
-      {c, widened, u, selection ? &wanted : nullptr, selection ? &wanted_keys : nullptr});
+  if (!mixed_formats(p))
+    return oracle_op(p.op).apriori_bounds({c, widened, detail::rounding_units(p.format, k),
+                                           selection ? &wanted : nullptr,
+                                           selection ? &wanted_keys : nullptr});
+  // Per-tensor formats (docs/design.md#per-tensor-formats): the inputs are
+  // exact as handed over; each output's rounding term is half an ulp of its
+  // own format, and the call accumulates in f64 only where every float
+  // tensor is f64. The bounds are derived once per output format, each
+  // output's taken from its own.
+  const std::size_t outputs = info(p.op).outputs.size();
+  std::vector<std::vector<double>> out(outputs);
+  std::vector<Format> done;
+  for (std::size_t t = 0; t < outputs; ++t) {
+    const Format f = output_format(p, t);
+    if (std::find(done.begin(), done.end(), f) != done.end()) continue;
+    done.push_back(f);
+    std::vector<std::vector<double>> in_f = oracle_op(p.op).apriori_bounds(
+        {c, widened, detail::rounding_units(p.format, k, f, all_f64(p)),
+         selection ? &wanted : nullptr, selection ? &wanted_keys : nullptr});
+    for (std::size_t o = t; o < outputs; ++o)
+      if (output_format(p, o) == f) out[o] = std::move(in_f[o]);
+  }
+  return out;
 }
 
 }  // namespace moacert::oracle

@@ -246,8 +246,18 @@ Case read_case(const json& j) {
     const json& t = member(tensors, tname, path);
     if (!t.is_object()) fail(path, "expected an object, got " + quoted(t));
     for (const auto& [key, value] : t.items()) {
-      if (key != "shape" && key != "strides" && key != "data")
-        fail(path + "." + key, "unknown field (expected shape, strides, data)");
+      if (key != "shape" && key != "strides" && key != "data" && key != "dtype")
+        fail(path + "." + key, "unknown field (expected shape, strides, data, dtype)");
+    }
+    // A float tensor's own format, where a kernel declares one other than
+    // the case's dtype (docs/design.md#per-tensor-formats).
+    if (t.contains("dtype")) {
+      const json& own = t.at("dtype");
+      const auto f = own.is_string() ? parse_format(own.get<std::string>()) : std::nullopt;
+      if (is_index_input(p.op, k) || !f)
+        fail(path + ".dtype",
+             "expected f64, f32, bf16 or f16 for a float tensor, got " + quoted(own));
+      if (*f != p.format) p.tensor_formats.emplace_back(tname, *f);
     }
     const json& shape = member(t, "shape", path + ".shape");
     if (!shape.is_array()) fail(path + ".shape", "expected an array, got " + quoted(shape));
@@ -351,7 +361,8 @@ Case read_case(const json& j) {
       fail(path + ".data", "expected " + std::to_string(count) + " values (shape " +
                                shapes[k].str() + "), got " + std::to_string(data.size()));
     }
-    AnyTensor tensor(index ? DType::i64 : dtype_of(p.format), layout);
+    AnyTensor tensor(input_dtype(p, k), layout);
+    const Format own = input_format(p, k);
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(shapes[k])) {
       const json& v = data[n];
@@ -369,12 +380,12 @@ Case read_case(const json& j) {
       if (!v.is_string()) fail(where, "expected a hex float string, got " + quoted(v));
       const std::string s = v.get<std::string>();
       if (!hex_syntax(s)) fail(where, quoted(v) + " is not a hex float");
-      const auto value = parse_hex(s, p.format);
+      const auto value = parse_hex(s, own);
       if (!value)
-        fail(where, quoted(v) + " is not representable in " + std::string(moacert::name(p.format)));
+        fail(where, quoted(v) + " is not representable in " + std::string(moacert::name(own)));
       tensor.set(i, *value);
     }
-    if (!layout.is_injective()) require_one_value_per_offset(tensor, p.format, data, path);
+    if (!layout.is_injective()) require_one_value_per_offset(tensor, own, data, path);
     c.inputs.push_back(std::move(tensor));
   }
   return c;
@@ -455,6 +466,8 @@ json write_case(const Case& c) {
       }
     }
     entry["data"] = std::move(data);
+    if (!index && input_format(p, k) != p.format)  // its own (per-tensor-formats)
+      entry["dtype"] = std::string(moacert::name(input_format(p, k)));
     tensors[std::string(oi.inputs[k])] = std::move(entry);
   }
   return {{"op", std::string(oi.name)},
@@ -467,7 +480,8 @@ json write_answer(const Case& c, const Answer& a) {
   const Problem& p = c.problem;
   json tensors = json::object();
   json undetermined = json::array();
-  for (const TensorAnswer& t : a.outputs) {
+  for (std::size_t o = 0; o < a.outputs.size(); ++o) {
+    const TensorAnswer& t = a.outputs[o];
     json data = json::array(), exact = json::array();
     for (std::size_t i = 0; i < t.rounded.size(); ++i) {
       if (!t.evaluated[i]) {  // not in the selection (oracle --rows): null
@@ -481,6 +495,8 @@ json write_answer(const Case& c, const Answer& a) {
     }
     json entry = {{"shape", shape_json(t.shape)}, {"data", std::move(data)}};
     if (!t.exact_decimal.empty()) entry["exact"] = std::move(exact);
+    if (output_format(p, o) != p.format)  // its own (per-tensor-formats)
+      entry["dtype"] = std::string(moacert::name(output_format(p, o)));
     tensors[t.name] = std::move(entry);
   }
   json out = {{"op", std::string(info(p.op).name)},

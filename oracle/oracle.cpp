@@ -75,8 +75,7 @@ void check_inputs(const Case& c) {
       throw std::invalid_argument(what + ": shape " + c.inputs[k].shape().str() + ", expected " +
                                   shapes[k].str());
     }
-    const DType want =
-        is_index_input(c.problem, static_cast<int>(k)) ? DType::i64 : dtype_of(c.problem.format);
+    const DType want = input_dtype(c.problem, k);  // its own format (per-tensor-formats)
     if (c.inputs[k].dtype() != want) {
       throw std::invalid_argument(what + ": element type " +
                                   std::string(name(c.inputs[k].dtype())) + ", expected " +
@@ -143,7 +142,7 @@ double relative_width(mpfr_srcptr lo, mpfr_srcptr hi) {
 // Per-case state shared by the passes' sinks.
 class Driver {
  public:
-  Driver(const Case& c, const Options& o) : case_(c), opt_(o), fmt_(c.problem.format) {
+  Driver(const Case& c, const Options& o) : case_(c), opt_(o) {
     need_bits_ = bits_for_digits(o.exact_digits);
     const Problem& p = c.problem;
     const OpInfo& op = info(p.op);
@@ -156,6 +155,9 @@ class Driver {
       for (moa::extent_t r : o.rows->key_rows) key.at(static_cast<std::size_t>(r)) = 1;
     }
     for (std::size_t k = 0; k < shapes.size(); ++k) {
+      // Each output correctly rounded to its own format
+      // (docs/design.md#per-tensor-formats).
+      fmt_.push_back(output_format(p, k));
       TensorAnswer t;
       t.name = std::string(op.outputs[k]);
       t.shape = shapes[k];
@@ -188,7 +190,7 @@ class Driver {
     // so has none (block: passes.hpp).
     // Double ends cannot decide a rounding to double: f64 targets take the
     // double-double pass, whose ends are stored beside (dd_lo_, dd_hi_).
-    const bool dd = fmt_ == Format::f64;
+    const bool dd = std::find(fmt_.begin(), fmt_.end(), Format::f64) != fmt_.end();
     const bool first_pass = oracle_op(case_.problem.op).first_pass;
     if (!first_pass) {
       pending_.assign(units.size(), 1);
@@ -304,13 +306,13 @@ class Driver {
     if (std::isnan(lo) || std::isnan(hi)) return false;  // maybe overflow: let MPFI tell
     if (lo == hi) {                                      // exact, infinities included
       const double x = lo == 0 ? 0.0 : lo;               // an exact zero is +0
-      set(out, i, round_to_format(x, fmt_), DD{x, 0});
+      set(out, i, round_to_format(x, fmt_[out]), DD{x, 0});
       if (opt_.exact_digits > 0)
         answer_.outputs[out].exact_decimal[i] = decimal_of(x, opt_.exact_digits);
       return true;
     }
     if (!std::isfinite(lo) || !std::isfinite(hi) || need_bits_ > 0) return false;
-    const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
+    const double rlo = round_to_format(lo, fmt_[out]), rhi = round_to_format(hi, fmt_[out]);
     const bool decided = same_bits(rlo, rhi);
     const double m = smallest_magnitude(lo, hi);
     if (!decided && !settled_by_allowance(out, i, hi - lo, m)) return false;
@@ -334,7 +336,7 @@ class Driver {
   // exact_ulp_bits.
   double widest_accepted(std::size_t out, std::size_t i, double small) const {
     if (opt_.exact_ulp_bits <= 0) return kInf;
-    const double ulp = std::ldexp(1.0, ulp_exponent(small, fmt_));
+    const double ulp = std::ldexp(1.0, ulp_exponent(small, fmt_[out]));
     return std::ldexp(std::max(ulp, allowance(out, i)), 1 - opt_.exact_ulp_bits);
   }
 
@@ -395,7 +397,7 @@ class Driver {
   void refine_in_dd(std::size_t out, std::size_t i) {
     const double lo = lo_[out][i], hi = hi_[out][i];
     if (!std::isfinite(lo) || !std::isfinite(hi)) return;
-    const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
+    const double rlo = round_to_format(lo, fmt_[out]), rhi = round_to_format(hi, fmt_[out]);
     if (!same_bits(rlo, rhi) || !same_bits(rlo, answer_.outputs[out].rounded[i])) return;
     const double m = smallest_magnitude(lo, hi);
     if (hi - lo > widest_accepted(out, i, m)) return;
@@ -412,14 +414,14 @@ class Driver {
     if (std::isnan(lo.hi) || std::isnan(hi.hi)) return false;
     if (lo.hi == hi.hi && lo.lo == 0 && hi.lo == 0) {  // exact, infinities included
       const double x = lo.hi == 0 ? 0.0 : lo.hi;       // an exact zero is +0
-      set(out, i, round_to_format(x, fmt_), DD{x, 0});
+      set(out, i, round_to_format(x, fmt_[out]), DD{x, 0});
       if (opt_.exact_digits > 0)
         answer_.outputs[out].exact_decimal[i] = decimal_of(x, opt_.exact_digits);
       return true;
     }
     if (!std::isfinite(lo.hi) || !std::isfinite(hi.hi) || need_bits_ > 0) return false;
-    const double rlo = round_to_format(lo.hi + lo.lo, fmt_),
-                 rhi = round_to_format(hi.hi + hi.lo, fmt_);
+    const double rlo = round_to_format(lo.hi + lo.lo, fmt_[out]),
+                 rhi = round_to_format(hi.hi + hi.lo, fmt_[out]);
     const bool decided = same_bits(rlo, rhi);
     if (!decided && allowance(out, i) == 0) return false;
     // The midpoint as a DD, and the width, through MPFR (exact enough at 256 bits).
@@ -460,11 +462,11 @@ class Driver {
     }
     if (mpfr_equal_p(lo, hi)) {  // a point: the exact value
       const bool zero = mpfr_zero_p(lo) != 0;
-      set(out, i, zero ? 0.0 : round_to_format(lo, fmt_), zero ? DD{0, 0} : dd_of(lo));
+      set(out, i, zero ? 0.0 : round_to_format(lo, fmt_[out]), zero ? DD{0, 0} : dd_of(lo));
       if (opt_.exact_digits > 0) t.exact_decimal[i] = decimal_of(lo, opt_.exact_digits);
       return true;
     }
-    const double rlo = round_to_format(lo, fmt_), rhi = round_to_format(hi, fmt_);
+    const double rlo = round_to_format(lo, fmt_[out]), rhi = round_to_format(hi, fmt_[out]);
     const double width = relative_width(lo, hi);
     const bool narrow = need_bits_ == 0 || width <= std::ldexp(1.0, -need_bits_);
     const bool decided = same_bits(rlo, rhi) && !std::isnan(rlo);
@@ -473,7 +475,7 @@ class Driver {
     if ((decided && accurate) || settled || last) {
       Mpfr mid(static_cast<mpfr_prec_t>(mpfi_get_prec(x)) + 1);
       mpfi_mid(mid.v, x);
-      set(out, i, decided ? rlo : settled ? kNaN : round_to_format(mid.v, fmt_), dd_of(mid.v));
+      set(out, i, decided ? rlo : settled ? kNaN : round_to_format(mid.v, fmt_[out]), dd_of(mid.v));
       if (opt_.exact_digits > 0) t.exact_decimal[i] = decimal_of(mid.v, opt_.exact_digits);
       width_[out][i] = std::isfinite(width) ? width : 0;
       if (!decided && !settled) t.undetermined[i] = 1;
@@ -514,7 +516,7 @@ class Driver {
 
   const Case& case_;
   Options opt_;
-  Format fmt_;
+  std::vector<Format> fmt_;  // each output's
   int need_bits_ = 0;
   Answer answer_;
   std::vector<std::vector<double>> lo_, hi_;

@@ -57,8 +57,12 @@ double function_error(const Arithmetic& a, std::string_view function, double ua,
 }  // namespace
 
 RoundingUnits rounding_units(Format f, const BoundConstants& k) {
-  const bool f64 = f == Format::f64;
-  const FormatInfo s = info(f);
+  return rounding_units(f, k, f, f == Format::f64);
+}
+
+RoundingUnits rounding_units(Format f, const BoundConstants& k, Format out, bool f64_accumulation) {
+  const bool f64 = f64_accumulation;
+  const FormatInfo s = info(out);
   const Arithmetic& a = k.arithmetic;
   RoundingUnits u;
   u.ua = f64 ? 0x1p-53 : 0x1p-24;
@@ -72,7 +76,7 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k) {
   u.flush_outputs = a.flushes_outputs();
   u.output_floor = std::ldexp(1.0, s.emin);
   u.flush_inputs = a.flushes_inputs();
-  u.input_floor = std::ldexp(1.0, s.emin);
+  u.input_floor = std::ldexp(1.0, info(f).emin);
   u.eps_exp = function_error(a, "exp", u.ua, k.exp_error_u * u.ua);
   u.eps_log = function_error(a, "log", u.ua, k.log_error_u * u.ua);
   u.eps_sqrt = function_error(a, "sqrt", u.ua, u.ua);

@@ -423,10 +423,12 @@ bool has_zero_stride(const moa::Layout& layout) {
   return false;
 }
 
-// Fills one float input of the case.
+// Fills one float input of the case, drawn and rounded in its own format,
+// whose limits its value family's thresholds are
+// (docs/design.md#per-tensor-formats).
 void fill(AnyTensor& t, const CaseSpec& spec, int input, Stream& rng) {
   const Problem& p = spec.problem;
-  const Format f = p.format;
+  const Format f = input_format(p, std::size_t(input));
   const Shape shape = t.shape();
   const std::string_view in = info(p.op).inputs[input];
   const bool qk = is_attention(p.op) && (in == "q" || in == "k");
@@ -611,7 +613,7 @@ Case build_case(const CaseSpec& spec, const ForwardFn& forward) {
   Stream rng{{spec.seed * 0x2545f4914f6cdd1dull + 1}};
   for (int k = 0; k < static_cast<int>(shapes.size()); ++k) {
     const bool index = is_index_input(p, k);
-    AnyTensor t(index ? DType::i64 : dtype_of(p.format), spec.layouts[k]);
+    AnyTensor t(input_dtype(p, std::size_t(k)), spec.layouts[k]);
     if (index) {
       for (extent_t b = 0; b < p.dims.B; ++b) t.set({b}, double(spec.lens[b]));
     } else if (!forward_input(p.op, info(p.op).inputs[std::size_t(k)])) {

@@ -94,7 +94,7 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
                     bool equivalence, double whole_work) {
   Judged j;
   j.c = std::move(c);
-  j.c.problem = as_taken(j.c.problem, v.conventions);  // idempotent: a case taken so stays
+  j.c = as_taken(std::move(j.c), v.conventions);  // idempotent: a case taken so stays
   auto phase = Clock::now();
   j.sample = sample_rows(j.c, v.tiles, whole_work);
   const double sample_seconds = seconds_since(phase);
@@ -131,9 +131,15 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   j.oracle_seconds = sample_seconds + seconds_since(phase);
   phase = Clock::now();
   // PyTorch's mask is bottom-right aligned: beside a top-left kernel it
-  // computes another function.
+  // computes another function. And it runs in one format: beside mixed
+  // ones (docs/design.md#per-tensor-formats), it has none to compare.
+  const bool mixed = mixed_formats(j.c.problem);
+  if (rule.kind == Rule::vs_torch && mixed)
+    throw std::invalid_argument("rule vs-torch: " + v.name +
+                                " declares mixed tensor formats, PyTorch runs in one");
   const kernels::Variant* t =
-      v.conventions.causal_alignment == CausalAlignment::bottom_right || !j.c.problem.causal()
+      !mixed && (v.conventions.causal_alignment == CausalAlignment::bottom_right ||
+                 !j.c.problem.causal())
           ? torch_for(j.c.problem.op, j.c.problem.format)
           : nullptr;
   if (rule.kind == Rule::vs_torch && !t && j.c.problem.causal() &&
@@ -214,7 +220,7 @@ bool fails_again(const Judged& j, const kernels::Variant& v, const Rule& rule, i
 
 Judged judge_spec(const CaseSpec& spec, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false, double whole_work = kWholeOracleWork) {
-  return judge_case(make_case(spec), v, rule, threads, equivalence, whole_work);
+  return judge_case(make_case(spec, v.conventions), v, rule, threads, equivalence, whole_work);
 }
 
 // The `count` elements nearest to failing (largest error / allowed).
@@ -459,7 +465,7 @@ class CaseRun {
       counting->take_count_mismatch();
     }
     const auto classifying = Clock::now();
-    c.problem = as_taken(c.problem, v_.conventions);  // its regimes as the kernel takes it
+    c = as_taken(std::move(c), v_.conventions);  // its regimes as the kernel takes it
     r_.regimes = classify(c).to_ullong();
     r_.extents.clear();
     for (moa::extent_t Dims::*field : kDimFields) r_.extents.push_back(c.problem.dims.*field);
@@ -487,7 +493,7 @@ class CaseRun {
 
   Judged judge_generated(const CaseSpec& spec) {
     const auto t = Clock::now();
-    Case c = make_case(spec);
+    Case c = make_case(spec, v_.conventions);
     r_.generation_seconds += seconds_since(t);
     return judge_counted(std::move(c), describe(spec));
   }
@@ -856,8 +862,8 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     const CaseSpec spec = position < int(curated_.size())
                               ? curated_[std::size_t(position)]
                               : random_case(o_, base_, position - int(curated_.size())).value();
-    return prepare_case(make_case(spec), v, o_.rule, o_.threads, /*equivalence=*/false,
-                        o_.whole_oracle_work);
+    return prepare_case(make_case(spec, v.conventions), v, o_.rule, o_.threads,
+                        /*equivalence=*/false, o_.whole_oracle_work);
   };
   if (cert.holds && worst) {
     const auto spreading = Clock::now();
@@ -866,8 +872,8 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     cert.spread_worst_accesses = emulated_accesses(records[std::size_t(*worst)].counts);
     cert.spread_schedules =
         spread_schedules(cert.spread_cases_accesses, cert.spread_worst_accesses);
-    schedule_spread(cert, {w.c, w.exact, w.bounds, w.torch_errors}, v, o_.rule, o_.format,
-                    o_.threads, cert.spread_schedules);
+    schedule_spread(cert, {w.c, w.exact, w.bounds, w.torch_errors}, v, o_.rule, o_.threads,
+                    cert.spread_schedules);
     cert.spread_seconds = seconds_since(spreading);
   }
   // A user's kernel that claims no determinism: the worst case at 1 and 2
@@ -879,7 +885,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     std::vector<std::vector<AnyTensor>> runs;
     try {
       for (int threads : cert.thread_counts) runs.push_back(run_variant(v, w.c, threads));
-      cert.thread_spread_ulps = spread_ulps(runs, w.exact, v.op, o_.format);
+      cert.thread_spread_ulps = spread_ulps(runs, w.exact, w.c.problem);
       std::erase_if(cert.thread_spread_ulps,  // an output it does not produce says nothing
                     [&](const auto& t) { return !v.conventions.produces(t.first); });
     } catch (const std::exception&) {  // a fault here is not the verdict's: nothing recorded

@@ -102,8 +102,16 @@ std::vector<std::vector<double>> abs_errors(const oracle::Answer& exact,
 std::vector<std::vector<double>> vs_torch_allowed(
     const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors,
     const std::vector<std::vector<double>>& bounds, Format f, double r) {
+  return vs_torch_allowed(exact, torch_errors, bounds, std::vector<Format>(torch_errors.size(), f),
+                          r);
+}
+
+std::vector<std::vector<double>> vs_torch_allowed(
+    const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors,
+    const std::vector<std::vector<double>>& bounds, const std::vector<Format>& formats, double r) {
   std::vector<std::vector<double>> out;
   for (std::size_t t = 0; t < torch_errors.size(); ++t) {
+    const Format f = formats[t];
     double torch_max = 0, x_max = 0;
     for (double e : torch_errors[t]) torch_max = std::isfinite(e) ? std::max(torch_max, e) : kInf;
     for (const oracle::DD& x : exact.outputs[t].exact)
@@ -135,8 +143,12 @@ std::vector<std::vector<double>> allowances(const Case& c, const oracle::Answer&
   switch (rule.kind) {
     case Rule::apriori:
       return *bounds;
-    case Rule::vs_torch:  // R times PyTorch's error plus 1 ulp, absolute
-      return vs_torch_allowed(exact, *torch_errors, *bounds, c.problem.format, rule.k);
+    case Rule::vs_torch: {  // R times PyTorch's error plus 1 ulp, absolute
+      std::vector<Format> formats;
+      for (std::size_t t = 0; t < torch_errors->size(); ++t)
+        formats.push_back(output_format(c.problem, t));
+      return vs_torch_allowed(exact, *torch_errors, *bounds, formats, rule.k);
+    }
     case Rule::max_ulp:
       break;
   }
@@ -160,13 +172,13 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
               const Rule& rule, const std::vector<std::vector<double>>* bounds,
               const std::vector<std::vector<double>>* torch_errors) {
   Verdict v;
-  const Format f = c.problem.format;
   v.allowed = allowances(c, exact, rule, bounds, torch_errors);
   const auto& allowed = v.allowed;
   const bool absolute = rule.kind != Rule::max_ulp;
   const auto names = info(c.problem.op).outputs;
   for (std::size_t t = 0; t < outputs.size(); ++t) {
     const oracle::TensorAnswer& ans = exact.outputs[t];
+    const Format f = output_format(c.problem, t);  // errors in the output's own format
     TensorStats s;
     s.name = std::string(names[t]);
     std::vector<double> ulps, computed;
@@ -227,10 +239,10 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
 std::vector<Equivalence> equivalence(const Case& c, const oracle::Answer& exact,
                                      const std::vector<AnyTensor>& kernel,
                                      const std::vector<AnyTensor>& torch) {
-  const Format f = c.problem.format;
   const auto names = info(c.problem.op).outputs;
   std::vector<Equivalence> out;
   for (std::size_t t = 0; t < kernel.size(); ++t) {
+    const Format f = output_format(c.problem, t);
     Equivalence e{std::string(names[t])};
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(kernel[t].shape())) {

@@ -96,7 +96,7 @@ void for_each_judged_element(const Case& c, const oracle::Answer& exact,
         const oracle::DD& x = exact.outputs[t].exact[n];
         const double y = outputs[t].get(i);
         fn(t, n, i, x, y, allowed[t][n],
-           judge_element(y, x, allowed[t][n], rule, c.problem.format));
+           judge_element(y, x, allowed[t][n], rule, output_format(c.problem, t)));
       }
       ++n;
     }
@@ -126,6 +126,11 @@ Verdict judge(const Case& c, const oracle::Answer& exact, const std::vector<AnyT
 std::vector<std::vector<double>> vs_torch_allowed(
     const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors,
     const std::vector<std::vector<double>>& bounds, Format f, double r);
+// The same with each output's ulp in its own format (`formats`, per output:
+// docs/design.md#per-tensor-formats).
+std::vector<std::vector<double>> vs_torch_allowed(
+    const oracle::Answer& exact, const std::vector<std::vector<double>>& torch_errors,
+    const std::vector<std::vector<double>>& bounds, const std::vector<Format>& formats, double r);
 // Where the outputs cancel (a dominant key: exact dQ of order e^-50 while
 // its terms are of order 1), PyTorch's error can be 0 or tiny by luck: it is
 // counted as at least this share of the a priori bound (docs/torch.md#r).

@@ -14,7 +14,7 @@ bool run_setup(const kernels::Variant& v, const Token& token, const std::vector<
     const std::optional<CaseSpec> spec = spec_of(token, call);
     if (!spec) return false;
     try {
-      (void)run_variant(v, make_case(*spec), threads);
+      (void)run_variant(v, make_case(*spec, v.conventions), threads);
     } catch (const kernels::DeviceOutOfMemory&) {  // the machine's limit: no verdict
       throw;
     } catch (const std::exception&) {

@@ -37,22 +37,21 @@ CasePlot plot_case(int ordinal, const Case& c, const oracle::Answer& exact,
   p.errors.max_ulp.assign(outputs.size(), 0);
   p.errors.max_ratio.assign(outputs.size(), 0);
   p.elements.assign(outputs.size(), {kWorstElements, kReservoirElements});
-  const Format f = c.problem.format;
-  for_each_judged_element(c, exact, outputs, allowed, rule,
-                          [&](std::size_t t, std::size_t n, const moa::Index& i,
-                              const oracle::DD& x, double, double, const ElementJudgement& e) {
-                            ElementPoint point{ordinal, std::int64_t(n), e.ulps, e.abs_error};
-                            if (bounds) point.bound = (*bounds)[t][n];
-                            if (!torch.empty())
-                              point.torch_ulps = oracle::ulp_error(f, torch[t].get(i), x);
-                            p.elements[t].add(point, e.margin, key_of(kElementKey, ordinal, t, n));
-                            // NaN errors count as the largest (std::max would drop them).
-                            double& worst_ulp = p.errors.max_ulp[t];
-                            double& worst_ratio = p.errors.max_ratio[t];
-                            worst_ulp =
-                                std::isnan(e.ulps) || e.ulps > worst_ulp ? e.ulps : worst_ulp;
-                            worst_ratio = e.margin > worst_ratio ? e.margin : worst_ratio;
-                          });
+  for_each_judged_element(
+      c, exact, outputs, allowed, rule,
+      [&](std::size_t t, std::size_t n, const moa::Index& i, const oracle::DD& x, double, double,
+          const ElementJudgement& e) {
+        ElementPoint point{ordinal, std::int64_t(n), e.ulps, e.abs_error};
+        if (bounds) point.bound = (*bounds)[t][n];
+        if (!torch.empty())
+          point.torch_ulps = oracle::ulp_error(output_format(c.problem, t), torch[t].get(i), x);
+        p.elements[t].add(point, e.margin, key_of(kElementKey, ordinal, t, n));
+        // NaN errors count as the largest (std::max would drop them).
+        double& worst_ulp = p.errors.max_ulp[t];
+        double& worst_ratio = p.errors.max_ratio[t];
+        worst_ulp = std::isnan(e.ulps) || e.ulps > worst_ulp ? e.ulps : worst_ulp;
+        worst_ratio = e.margin > worst_ratio ? e.margin : worst_ratio;
+      });
   for (std::size_t k = 0; k < launches.size(); ++k) {
     const kernels::LaunchCounts& l = launches[k];
     p.launches.add({ordinal, int(k), l.kernel, l.atomics, l.model_atomics, l.bytes, l.model_bytes},

@@ -80,6 +80,13 @@ Case make_case(const CaseSpec& spec) {
   return build_case(spec, [](const Case& fwd) { return oracle_outputs(fwd, true); });
 }
 
+Case make_case(CaseSpec spec, const Conventions& c) {
+  // The formats only: the rest of as_taken (a scale read in f32) follows
+  // generation, which draws from the problem as given.
+  spec.problem.tensor_formats = as_taken(spec.problem, c).tensor_formats;
+  return make_case(spec);
+}
+
 namespace {
 
 // Tags the generator families a case reaches, for the RC_CLASSIFY counts.

@@ -33,6 +33,10 @@ std::vector<AnyTensor> oracle_outputs(const Case& c, bool keep_forward_rows = fa
 // Builds the case of a spec (attention.bwd's o and lse from the oracle, its
 // first pass's rows kept for the case's own oracle: oracle::Options).
 Case make_case(const CaseSpec& spec);
+// The same for a kernel declaring `c`: each input drawn in the format it
+// declares (docs/design.md#per-tensor-formats); the rest of as_taken
+// (reference/conventions.hpp) is the judge's.
+Case make_case(CaseSpec spec, const Conventions& c);
 
 // Every variant agrees with the oracle under the a priori rule.
 bool prop_agreement(Op op, Format f);

@@ -9,10 +9,12 @@
 namespace moacert::properties {
 
 std::vector<std::pair<std::string, double>> spread_ulps(
-    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact, Op op, Format f) {
-  const auto names = info(op).outputs;
+    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact,
+    const Problem& p) {
+  const auto names = info(p.op).outputs;
   std::vector<std::pair<std::string, double>> out;
   for (std::size_t t = 0; t < runs[0].size(); ++t) {
+    const Format f = output_format(p, t);
     double spread = 0;
     std::size_t n = 0;
     for (const moa::Index& i : moa::iota(runs[0][t].shape())) {
@@ -46,7 +48,7 @@ int spread_schedules(double cases_accesses, double worst_accesses) {
 }
 
 void schedule_spread(Certificate& cert, const SpreadCase& w, const kernels::Variant& v,
-                     const Rule& rule, Format f, int threads, int schedules) {
+                     const Rule& rule, int threads, int schedules) {
   std::vector<std::vector<AnyTensor>> runs;
   for (int r = 1; r <= schedules && cert.holds; ++r) {
     v.instrumentation->set_schedule_seed(std::uint64_t(r));
@@ -64,7 +66,7 @@ void schedule_spread(Certificate& cert, const SpreadCase& w, const kernels::Vari
   v.instrumentation->set_schedule_seed(0);
   v.instrumentation->take_counts();
   cert.spread_runs = int(runs.size());
-  if (cert.holds) cert.spread_ulps = spread_ulps(runs, w.exact, v.op, f);
+  if (cert.holds) cert.spread_ulps = spread_ulps(runs, w.exact, w.c.problem);
 }
 
 }  // namespace moacert::properties

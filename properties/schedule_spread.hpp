@@ -20,10 +20,10 @@
 namespace moacert::properties {
 
 // Per output, the largest spread (max - min) of an element over `runs` of
-// one case, in ulps of `f` at its exact value; elements outside the sample
-// are passed by.
+// one case of problem `p`, in ulps of the output's format at its exact
+// value; elements outside the sample are passed by.
 std::vector<std::pair<std::string, double>> spread_ulps(
-    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact, Op op, Format f);
+    const std::vector<std::vector<AnyTensor>>& runs, const oracle::Answer& exact, const Problem& p);
 
 // A case's emulated global accesses, every one shadow-checked: the global
 // loads and stores a counting backend counted (CaseRecord::counts); 0
@@ -51,6 +51,6 @@ struct SpreadCase {
 // `cert` fail and stops. Sets cert's spread_runs and, where it holds,
 // spread_ulps.
 void schedule_spread(Certificate& cert, const SpreadCase& w, const kernels::Variant& v,
-                     const Rule& rule, Format f, int threads, int schedules);
+                     const Rule& rule, int threads, int schedules);
 
 }  // namespace moacert::properties

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "reference/case.hpp"
 #include "reference/causal.hpp"
 #include "reference/format.hpp"
 #include "reference/ops.hpp"
@@ -42,8 +43,8 @@ struct Conventions {
   CausalAlignment causal_alignment = CausalAlignment::bottom_right;
   ParamFormat params = ParamFormat::f64;
   // Each tensor's format where declared (empty: every tensor in the
-  // problem's format). Read and checked; a mixed one is refused where
-  // moacert does not judge it yet (docs/design.md#per-tensor-formats).
+  // problem's format); a uniform declaration is dropped at load, a mixed
+  // one judged with each tensor in its own (docs/design.md#per-tensor-formats).
   std::vector<std::pair<std::string, Format>> tensor_formats;
 
   bool produces(std::string_view output) const {
@@ -120,21 +121,12 @@ inline ParamFormat parse_param_format(std::string_view text) {
   throw std::invalid_argument("params: '" + std::string(text) + "' is not f64 or f32");
 }
 
-// Refuses a declaration whose tensor formats are not all `problem_format`,
-// the format the kernel is run in: mixed formats are read but not judged
-// yet, and judging them as if every tensor were in one format would blame
-// or excuse the kernel wrongly (docs/design.md#per-tensor-formats). Throws
-// std::invalid_argument naming the field and the tensors.
-inline void refuse_mixed_formats(const Conventions& c, Format problem_format) {
-  std::string mixed;
-  for (const auto& [tensor, f] : c.tensor_formats)
-    if (f != problem_format)
-      mixed += (mixed.empty() ? "" : ", ") + tensor + "=" + std::string(name(f));
-  if (!mixed.empty())
-    throw std::invalid_argument("tensor_formats: " + mixed + " beside " +
-                                std::string(name(problem_format)) +
-                                ": mixed formats are not judged yet "
-                                "(docs/design.md#per-tensor-formats)");
+// Whether every tensor a declaration names is in `problem_format`, the
+// format the kernel is run in: such a declaration says nothing moacert
+// does not assume, and is dropped at load.
+inline bool uniform_formats(const Conventions& c, Format problem_format) {
+  return std::all_of(c.tensor_formats.begin(), c.tensor_formats.end(),
+                     [&](const auto& tf) { return tf.second == problem_format; });
 }
 
 // The problem as a kernel declaring `c` takes it, which the DNF, the
@@ -142,9 +134,12 @@ inline void refuse_mixed_formats(const Conventions& c, Format problem_format) {
 // and its real parameters rounded to f32 where it reads them so (a kernel
 // computing with scale = fl32(1/sqrt(D)) is not blamed for that rounding:
 // it is the kernel's parameter). The rounded values are exact doubles, so
-// the params JSON hands the kernel the very floats the oracle used.
+// the params JSON hands the kernel the very floats the oracle used. Each
+// tensor is in its declared format (docs/design.md#per-tensor-formats).
 inline Problem as_taken(Problem p, const Conventions& c) {
   p.params.causal_alignment = c.causal_alignment;
+  p.tensor_formats = uniform_formats(c, p.format) ? std::vector<std::pair<std::string, Format>>{}
+                                                  : c.tensor_formats;
   if (c.params == ParamFormat::f32) {
     const auto& params = info(p.op).params;
     if (std::find(params.begin(), params.end(), "scale") != params.end())
@@ -152,6 +147,24 @@ inline Problem as_taken(Problem p, const Conventions& c) {
     p.params.eps = double(float(p.params.eps));
   }
   return p;
+}
+
+// The case as a kernel declaring `c` takes it: its problem as_taken, and
+// each float input in its declared format. A case generated for the kernel
+// already is (properties' make_case draws each input in its own format);
+// one that is not (a case file in one format) has its inputs rounded to
+// nearest into their formats, the values the oracle then judges against.
+inline Case as_taken(Case k, const Conventions& c) {
+  k.problem = as_taken(std::move(k.problem), c);
+  for (std::size_t i = 0; i < k.inputs.size(); ++i) {
+    const DType want = input_dtype(k.problem, i);
+    AnyTensor& t = k.inputs[i];
+    if (t.dtype() == want) continue;
+    AnyTensor rounded(want, t.layout());
+    for (const moa::Index& x : moa::iota(t.shape())) rounded.set(x, t.get(x));
+    t = std::move(rounded);
+  }
+  return k;
 }
 
 // Each tensor's format as declared: "q=f32,k=f16,v=f16,o=f32" (commas or

@@ -40,9 +40,21 @@ struct Params {
 
 struct Problem {
   Op op = Op::attention_fwd;
-  Format format = Format::f32;
+  Format format = Format::f32;  // the dtype: every tensor's unless declared otherwise
   Dims dims;
   Params params;
+  // Each tensor's own format where the kernel declares one
+  // (reference/conventions.hpp's tensor_formats, set by `as_taken`); a
+  // tensor not named is in `format`. Empty for moacert's own kernels
+  // (docs/design.md#per-tensor-formats).
+  std::vector<std::pair<std::string, Format>> tensor_formats;
+
+  // The format of the tensor named `tensor` (an input or output of the op).
+  Format format_of(std::string_view tensor) const {
+    for (const auto& [named, f] : tensor_formats)
+      if (named == tensor) return f;
+    return format;
+  }
 
   // The scale actually used: the given one, or 1/sqrt(D).
   double scale() const {
@@ -140,6 +152,31 @@ inline bool is_index_input(Op op, std::size_t input) {
 }
 inline bool is_index_input(const Problem& p, int input) {
   return is_index_input(p.op, static_cast<std::size_t>(input));
+}
+
+// The format of a float input and of an output, by position in the ops
+// table: its own where declared, else the problem's.
+inline Format input_format(const Problem& p, std::size_t input) {
+  return p.format_of(info(p.op).inputs.at(input));
+}
+inline Format output_format(const Problem& p, std::size_t output) {
+  return p.format_of(info(p.op).outputs.at(output));
+}
+// Whether some tensor's format differs from another's.
+inline bool mixed_formats(const Problem& p) {
+  for (const auto& [tensor, f] : p.tensor_formats)
+    if (f != p.format) return true;
+  return false;
+}
+// Whether every float tensor is f64: the accumulation format is then f64,
+// else f32 (docs/bounds.md; f16 and bf16 storage accumulate in f32).
+inline bool all_f64(const Problem& p) {
+  const OpInfo& oi = info(p.op);
+  for (std::size_t k = 0; k < oi.inputs.size(); ++k)
+    if (!is_index_input(p.op, k) && input_format(p, k) != Format::f64) return false;
+  for (std::size_t t = 0; t < oi.outputs.size(); ++t)
+    if (output_format(p, t) != Format::f64) return false;
+  return true;
 }
 
 // Refuses a problem the op does not define, with a message naming the op

@@ -170,6 +170,14 @@ nlohmann::json to_json(const properties::Certificate& c, const BuildInfo& build,
     j["conventions"] = {{"not_produced", c.conventions.not_produced},
                         {"causal_alignment", name(c.conventions.causal_alignment)},
                         {"params", name(c.conventions.params)}};
+    // Each tensor's format as declared, where mixed
+    // (docs/design.md#per-tensor-formats); `format` stays the dtype.
+    if (!c.conventions.tensor_formats.empty()) {
+      nlohmann::json formats = nlohmann::json::object();
+      for (const auto& [tensor, f] : c.conventions.tensor_formats)
+        formats[tensor] = std::string(name(f));
+      j["conventions"]["tensor_formats"] = std::move(formats);
+    }
   }
   // Beside the verdict under the declared arithmetic: the standard model's,
   // what the cases need, and --arithmetic-at-most's limit.

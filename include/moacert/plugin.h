@@ -65,7 +65,7 @@ typedef struct moacert_kernel {
                                    the kernel reads them */
   const char *tensor_formats;   /* each tensor's, "q=f32,k=f16,v=f16,o=f32";
                                    NULL: every tensor in dtype (a mixed one
-                                   is refused: not judged yet) */
+                                   is judged tensor by tensor) */
   int deterministic;            /* 1: bitwise the same on every run and any
                                    "threads" (checked); 0: the spread across
                                    thread counts is reported */

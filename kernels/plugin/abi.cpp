@@ -117,9 +117,9 @@ Conventions conventions_of(const Entry& e, Op op, const std::string& kernel) {
     c.causal_alignment = parse_causal_alignment(e.causal_alignment, op);
     c.params = parse_param_format(e.params);
     c.tensor_formats = parse_tensor_formats(e.tensor_formats, op);
-    // A uniform declaration says what dtype says, and is dropped.
-    refuse_mixed_formats(c, parse_format(e.dtype).value_or(Format::f32));
-    c.tensor_formats.clear();
+    // A uniform declaration says what dtype says, and is dropped; a mixed
+    // one is judged tensor by tensor (docs/design.md#per-tensor-formats).
+    if (uniform_formats(c, parse_format(e.dtype).value_or(Format::f32))) c.tensor_formats.clear();
     return c;
   } catch (const std::invalid_argument& why) {
     throw PluginError(kernel + ": " + why.what());

@@ -140,12 +140,11 @@ DeclaredKernel parse_kernel(const json& k, const std::string& who, std::size_t i
     }
   }
   d.conventions = conventions_of(k, d.op, where);
-  try {  // in each format the kernel runs; a uniform declaration is dropped
-    for (Format f : d.formats) refuse_mixed_formats(d.conventions, f);
-  } catch (const std::invalid_argument& e) {
-    throw WorkerError(where + ": " + e.what());
-  }
-  d.conventions.tensor_formats.clear();
+  // A declaration uniform in every format the kernel runs is dropped; a
+  // mixed one is judged tensor by tensor (docs/design.md#per-tensor-formats).
+  if (std::all_of(d.formats.begin(), d.formats.end(),
+                  [&](Format f) { return uniform_formats(d.conventions, f); }))
+    d.conventions.tensor_formats.clear();
   if (k.contains("deterministic")) {
     if (!k.at("deterministic").is_boolean())
       throw WorkerError(where + ": \"deterministic\" is not true or false");

@@ -115,6 +115,12 @@ struct RoundingUnits {
 // declared arithmetic (docs/bounds.md: the table of u and η, and
 // #declared-arithmetic). Defined in oracle/rounding_units.cpp.
 RoundingUnits rounding_units(Format f, const BoundConstants& k);
+// The same for a call whose outputs are stored in `out` (the storage unit
+// u_s, η_s and the flushed-output floor are its) and which accumulates in
+// f64 where `f64_accumulation`, else in f32; `f`, the call's dtype, stays
+// the format of a declared `round.X=storage` and of flushed inputs
+// (docs/design.md#per-tensor-formats).
+RoundingUnits rounding_units(Format f, const BoundConstants& k, Format out, bool f64_accumulation);
 
 // Relative error factors are carried as θ (the factor is 1 + θ) and
 // composed without forming 1 + θ, which rounds to 1 for θ near u of f64.

@@ -69,6 +69,20 @@ def decode(q, k, v, lens, scale):
     return _decode(q, k, v, lens, scale, _attention)
 
 
+def decode_f16_cache(q, k, v, lens, scale):
+    """llama.cpp's decode: an f32 query against an f16 KV cache, computed in
+    f32, o written in f32 and lse in the cache's f16 (declared
+    tensor_formats, docs/design.md#per-tensor-formats)."""
+    r = _decode(q, k.float(), v.float(), lens, scale, _attention)
+    return {"o": r["o"], "lse": r["lse"].to(torch.float16)}
+
+
+def decode_f16_cache_q_f16(q, k, v, lens, scale):
+    """The same with q rounded to f16 before its dot products (what ggml
+    does against an f16 K): past the bound."""
+    return decode_f16_cache(q.half().float(), k, v, lens, scale)
+
+
 def rmsnorm(x, w, eps):
     """x / sqrt(mean(x²) + eps) · w, as LLaMA's RMSNorm module writes it."""
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w

@@ -31,6 +31,26 @@ def test_decode_with_a_kv_cache(moacert_certify):
     holds(moacert_certify("attention.decode", kernels.decode))
 
 
+# Per-tensor formats (docs/design.md#per-tensor-formats): an f32 query
+# against an f16 KV cache, o in f32, judged each in its own format; the
+# same rounding q to f16 first fails on o.
+MIXED = {"q": "f32", "k": "f16", "v": "f16", "o": "f32"}
+
+
+def test_decode_f32_query_against_an_f16_cache(moacert_certify):
+    certificate = holds(moacert_certify("attention.decode", kernels.decode_f16_cache,
+                                        dtype="f16", tensor_formats=MIXED))
+    assert certificate["format"] == "f16"
+    assert certificate["conventions"]["tensor_formats"] == MIXED
+
+
+def test_decode_query_rounded_to_f16_fails(moacert_certify):
+    with pytest.raises(moacert.CertificationFailed) as failed:
+        moacert_certify("attention.decode", kernels.decode_f16_cache_q_f16, dtype="f16",
+                        tensor_formats=MIXED)
+    assert failed.value.certificate["counterexample"]["why"].startswith("o(")
+
+
 def test_rmsnorm(moacert_certify):
     holds(moacert_certify("rmsnorm", kernels.rmsnorm))
 

@@ -70,8 +70,9 @@ class Kernel:
         self.outputs = None if outputs is None else list(outputs)
         self.causal_alignment = causal_alignment
         self.params = params
-        # Each tensor's format ({"q": "f32", "k": "f16"}); moacert refuses a
-        # mixed one (not judged yet) and drops a uniform one.
+        # Each tensor's format ({"q": "f32", "k": "f16"}); a tensor not named
+        # is in the call's format. moacert drops a uniform one and judges a
+        # mixed one tensor by tensor (docs/design.md#per-tensor-formats).
         self.tensor_formats = tensor_formats
         # True: bitwise the same outputs on every run and thread count,
         # which moacert checks (at 1 and 2 threads: torch.set_num_threads).

@@ -16,9 +16,9 @@
                                       "threads": caught by the determinism
                                       check; thread_order_unclaimed claims
                                       nothing and holds
-     bad_output, bad_alignment, bad_params, bad_tensor, mixed_formats
+     bad_output, bad_alignment, bad_params, bad_tensor, bad_format
                                       declarations moacert refuses (mixed
-                                      formats: read, not judged yet) */
+                                      formats, judged: mixed_formats.c) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,7 +118,7 @@ static const moacert_kernel kernels[] = {
     ENTRY("bad_alignment", top_left, .causal_alignment = "diagonal"),
     ENTRY("bad_params", f32_scale, .params = "f16"),
     ENTRY("bad_tensor", o_only, .tensor_formats = "q=f64,lens=f64"),
-    ENTRY("mixed_formats", o_only, .tensor_formats = "q=f32,k=f16,v=f16,o=f64"),
+    ENTRY("bad_format", o_only, .tensor_formats = "q=f64,k=f8"),
     ENTRY("uniform_formats", top_left, .tensor_formats = "q=f64 k=f64 v=f64 o=f64 lse=f64",
           .causal_alignment = "top_left"),
     ENTRY("thread_order", thread_order, .deterministic = 1),

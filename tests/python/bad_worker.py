@@ -101,9 +101,19 @@ def main(mode):
     elif mode == "causal_alignment_without_causal":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
                          "causal_alignment": "top_left"}])
-    elif mode == "mixed_formats":
+    elif mode == "unknown_format":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"],
-                         "tensor_formats": {"x": "f16", "w": "f32"}}])
+                         "tensor_formats": {"x": "f32", "w": "f8"}}])
+    elif mode == "mixed_formats":
+        # f16 weights beside f32 activations (docs/design.md#per-tensor-formats):
+        # w handed over in f16, x and y in f32; y computed in f64, then f32.
+        moacert.serve(moacert.Kernel("rmsnorm", rmsnorm, name="k", tensors="numpy",
+                                     tensor_formats={"w": "f16"}))
+    elif mode == "mixed_formats_y_f16":
+        # The same, y rounded to f16 while declared f32: fails.
+        moacert.serve(moacert.Kernel(
+            "rmsnorm", lambda x, w, eps: rmsnorm(x, w, eps).astype(np.float16).astype(np.float32),
+            name="k", tensors="numpy", tensor_formats={"w": "f16"}))
     elif mode == "other_protocol":
         handshake_only([{"op": "rmsnorm", "name": "k", "formats": ["f32"]}], "moacert-worker/0")
     elif mode == "prints_before_handshake":

@@ -48,7 +48,7 @@ TEST(Conventions, AlignmentAndParameterFormats) {
   EXPECT_EQ(refusal([] { parse_param_format("f16"); }), "params: 'f16' is not f64 or f32");
 }
 
-TEST(Conventions, TensorFormatsNameFloatTensorsAndMixedOnesAreRefused) {
+TEST(Conventions, TensorFormatsNameFloatTensorsAndMixedOnesAreTaken) {
   const Op decode = Op::attention_decode;
   const auto formats = parse_tensor_formats("q=f32, k=f16,v=f16 o=f32", decode);
   ASSERT_EQ(formats.size(), 4u);
@@ -64,11 +64,36 @@ TEST(Conventions, TensorFormatsNameFloatTensorsAndMixedOnesAreRefused) {
             "tensor_formats: 'q' is named twice");
   Conventions c;
   c.tensor_formats = formats;
-  EXPECT_EQ(refusal([&] { refuse_mixed_formats(c, Format::f16); }),
-            "tensor_formats: q=f32, o=f32 beside f16: mixed formats are not judged yet "
-            "(docs/design.md#per-tensor-formats)");
+  EXPECT_FALSE(uniform_formats(c, Format::f16));
+  // As taken: each tensor in its declared format, the rest in the dtype
+  // (docs/design.md#per-tensor-formats).
+  Problem p;
+  p.op = decode;
+  p.format = Format::f16;
+  const Problem taken = as_taken(p, c);
+  EXPECT_TRUE(mixed_formats(taken));
+  EXPECT_EQ(input_format(taken, 0), Format::f32);   // q
+  EXPECT_EQ(input_format(taken, 1), Format::f16);   // k
+  EXPECT_EQ(output_format(taken, 0), Format::f32);  // o
+  EXPECT_EQ(output_format(taken, 1), Format::f16);  // lse, not named: the dtype
+  EXPECT_FALSE(all_f64(taken));
+  EXPECT_EQ(input_dtype(taken, 3), DType::i64);  // lens
+  EXPECT_EQ(make_outputs(taken)[0].dtype(), DType::f32);
+  // A case in one format has its inputs rounded into theirs.
+  Case k{p, {}};
+  for (const moa::Shape& s : input_shapes(p))
+    k.inputs.emplace_back(k.inputs.size() == 3 ? DType::i64 : DType::f16,
+                          moa::Layout::row_major(s));
+  k.inputs[3].set({0}, 1);
+  const Case kt = as_taken(k, c);
+  EXPECT_EQ(kt.inputs[0].dtype(), DType::f32);
+  EXPECT_EQ(kt.inputs[1].dtype(), DType::f16);
+  EXPECT_EQ(kt.inputs[3].get({0}), 1);
+  // A uniform declaration says what the dtype says: nothing taken.
   c.tensor_formats = parse_tensor_formats("q=f16,k=f16", decode);
-  EXPECT_EQ(refusal([&] { refuse_mixed_formats(c, Format::f16); }), "");
+  EXPECT_TRUE(uniform_formats(c, Format::f16));
+  EXPECT_FALSE(mixed_formats(as_taken(p, c)));
+  EXPECT_TRUE(as_taken(p, c).tensor_formats.empty());
 }
 
 // The problem as the kernel takes it: its mask's alignment, and scale and
