@@ -29,23 +29,32 @@
 static const moacert_axis f16_value_sum_axes[] = {{"L", 1, 1020, NULL, 0, 0}};
 static const moacert_envelope f16_value_sum_envelope = {f16_value_sum_axes, 1, 0};
 
-/* an attention kernel: o alone, scale read as a float */
-#define GGML_ATTENTION(op_, name_, dtype_, run_, envelope_, arithmetic_)               \
+/* an attention kernel: o alone, scale read as a float, each tensor in
+   `formats_` (NULL: all in the dtype) */
+#define GGML_ATTENTION(op_, name_, dtype_, formats_, run_, envelope_, arithmetic_)     \
   {                                                                                    \
     .op = op_, .name = name_, .dtype = dtype_, .accepts_strided = 0, .run = run_,      \
     .envelope = envelope_, .device = "cpu", .arithmetic = arithmetic_, .outputs = "o", \
-    .params = "f32"                                                                    \
+    .params = "f32", .tensor_formats = formats_                                        \
   }
 
+/* llama.cpp's KV cache in f16 (its default): an f32 query against f16 keys
+   and values, an f32 output (docs/design.md#per-tensor-formats) */
+#define LLAMA_F16_CACHE "q=f32,k=f16,v=f16,o=f32"
+
 static const moacert_kernel kernels[] = {
-    GGML_ATTENTION("attention.fwd", "flash_attn_ext", "f32", ggml_flash_attn_f32, NULL, "standard"),
-    GGML_ATTENTION("attention.fwd", "flash_attn_ext_f16_cache", "f16", ggml_flash_attn_f16_cache,
-                   NULL, "standard"),
-    GGML_ATTENTION("attention.decode", "decode", "f32", ggml_decode_f32, NULL, "standard"),
-    GGML_ATTENTION("attention.decode", "decode_f16_cache", "f16", ggml_decode_f16_cache, NULL,
+    GGML_ATTENTION("attention.fwd", "flash_attn_ext", "f32", NULL, ggml_flash_attn_f32, NULL,
                    "standard"),
-    GGML_ATTENTION("attention.decode", "decode_f16_cache_as_measured", "f16", ggml_decode_f16_cache,
-                   &f16_value_sum_envelope, "sum.PV=f16"),
+    GGML_ATTENTION("attention.fwd", "flash_attn_ext_f16_cache", "f16", LLAMA_F16_CACHE,
+                   ggml_flash_attn_f16_cache, NULL, "standard"),
+    GGML_ATTENTION("attention.decode", "decode", "f32", NULL, ggml_decode_f32, NULL, "standard"),
+    GGML_ATTENTION("attention.decode", "decode_f16_cache", "f16", LLAMA_F16_CACHE,
+                   ggml_decode_f16_cache, NULL, "standard"),
+    /* q in f16 too: ggml rounds an f32 q to f16 against f16 keys, a
+       rounding of an input the vocabulary has no name for, so the value
+       sum's declaration is measured where q is already f16 */
+    GGML_ATTENTION("attention.decode", "decode_f16_cache_as_measured", "f16", NULL,
+                   ggml_decode_f16_cache, &f16_value_sum_envelope, "sum.PV=f16"),
     {.op = "rmsnorm",
      .name = "rms_norm",
      .dtype = "f32",
