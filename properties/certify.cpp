@@ -513,19 +513,25 @@ class CaseRun {
     }
   }
 
+  // The statistics, the plots' share and the equivalence figures count as
+  // judging (seconds_by_phase's `judge`).
   void keep_stats(const Judged& j) {
+    const auto judging = Clock::now();
     r_.accumulated = true;
     r_.tensors = j.verdict.tensors;
     r_.sampled = j.sample.rows.has_value();
     r_.strata = j.sample.strata;
     r_.plot = plot_case(r_.position, j.c, j.exact, j.outputs, o_.rule, j.verdict.allowed,
                         j.bounds.empty() ? nullptr : &j.bounds, j.torch_outputs, j.launches);
+    r_.judge_seconds += seconds_since(judging);
   }
 
   void keep_equivalence(const Judged& j) {
     if (j.torch_outputs.empty() || !j.error.empty()) return;
+    const auto judging = Clock::now();
     r_.has_equivalence = true;
     r_.equivalence = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
+    r_.judge_seconds += seconds_since(judging);
   }
 
   // The variant claims determinism: runs it again on j's case, and on a
