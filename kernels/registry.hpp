@@ -176,6 +176,14 @@ struct Variant {
   // there, to tell a kernel's fault from state earlier calls left
   // (docs/design.md#certify); null for variants that run in moacert's own.
   std::function<void()> fresh_process;
+  // A host kernel of this process (the built-in CPU ONFs and the DNF,
+  // kernels/cpu/register.cpp): its calls keep nothing from one to the
+  // next and may run at once on threads of this process, and a call with
+  // threads 0 runs omp_get_max_threads() OpenMP threads. certify judges
+  // such a variant's cases --jobs at a time (properties::jobs_for) and
+  // lets its case's own run stand for one of the determinism check's
+  // (docs/design.md#jobs, #certify). False for every other backend.
+  bool host_threads = false;
 
   bool supports(Format f) const;
 };

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 
+#include <omp.h>
 #include <rapidcheck.h>
 
 #include "oracle/bounds.hpp"
@@ -70,7 +71,8 @@ struct Judged {
   // The kernel refused the case outside its envelope (kernels::Unsupported):
   // counted, never a counterexample; the verdict holds, with no outputs.
   bool refused = false;
-  Sample sample;                                // the rows judged (all, at a small shape)
+  int threads_ran = 0;  // the threads the kernel's run had (threads_of; 0: not known)
+  Sample sample;        // the rows judged (all, at a small shape)
   std::vector<kernels::LaunchCounts> launches;  // a counting backend's, of this case's run
   double bounds_seconds = 0, oracle_seconds = 0, kernel_seconds = 0, judge_seconds = 0;
   double torch_seconds = 0;  // PyTorch's runs beside it (equivalence, vs-torch)
@@ -164,6 +166,13 @@ Judged prepare_case(Case c, const kernels::Variant& v, const Rule& rule, int thr
   return j;
 }
 
+// The threads a call with `threads` runs: those asked for, or the OpenMP
+// default of this thread for a host kernel asked for 0; 0 where not known
+// (the kernel's own choice in another process).
+int threads_of(const kernels::Variant& v, int threads) {
+  return threads > 0 ? threads : v.host_threads ? omp_get_max_threads() : 0;
+}
+
 Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threads,
                   bool equivalence = false, double whole_work = kWholeOracleWork) {
   Judged j = prepare_case(std::move(c), v, rule, threads, equivalence, whole_work);
@@ -171,6 +180,7 @@ Judged judge_case(Case c, const kernels::Variant& v, const Rule& rule, int threa
   const auto* torch = rule.kind == Rule::vs_torch ? &j.torch_errors : nullptr;
   auto phase = Clock::now();
   try {
+    j.threads_ran = threads_of(v, threads);
     j.outputs = run_variant(v, j.c, threads);
   } catch (const kernels::Unsupported& e) {  // outside its envelope: inside is a KernelFault
     j.error = e.what();
@@ -241,8 +251,17 @@ std::vector<ElementReport> worst_elements(const Judged& j, const Rule& rule, std
   return out;
 }
 
-bool deterministic_on(const kernels::Variant& v, const Case& c) {
+// The variant run again on c with 1 thread twice and with 2, every run
+// bitwise the same. The case's own run (`ran`, at `threads_ran`; 0: not
+// known) stands for one of the three where it ran at 1 or 2 threads, so
+// that the check makes two runs instead of three (docs/design.md, "Threads
+// and determinism").
+bool deterministic_on(const kernels::Variant& v, const Case& c, const std::vector<AnyTensor>& ran,
+                      int threads_ran) {
+  if (threads_ran == 1)
+    return bitwise_equal(ran, run_variant(v, c, 1)) && bitwise_equal(ran, run_variant(v, c, 2));
   const auto one = run_variant(v, c, 1);
+  if (threads_ran == 2) return bitwise_equal(one, run_variant(v, c, 1)) && bitwise_equal(one, ran);
   return bitwise_equal(one, run_variant(v, c, 1)) && bitwise_equal(one, run_variant(v, c, 2));
 }
 
@@ -519,26 +538,32 @@ class CaseRun {
     }
   }
 
+  // The statistics, the plots' share and the equivalence figures count as
+  // judging (seconds_by_phase's `judge`).
   void keep_stats(const Judged& j) {
+    const auto judging = Clock::now();
     r_.accumulated = true;
     r_.tensors = j.verdict.tensors;
     r_.sampled = j.sample.rows.has_value();
     r_.strata = j.sample.strata;
     r_.plot = plot_case(r_.position, j.c, j.exact, j.outputs, o_.rule, j.verdict.allowed,
                         j.bounds.empty() ? nullptr : &j.bounds, j.torch_outputs, j.launches);
+    r_.judge_seconds += seconds_since(judging);
   }
 
   void keep_equivalence(const Judged& j) {
     if (j.torch_outputs.empty() || !j.error.empty()) return;
+    const auto judging = Clock::now();
     r_.has_equivalence = true;
     r_.equivalence = equivalence(j.c, j.exact, j.outputs, j.torch_outputs);
+    r_.judge_seconds += seconds_since(judging);
   }
 
   // The variant claims determinism: runs it again on j's case, and on a
   // difference the case fails as nondeterministic. False when it failed.
   bool holds_deterministically(Judged& j, std::string case_words) {
     const auto rerun = Clock::now();
-    const bool same = deterministic_on(v_, j.c);
+    const bool same = deterministic_on(v_, j.c, j.outputs, j.threads_ran);
     r_.determinism_seconds += seconds_since(rerun);
     if (same) return true;
     r_.determinism_failed = true;

@@ -19,7 +19,7 @@ std::unique_lock<std::mutex> generation_lock() {
 }
 
 int jobs_for(const kernels::Variant& v, int jobs) {
-  return v.backend == "cpu" && !v.instrumentation ? std::max(jobs, 1) : 1;
+  return v.host_threads && !v.instrumentation ? std::max(jobs, 1) : 1;
 }
 
 Progress serialized(Progress progress) {

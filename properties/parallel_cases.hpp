@@ -33,7 +33,7 @@ std::unique_lock<std::mutex> generation_lock();
 
 // The jobs a variant's cases may be judged in at once in this process:
 // `jobs` for a kernel that runs in this process and keeps nothing between
-// calls (backend "cpu", nothing counted), else 1: the SIMT emulator's
+// calls (Variant::host_threads, nothing counted), else 1: the SIMT emulator's
 // counters and schedule seed are the variant's (kernels::Instrumentation),
 // a plugin's or worker's process serves one call at a time, a CUDA device
 // is one, and LibTorch's thread count, which PyTorch's determinism check

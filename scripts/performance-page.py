@@ -211,6 +211,7 @@ HISTORY_SECTIONS = [
     ([], "The backward at scale (issue #29, item 3)"),
     ([], "Tensor-core ONFs on the emulator (issue #30)"),
     ([], "Certify's cases on both cores (issue #51)"),
+    ([], "Deployment-scale certify, case by case (issue #51, item 5, 8 December 2026)"),
     ([], "The arithmetic check (issue #46)"),
 ]
 
@@ -219,6 +220,20 @@ HISTORY_SECTIONS = [
 # "The dated record: [...]" sentence (the first line starts with the
 # punctuation that follows the link).
 LATER_RECORDS = {
+    "Deployment-scale certify, case by case (issue #51, item 5, 8 December 2026)": [
+        ':',
+        '`sampled_certify_bench ... certify` times the cases `certify --shape` judges,',
+        'phase by phase, and the phases now sum to a case. At B=1, H=8, N=M=4096,',
+        'D=128, on the shared machine at load 4.6 to 12.3: attention.fwdbwd',
+        '`cpu.fused`, 8 cases in 568.1 s (bounds 189.0, oracle 229.7, torch 70.3,',
+        'determinism 49.0, kernel 22.9, judge 4.3, generation 1.9), cases 32.8 to',
+        '140.0 s, four within 60 s; attention.bwd `cpu.flash_bwd`, cases 1 to 3 in',
+        '175.2, 103.4 and 354.7 s at load 11 to 12 (98.1, 55.1 and 101.8 s at load',
+        "4.5 to 6.5 on the next build), and the curated `ties` case's generation",
+        "still running at 931 s: the backward's o and lse, the oracle's forward",
+        'evaluated whole, climb the Ziv loop to 1024 bits on exact midpoints',
+        '(not fixed here). The determinism check now makes two runs, not three.',
+    ],
     "Certify's cases on both cores (issue #51)": [
         ':',
         '`certify attention.bwd --variant cpu.flash_bwd --cases 400 --seed 1`',

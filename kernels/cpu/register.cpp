@@ -7,15 +7,22 @@
 namespace moacert::kernels {
 
 void register_cpu_kernels(Registry& r) {
-  cpu::register_dnf(r);
-  cpu::register_attention_fwd_naive(r);
-  cpu::register_attention_fwd_flash(r);
-  cpu::register_attention_decode_split(r);
-  cpu::register_attention_bwd_flash_bwd(r);
-  cpu::register_attention_fwdbwd_fused(r);
-  cpu::register_rmsnorm_fused(r);
-  cpu::register_mlp_swiglu_tiled(r);
-  cpu::register_block_composed(r);
+  Registry cpu;
+  cpu::register_dnf(cpu);
+  cpu::register_attention_fwd_naive(cpu);
+  cpu::register_attention_fwd_flash(cpu);
+  cpu::register_attention_decode_split(cpu);
+  cpu::register_attention_bwd_flash_bwd(cpu);
+  cpu::register_attention_fwdbwd_fused(cpu);
+  cpu::register_rmsnorm_fused(cpu);
+  cpu::register_mlp_swiglu_tiled(cpu);
+  cpu::register_block_composed(cpu);
+  // Each runs in this process on OpenMP threads, keeping nothing between
+  // calls (Variant::host_threads).
+  for (Variant v : cpu.all()) {
+    v.host_threads = true;
+    r.add(std::move(v));
+  }
 }
 
 }  // namespace moacert::kernels

@@ -8,6 +8,9 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
+
+#include <omp.h>
 
 #include "properties/certify.hpp"
 #include "properties/properties.hpp"
@@ -196,6 +199,70 @@ TEST(Certify, ACorrectKernelHoldsAndNamesItsWorstCase) {
   EXPECT_LE(cert.worst_ratio, 1);
   EXPECT_TRUE(cert.determinism_checked && cert.determinism_holds);
   EXPECT_TRUE(Token::decode(cert.worst_token));
+}
+
+// rmsnorm's DNF, a host kernel claiming determinism, whose first output
+// element moves by one ulp on a call with 2 threads (`by_threads`) or on
+// every second call (`by_call`); `planted` false: neither, its correct twin.
+kernels::Variant nondeterministic_host_kernel(bool planted, bool by_threads) {
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::rmsnorm, "cpu.dnf");
+  kernels::Variant v = *dnf;
+  v.name = planted ? (by_threads ? "test.moves_at_2_threads" : "test.moves_every_second_call")
+                   : "test.deterministic_twin";
+  v.deterministic = true;
+  v.host_threads = true;
+  auto calls = std::make_shared<int>(0);
+  v.run = [dnf, planted, by_threads, calls](const Problem& p, std::span<const TensorRef> in,
+                                            std::span<const TensorRef> out,
+                                            const kernels::RunOptions& o) {
+    dnf->run(p, in, out, o);
+    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+    const bool moves = by_threads ? threads == 2 : (*calls)++ % 2 == 1;
+    if (!planted || !moves) return;
+    auto* y = static_cast<float*>(out[0].data);
+    y[0] = std::nextafter(y[0], INFINITY);
+  };
+  return v;
+}
+
+// The determinism check with the case's own run standing for one of its
+// three (docs/design.md#certify): a kernel whose outputs move with the
+// thread count or from run to run still fails it, whatever thread count
+// the case's run had, and its deterministic twin holds.
+TEST(Certify, TheDeterminismCheckStillCatchesAKernelWhoseCaseRunStandsForOneOfItsRuns) {
+  for (const int threads : {0, 1, 2, 3}) {
+    for (const bool by_threads : {true, false}) {
+      SCOPED_TRACE("--threads " + std::to_string(threads) +
+                   (by_threads ? ", moves at 2 threads" : ", moves every second call"));
+      const kernels::Variant planted = nondeterministic_host_kernel(true, by_threads);
+      CertifyOptions o;
+      o.variant = &planted;
+      o.format = Format::f32;
+      o.cases = 2;
+      o.seed = 5;
+      o.threads = threads;
+      o.equivalence = false;
+      o.max_shrinks = 0;
+      const Certificate cert = certify(o);
+      EXPECT_FALSE(cert.holds);
+      EXPECT_FALSE(cert.determinism_holds);
+      EXPECT_NE(cert.failure.find("is registered deterministic but its outputs differ between "
+                                  "runs or thread counts"),
+                std::string::npos)
+          << cert.failure;
+    }
+    const kernels::Variant twin = nondeterministic_host_kernel(false, true);
+    CertifyOptions o;
+    o.variant = &twin;
+    o.format = Format::f32;
+    o.cases = 2;
+    o.seed = 5;
+    o.threads = threads;
+    o.equivalence = false;
+    const Certificate cert = certify(o);
+    EXPECT_TRUE(cert.holds) << cert.failure;
+    EXPECT_TRUE(cert.determinism_checked && cert.determinism_holds);
+  }
 }
 
 TEST(Tokens, RoundTripAndRefuseCorruption) {
