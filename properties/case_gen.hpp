@@ -75,9 +75,16 @@ std::string describe(const CaseSpec& s);
 // one random case in kEnvelopeOneIn at the deployment envelope
 // (docs/design.md#deployment-envelope). 6 aims attention.fwd's and
 // decode's cases at long flat rows (Values::flat_rows), and curates one
-// such case first, at kFlatRowKeys. A token names its generation, so
-// that a case comes back as it was drawn.
-inline constexpr int kGeneration = 6;
+// such case first, at kFlatRowKeys. 7 adds the token counts to the
+// envelope axes: rmsnorm's and mlp.swiglu's rows T, attention's batch B
+// (the grid's B·H and B·Hkv rows), to kTokenEdge. A token names its
+// generation, so that a case comes back as it was drawn.
+inline constexpr int kGeneration = 7;
+
+// The edge of the token-count envelope axes (from generation 7): the
+// rows a deployed prefill reaches, one whole 128k-token prompt of Llama
+// 3.1 (docs/design.md#deployment-envelope).
+inline constexpr moa::extent_t kTokenEdge = moa::extent_t(1) << 17;
 
 // The keys of a flat-rows case (Values::flat_rows): twice the 2^11 past
 // which a running f16 sum of weights near 1 stops growing
