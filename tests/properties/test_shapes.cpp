@@ -444,7 +444,7 @@ TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
     o.seed = 5;
     const GenSettings settings = base_token(o).settings();
     ASSERT_TRUE(settings.tiles.empty());
-    ASSERT_EQ(settings.generation, 6);
+    ASSERT_EQ(settings.generation, kGeneration);
     const rc::Gen<CaseSpec> gen = gen_case_spec(op.op, Format::f32, settings);
     int envelope = 0, large = 0;
     std::vector<int> straddled(kCommonTiles.size(), 0);
