@@ -239,8 +239,6 @@ void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes, int gene
   for (extent_t Dims::*field : kDimFields)  // the heads as one_or_two_heads drew them
     if (!shape.constrained(field) && field != &Dims::H && field != &Dims::Hkv)
       d.*field = std::min(d.*field, axis.others_at_most);
-  if (axis.field == &Dims::B && !shape.constrained(&Dims::H) && !shape.constrained(&Dims::Hkv))
-    d.H = d.Hkv = 1;  // the grid's rows B·H = B·Hkv = B
   if (!axis.group) {
     d.*axis.field = *gen_envelope_extent(axis, shape.range(axis.field));
     return;

@@ -76,8 +76,8 @@ std::string describe(const CaseSpec& s);
 // (docs/design.md#deployment-envelope). 6 aims attention.fwd's and
 // decode's cases at long flat rows (Values::flat_rows), and curates one
 // such case first, at kFlatRowKeys. 7 adds the token counts to the
-// envelope axes: rmsnorm's and mlp.swiglu's rows T, attention's batch B
-// (the grid's B·H and B·Hkv rows), to kTokenEdge. A token names its
+// envelope axes: rmsnorm's and mlp.swiglu's rows T, to kTokenEdge. A
+// token names its
 // generation, so that a case comes back as it was drawn.
 inline constexpr int kGeneration = 7;
 

@@ -60,7 +60,7 @@ struct LargeCaseDraws {
 // the powers of two from `first_threshold` up to the edge. `group`: the
 // axis is the query heads per kv head, drawn as H over Hkv = 1.
 // `from_generation`: the first generation whose envelope cases draw it
-// long (5; the token counts, rows and batches, 7).
+// long (5; the token counts, rows, 7).
 struct EnvelopeAxis {
   moa::extent_t Dims::*field;
   moa::extent_t edge;
@@ -87,9 +87,7 @@ rc::Gen<moa::extent_t> gen_envelope_extent(const EnvelopeAxis& axis, ExtentRange
 // (one_or_two_heads), then one of `axes` that `generation` draws
 // (EnvelopeAxis::from_generation) drawn long by gen_envelope_extent
 // within --shape's (and the variant's) range, every other free extent
-// then at most its others_at_most; a long batch over one head
-// (H = Hkv = 1, where --shape leaves the heads free), so that B·H and
-// B·Hkv are the extent drawn.
+// then at most its others_at_most.
 void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes, int generation,
                         const ShapeConstraints& shape,
                         const std::function<void(Dims&, moa::extent_t, const ShapeConstraints&,

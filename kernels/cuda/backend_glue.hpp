@@ -287,8 +287,8 @@ struct BackendHooks {
   // object shared by its variants; null on the device, which counts nothing.
   std::shared_ptr<Instrumentation> instrumentation;
   LaunchTimer timer;  // what times bench's launches
-  // How many rows T and batches B certify draws where --shape leaves them
-  // free (0: the deployment envelope's): the emulator's, which runs some
+  // How many rows T certify draws where --shape leaves them free (0: the
+  // deployment envelope's): the emulator's, which runs some
   // 10^4 blocks a second, short of the 2^17 deployed prefills reach
   // (Variant::reach), with why.
   moa::extent_t token_reach = 0;
@@ -422,7 +422,7 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
       AxisEnvelope within;
       within.hi = hooks.token_reach;
       for (std::string_view axis : dims_of(e.op))
-        if (axis == "T" || axis == "B") v.reach.axes.emplace_back(std::string(axis), within);
+        if (axis == "T") v.reach.axes.emplace_back(std::string(axis), within);
       v.reach_why = hooks.token_reach_why;
     }
     if (e.tensor_core) {

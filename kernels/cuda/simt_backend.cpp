@@ -26,8 +26,8 @@
 namespace moacert::kernels {
 namespace {
 
-// The most rows T and batches B certify draws for the emulated variants
-// where --shape leaves them free (BackendHooks::token_reach): the
+// The most rows T certify draws for the emulated variants where --shape
+// leaves them free (BackendHooks::token_reach): the
 // deployment envelope's thresholds 1024 and 2048 crossed, 4096 reached.
 constexpr moa::extent_t kEmulatorTokenReach = 4096;
 
@@ -169,12 +169,12 @@ void register_simt_kernels(Registry& r) {
       },
       counting};
   // The token counts the emulator affords a case (docs/design.md#envelope):
-  // simt.rmsnorm's 131072 rows took over a minute a case, simt.flash's
-  // 4096 batches of one head about 2 s.
+  // simt.rmsnorm's 131072 rows took over a minute a case, its 4096 rows
+  // under 2 s.
   hooks.token_reach = kEmulatorTokenReach;
   hooks.token_reach_why = "the SIMT emulator runs some 10^4 blocks a second, so a case of " +
                           std::to_string(kEmulatorTokenReach) +
-                          " rows or batches takes seconds, of 131072 minutes";
+                          " rows takes seconds, of 131072 minutes";
   simt::register_onfs(r, "simt", "host emulator", hooks);
 }
 

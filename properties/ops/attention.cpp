@@ -121,13 +121,6 @@ void shape_for_regime(CaseSpec& s, const ShapeConstraints& shape) {
 // (about 2 of 300 cases, as in generation 4; seed 5 lost it at weight 1).
 void draw_lens(CaseSpec& s, const GenSettings& g) {
   const Dims& d = s.problem.dims;
-  // From generation 7 an envelope case's batches each see the whole cache:
-  // a long batch's B·H rows are whole rows, and draw no B picks for the
-  // shrink to try one by one.
-  if (s.envelope && g.generation >= 7) {
-    s.lens.assign(std::size_t(d.B), d.M);
-    return;
-  }
   std::vector<std::int64_t> straddle;
   if (g.generation >= 2)
     for (extent_t t : with_common_tiles(g.tiles, kCommonTiles.back()))
@@ -239,16 +232,11 @@ PropertyOp attention_op(Op op) {
   // The deployment envelope (docs/design.md#deployment-envelope): query
   // and key positions to 32768, decode's cache to 131072, groups of query
   // heads per kv head to 16 (over one kv head: H = the group).
-  // From generation 7 the batch too, over one head: the rows of a grid
-  // over (b, head), B·H and B·Hkv, to a prefill's token count.
   const EnvelopeAxis group{&Dims::H, 16, 2, true};
-  EnvelopeAxis batch{&Dims::B, kTokenEdge};
-  batch.from_generation = 7;
-  batch.others_at_most = 2;
   if (one_query)
-    a.envelope_axes = {{&Dims::M, 131072}, group, batch};
+    a.envelope_axes = {{&Dims::M, 131072}, group};
   else
-    a.envelope_axes = {{&Dims::N, 32768}, {&Dims::M, 32768}, group, batch};
+    a.envelope_axes = {{&Dims::N, 32768}, {&Dims::M, 32768}, group};
   // The backward's large cases cost the most.
   a.large_one_in = backward ? 10 : 6;
   if (has_param(op, "causal"))

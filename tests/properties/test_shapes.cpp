@@ -190,7 +190,7 @@ TEST(Shapes, AReachNarrowsTheFreeAxesOnlyAndSaysWhy) {
   const kernels::Variant* flash =
       kernels::Registry::builtin().find(Op::attention_fwd, "simt.flash");
   ASSERT_TRUE(flash);
-  EXPECT_EQ(within_variant({}, *flash).range(&Dims::B), (ExtentRange{1, 4096}));
+  EXPECT_EQ(within_variant({}, *flash).range(&Dims::B), ExtentRange{});
   const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::rmsnorm, "cpu.dnf");
   ASSERT_TRUE(dnf);
   EXPECT_EQ(within_variant({}, *dnf).range(&Dims::T), ExtentRange{});
