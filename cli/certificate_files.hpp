@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/envelope.hpp"
+#include "kernels/registry.hpp"
 #include "reports/certificate.hpp"
 #include "reports/html.hpp"
 #include "reports/provenance.hpp"
@@ -29,11 +29,12 @@ struct CertificateFiles {
   reports::Page page;
 };
 // `simt_counters` (the emulator's counters as JSON text, or empty) joins
-// the certificate, and so does the kernel's `envelope` when it declares
-// one (plugin ABI 2: it narrows some axis or option, or runs on cuda).
+// the certificate, and so does the `variant`'s envelope when it declares
+// one (plugin ABI 2: it narrows some axis or option, or runs on cuda),
+// and what its envelope and its reach (Variant::reach) exclude.
 CertificateFiles render_certificate(const properties::Certificate& cert,
                                     const std::string& simt_counters,
-                                    const kernels::Envelope& envelope,
+                                    const kernels::Variant& variant,
                                     const reports::Provenance& provenance);
 // Writes them into `dir`, each atomically; says on stderr when report.html
 // has no plots.
@@ -42,8 +43,7 @@ void write_certificate_files(const std::filesystem::path& dir, const Certificate
 // Both: writes `cert` into `dir` and returns its JSON.
 nlohmann::json write_certificate(const std::filesystem::path& dir,
                                  const properties::Certificate& cert,
-                                 const std::string& simt_counters,
-                                 const kernels::Envelope& envelope,
+                                 const std::string& simt_counters, const kernels::Variant& variant,
                                  const reports::Provenance& provenance);
 
 }  // namespace moacert::cli

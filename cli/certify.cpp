@@ -482,6 +482,13 @@ void print_verdict(const CertifyArgs& a, const CertifySettings& s, const kernels
     for (const properties::EnvelopeExclusion& x : out.deployment_scale)
       fmt::print("envelope excludes deployment-scale {}: {}\n", x.what, x.why);
   }
+  // Where moacert draws short of what the kernel supports (the SIMT
+  // emulator's token counts): how far, why, and what that excludes.
+  if (const auto reach = properties::excluded_by_reach(v); !reach.empty()) {
+    fmt::print("drawn within {} ({}; --shape reaches past it)\n", v.reach.str(), v.reach_why);
+    for (const properties::EnvelopeExclusion& x : reach)
+      fmt::print("envelope excludes deployment-scale {}: {}\n", x.what, x.why);
+  }
   if (cert.refused > 0)
     fmt::print("refused outside the envelope: {} case{} (counted, never a counterexample)\n",
                cert.refused, cert.refused == 1 ? "" : "s");
@@ -596,7 +603,7 @@ void write_outputs(const CertifyArgs& a, const std::vector<properties::Certifica
   const fs::path out(a.out);
   for (std::size_t k = 0; k < certs.size(); ++k)
     write_certificate(certs.size() > 1 ? out / certs[k].variant : out, certs[k], simt_counters[k],
-                      variants[k]->declared_envelope(), provenance);
+                      *variants[k], provenance);
   if (certs.size() > 1) {
     files::write_atomically(out / "certificate.json",
                             reports::summary_json(certs, build_info(), provenance).dump(2) + "\n");

@@ -212,8 +212,7 @@ int run_report(const ReportArgs& a) {
     const properties::Certificate cert = properties::certify(o);
     const std::string counters =
         p.variant->instrumentation ? p.variant->instrumentation->simt_counters() : "";
-    const CertificateFiles files =
-        render_certificate(cert, counters, p.variant->declared_envelope(), provenance);
+    const CertificateFiles files = render_certificate(cert, counters, *p.variant, provenance);
     mine.put(std::uint64_t(j));
     mine.put(cert.holds);
     mine.put(files.json.dump());

@@ -140,6 +140,14 @@ struct Variant {
   // for a built-in variant, whose compiled maxima narrow its cases all the
   // same but leave its certificates as they were.
   Envelope declared_envelope() const { return role == Role::plugin ? envelope : Envelope{}; }
+  // How far certify draws the axes --shape leaves free, where that is
+  // short of what the kernel supports because a case past it takes too
+  // long (the SIMT emulator's token counts: kernels/cuda/backend_glue.hpp,
+  // BackendHooks::token_reach), and why. --shape reaches past it; certify
+  // prints and the certificate records what it excludes
+  // (docs/design.md#envelope).
+  Envelope reach;
+  std::string reach_why;
   // Variants of different ops that share one loop nest (cpu.flash's forward
   // inside cpu.fused, cpu.flash_bwd's backward too) name the same family;
   // empty means its own name.

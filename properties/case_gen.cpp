@@ -222,7 +222,7 @@ rc::Gen<extent_t> gen_envelope_extent(const EnvelopeAxis& axis, ExtentRange r) {
                              {{1, rc::gen::just(edge)}, {1, rc::gen::elementOf(straddle)}}));
 }
 
-void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes,
+void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes, int generation,
                         const ShapeConstraints& shape,
                         const std::function<void(Dims&, extent_t, const ShapeConstraints&,
                                                  const std::vector<extent_t>&)>& draw_small) {
@@ -234,7 +234,13 @@ void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes,
     if (!shape.constrained(field)) d.*field = std::min<extent_t>(d.*field, 4);
   if (!shape.constrained(&Dims::B)) d.B = 1;
   one_or_two_heads(d, shape);
-  const EnvelopeAxis& axis = *rc::gen::elementOf(axes);
+  std::vector<EnvelopeAxis> drawn;  // in the table's order: generation 5's draws unchanged
+  for (const EnvelopeAxis& a : axes)
+    if (a.from_generation <= generation) drawn.push_back(a);
+  const EnvelopeAxis& axis = *rc::gen::elementOf(drawn);
+  for (extent_t Dims::*field : kDimFields)  // the heads as one_or_two_heads drew them
+    if (!shape.constrained(field) && field != &Dims::H && field != &Dims::Hkv)
+      d.*field = std::min(d.*field, axis.others_at_most);
   if (!axis.group) {
     d.*axis.field = *gen_envelope_extent(axis, shape.range(axis.field));
     return;
@@ -319,7 +325,7 @@ rc::Gen<CaseSpec> gen_case_spec(Op op, Format format, const GenSettings& g) {
     if (g.generation < 2) {
       po.draw_small_dims(d, big, g.shape, g.tiles);
     } else if (envelope) {
-      draw_envelope_dims(d, po.envelope_axes, g.shape, po.draw_small_dims);
+      draw_envelope_dims(d, po.envelope_axes, g.generation, g.shape, po.draw_small_dims);
     } else if (*rc::gen::weightedElement<bool>(
                    {{std::size_t(large_one_in(op) - 1), false}, {1, true}})) {
       po.draw_large_dims(d, g.shape, with_common_tiles(g.tiles, 128),

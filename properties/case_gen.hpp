@@ -80,9 +80,15 @@ std::string describe(const CaseSpec& s);
 // decode's cases at long flat rows (Values::flat_rows), and curates one
 // such case first, at kFlatRowKeys. 7 aims mlp.swiglu's cases at a
 // down projection that cancels (Values::down_cancellation); every other op
-// draws as in 6. A token names its generation, so that a case comes back
-// as it was drawn.
-inline constexpr int kGeneration = 7;
+// draws as in 6. 8 adds the token counts to the envelope axes: rmsnorm's
+// and mlp.swiglu's rows T, to kTokenEdge. A token names its generation,
+// so that a case comes back as it was drawn.
+inline constexpr int kGeneration = 8;
+
+// The edge of the token-count envelope axes (from generation 8): the
+// rows a deployed prefill reaches, one whole 128k-token prompt of Llama
+// 3.1 (docs/design.md#deployment-envelope).
+inline constexpr moa::extent_t kTokenEdge = moa::extent_t(1) << 17;
 
 // The keys of a flat-rows case (Values::flat_rows): twice the 2^11 past
 // which a running f16 sum of weights near 1 stops growing

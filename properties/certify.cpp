@@ -874,7 +874,7 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
     }
   }
   check_arithmetic(cert, records);
-  cert.envelope_reach = envelope_reach(v.op, o_.shape, records);
+  cert.envelope_reach = envelope_reach(v.op, base_.shape, records);
   if (cert.holds && int(records.size()) != size())
     throw std::logic_error("certificate: " + std::to_string(records.size()) + " records of " +
                            std::to_string(size()) + " cases");

@@ -95,6 +95,11 @@ struct EnvelopeExclusions {
   std::vector<EnvelopeExclusion> regimes, deployment_scale;
 };
 EnvelopeExclusions excluded_by(Op op, const kernels::Envelope& e);
+// What a variant's reach (Variant::reach: how far certify draws the axes
+// --shape leaves free) excludes of the op's deployment envelope, each why
+// ending in the reach's reason (Variant::reach_why); none where it has no
+// reach.
+std::vector<EnvelopeExclusion> excluded_by_reach(const kernels::Variant& v);
 
 // The cases of one certification, each judged on its own into a
 // CaseRecord (properties/case_record.hpp), and the certificate as their

@@ -59,11 +59,18 @@ struct LargeCaseDraws {
 // its field, its edge (the largest deployed extent) and its thresholds,
 // the powers of two from `first_threshold` up to the edge. `group`: the
 // axis is the query heads per kv head, drawn as H over Hkv = 1.
+// `from_generation`: the first generation whose envelope cases draw it
+// long (5; the token counts, rows, 7).
 struct EnvelopeAxis {
   moa::extent_t Dims::*field;
   moa::extent_t edge;
   moa::extent_t first_threshold = kFirstEnvelopeThreshold;
   bool group = false;
+  int from_generation = 5;
+  // The other free extents' most: 4, but 2 beside a token count, whose
+  // many rows each stay short so that the oracle's work stays about that
+  // of the other axes' cases.
+  moa::extent_t others_at_most = 4;
   // The thresholds t (powers of two, first_threshold <= t <= edge).
   std::vector<moa::extent_t> thresholds() const;
 };
@@ -77,9 +84,11 @@ rc::Gen<moa::extent_t> gen_envelope_extent(const EnvelopeAxis& axis, ExtentRange
 
 // An envelope case's dimensions: the op's small draw with every free axis
 // at most 4, B = 1 and one or two heads over one kv head
-// (one_or_two_heads), then one of `axes` drawn long by gen_envelope_extent
-// within --shape's (and the variant's) range.
-void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes,
+// (one_or_two_heads), then one of `axes` that `generation` draws
+// (EnvelopeAxis::from_generation) drawn long by gen_envelope_extent
+// within --shape's (and the variant's) range, every other free extent
+// then at most its others_at_most.
+void draw_envelope_dims(Dims& d, const std::vector<EnvelopeAxis>& axes, int generation,
                         const ShapeConstraints& shape,
                         const std::function<void(Dims&, moa::extent_t, const ShapeConstraints&,
                                                  const std::vector<moa::extent_t>&)>& draw_small);

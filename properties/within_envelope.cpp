@@ -55,6 +55,7 @@ std::optional<ExtentRange> narrowed(ExtentRange r, const kernels::AxisEnvelope& 
 }  // namespace
 
 ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& v) {
+  const ShapeConstraints asked_shape = shape;  // --shape's own
   // The kernel's envelope (plugin ABI 2, a built-in variant's compiled
   // maxima): each axis it narrows, as --shape would; a --shape outside it
   // is bad input.
@@ -71,6 +72,14 @@ ShapeConstraints within_variant(ShapeConstraints shape, const kernels::Variant& 
                                   " (its envelope); --shape asks " + axis + "=" + given);
     }
     shape.set(field, *r);
+  }
+  // Its reach: each axis --shape leaves free drawn within it; --shape
+  // reaches past it (the kernel supports it, a case there is slow).
+  for (const auto& [axis, allowed] : v.reach.axes) {
+    const auto field = dim_field(axis);
+    if (!field || asked_shape.constrained(field)) continue;
+    if (const std::optional<ExtentRange> r = narrowed(shape.range(field), allowed))
+      shape.set(field, *r);
   }
   // Its options: drawn problems take only those it supports.
   shape.supported = {v.envelope.causal, v.envelope.non_causal, v.envelope.grouped_heads};
@@ -200,6 +209,13 @@ EnvelopeExclusions excluded_by(Op op, const kernels::Envelope& e) {
         {axis,
          "at most " + std::to_string(most) + "; deployment scale starts at " + std::to_string(hi)});
   }
+  return out;
+}
+
+std::vector<EnvelopeExclusion> excluded_by_reach(const kernels::Variant& v) {
+  if (v.reach.unlimited()) return {};
+  std::vector<EnvelopeExclusion> out = excluded_by(v.op, v.reach).deployment_scale;
+  for (EnvelopeExclusion& x : out) x.why += "; drawn so by moacert, not declared: " + v.reach_why;
   return out;
 }
 

@@ -287,6 +287,12 @@ struct BackendHooks {
   // object shared by its variants; null on the device, which counts nothing.
   std::shared_ptr<Instrumentation> instrumentation;
   LaunchTimer timer;  // what times bench's launches
+  // How many rows T certify draws where --shape leaves them free (0: the
+  // deployment envelope's): the emulator's, which runs some
+  // 10^4 blocks a second, short of the 2^17 deployed prefills reach
+  // (Variant::reach), with why.
+  moa::extent_t token_reach = 0;
+  std::string token_reach_why;
 };
 
 // The head widths the tensor-core ONFs are compiled for (their fragments
@@ -412,6 +418,13 @@ inline void register_onfs(Registry& r, const std::string& backend, const std::st
     // that of dS^T Q and
     // dS K. Assigned, not designated: nvcc's front end crashes on it inside
     // Variant's initialiser.
+    if (hooks.token_reach > 0) {
+      AxisEnvelope within;
+      within.hi = hooks.token_reach;
+      for (std::string_view axis : dims_of(e.op))
+        if (axis == "T") v.reach.axes.emplace_back(std::string(axis), within);
+      v.reach_why = hooks.token_reach_why;
+    }
     if (e.tensor_core) {
       v.envelope = tensor_core_envelope();
       v.arithmetic.accumulation = Accumulation::tensor_core;

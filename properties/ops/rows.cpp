@@ -104,6 +104,14 @@ Regimes classify_swiglu(const Case& c, const FormatLimits& l) {
   return out;
 }
 
+// The rows T (a prefill's tokens) as an envelope axis, from generation 8.
+EnvelopeAxis token_rows() {
+  EnvelopeAxis a{&Dims::T, kTokenEdge};
+  a.from_generation = 8;
+  a.others_at_most = 2;
+  return a;
+}
+
 // What both rows ops share: no regime family needs a shape, one query row
 // space of T rows, whose norms are those of x's rows of `width`.
 PropertyOp rows_op(extent_t Dims::*width) {
@@ -138,7 +146,9 @@ PropertyOp rmsnorm_op() {
     d.T = *gen_extent(8, small_tiles, shape.range(&Dims::T));
     d.D = *gen_large(kLargeExtent, 4097, large_tiles, shape.range(&Dims::D));
   };
-  r.envelope_axes = {{&Dims::D, 16384}};  // the model width (docs/design.md#deployment-envelope)
+  // The model width, and from generation 8 the rows, a prefill's tokens
+  // (docs/design.md#deployment-envelope).
+  r.envelope_axes = {{&Dims::D, 16384}, token_rows()};
   r.draw_params = [](Params& params) { params.eps = *rc::gen::element(1e-6, 1e-5, 0.25); };
   r.regime_families = {Values::rms_range};
   r.describe_dims = [](const Problem& p, std::ostream& os) {
@@ -170,7 +180,7 @@ PropertyOp swiglu_op() {
     d.F = which == 2 ? draw.large(&Dims::F, 1025) : draw.small(&Dims::F, 16);
   };
   // The model and MLP widths (docs/design.md#deployment-envelope).
-  r.envelope_axes = {{&Dims::Dm, 16384}, {&Dims::F, 53248}};
+  r.envelope_axes = {{&Dims::Dm, 16384}, {&Dims::F, 53248}, token_rows()};
   r.regime_families = {Values::silu_range, Values::cancellation, Values::down_cancellation};
   // A down projection cancels over two terms at least (where --shape
   // allows F = 2).

@@ -44,6 +44,10 @@
 //                           call wider than every call before: right alone,
 //                           wrong after a wider call (depends on earlier calls)
 //   FAULT_DEVICE_CACHED_W   correct: the same cache, refreshed on every call
+// and, rows past a fixed grid (issue 47, item 6):
+//   FAULT_DEVICE_FIXED_GRID  a grid of min(T, 1024) blocks, one row each:
+//                            rows from 1024 on never written, right below
+//                            (the deployment envelope's token counts reach them)
 // and, streams and events (values right: the emulator runs eagerly):
 //   FAULT_DEVICE_STREAM_UNSYNCED  the kernel on a stream of its own, not
 //                                 synchronised before the call returns
@@ -90,7 +94,8 @@ constexpr int kCacheFloats = 4096;  // the envelope's widest D
     defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED) ||                             \
     defined(FAULT_DEVICE_DYNAMIC) || defined(FAULT_DEVICE_DYNAMIC_PAST) ||                        \
     defined(FAULT_DEVICE_HOST_READ) || defined(FAULT_DEVICE_HOST_WRITE) || defined(OWN_STREAM) || \
-    defined(FAULT_DEVICE_LEAK) || defined(FAULT_DEVICE_WORKSPACE) || defined(CACHE_W)
+    defined(FAULT_DEVICE_LEAK) || defined(FAULT_DEVICE_WORKSPACE) || defined(CACHE_W) ||          \
+    defined(FAULT_DEVICE_FIXED_GRID)
 #define ON_DEVICE 1
 #endif
 #if defined(FAULT_DEVICE_VEC4) || defined(FAULT_DEVICE_MISALIGNED)
@@ -336,8 +341,13 @@ int rmsnorm_f32(const DLTensor* const* in, int n_in, DLTensor* const* out, int n
 #else
   const cudaStream_t stream = nullptr;  // the default stream
 #endif
+#if defined(FAULT_DEVICE_FIXED_GRID)
+  const int blocks = std::min(T, 1024);  // planted: a grid fixed at 1024 rows
+#else
+  const int blocks = T;
+#endif
   try {
-    moacert_launch_on(rmsnorm_kernel, T, THREADS, shared_bytes, stream,
+    moacert_launch_on(rmsnorm_kernel, blocks, THREADS, shared_bytes, stream,
                       static_cast<const float*>(x->data), w_data, static_cast<float*>(y->data), D,
                       (long long)x->strides[0], (long long)x->strides[1], (long long)y->strides[0],
                       (long long)y->strides[1], (long long)w->strides[0], eps);

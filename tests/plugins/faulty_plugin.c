@@ -42,7 +42,10 @@
                       is wider than every call before: right alone, wrong after a
                       wider (or as wide) call with other weights (docs/design.md#certify,
                       a failure that depends on earlier calls)
-     FAULT_CACHED_W   correct: the same cache, refreshed on every call */
+     FAULT_CACHED_W   correct: the same cache, refreshed on every call
+     FAULT_FIXED_ROWS writes the first 1024 rows of y only, as a kernel whose grid is
+                      fixed at 1024 rows (a deployed prefill has up to 131072): right
+                      below 1025 rows (docs/design.md#deployment-envelope) */
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -106,7 +109,12 @@ static int rmsnorm(const DLTensor* const* in, int n_in, DLTensor* const* out, in
 #endif
   wd = cached_w; /* FAULT_STALE_W, planted: another call's weights after a wider one */
 #endif
-  for (int64_t t = 0; t < T; ++t) {
+#if defined(FAULT_FIXED_ROWS)
+  const int64_t rows = T < 1024 ? T : 1024; /* planted: rows past 1024 never written */
+#else
+  const int64_t rows = T;
+#endif
+  for (int64_t t = 0; t < rows; ++t) {
     double ss = 0;
     for (int64_t d = 0; d < D; ++d) ss += (double)xd[t * D + d] * xd[t * D + d];
 #if defined(FAULT_WRONG)

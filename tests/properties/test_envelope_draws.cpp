@@ -64,6 +64,38 @@ TEST(EnvelopeDraws, EveryAxisReachesItsEdgeAndAStraddleOfItsLargestThreshold) {
   }
 }
 
+// Generation 8's token counts (issue 47, item 6): rmsnorm's and the MLP's
+// rows T drawn long, to the edge and the straddles of its thresholds, every
+// other free extent at most 2; generation 7 never draws them long, so that
+// its tokens name the cases they named.
+TEST(EnvelopeDraws, TokenCountsFromGeneration8) {
+  auto draws = [](Op op, int generation) {
+    GenSettings g;
+    g.generation = generation;
+    const rc::Gen<CaseSpec> gen = gen_case_spec(op, Format::f32, g);
+    std::vector<CaseSpec> out;
+    for (int k = 0; k < 1500; ++k)
+      out.push_back(gen(rc::Random({std::uint64_t(k), 47, 0, 0}), 100).value());
+    return out;
+  };
+  for (Op op : {Op::rmsnorm, Op::mlp_swiglu}) {
+    std::set<extent_t> long_ones;
+    for (const CaseSpec& s : draws(op, 8)) {
+      const Dims& d = s.problem.dims;
+      if (d.T <= 1025) continue;  // generation 4's mlp.swiglu reaches T = 1025
+      long_ones.insert(d.T);
+      EXPECT_TRUE(s.envelope) << describe(s);
+      for (extent_t Dims::*field : kDimFields)
+        if (field != &Dims::T) {
+          EXPECT_LE(d.*field, 2) << describe(s);
+        }
+    }
+    EXPECT_TRUE(long_ones.count(kTokenEdge)) << info(op).name;
+    EXPECT_GE(long_ones.size(), 3u) << info(op).name << ": the edge and straddles";
+    for (const CaseSpec& s : draws(op, 7)) EXPECT_LE(s.problem.dims.T, 1025) << describe(s);
+  }
+}
+
 TEST(EnvelopeDraws, ShapeNarrowsTheEdge) {
   ShapeConstraints shape;
   shape.set(&Dims::N, {1, 20000});

@@ -168,6 +168,35 @@ TEST(Shapes, AnEnvelopeNarrowsTheDrawsToItsValuesAndSteps) {
   EXPECT_EQ(within_variant(asked, v).range(&Dims::D), (ExtentRange{128, 128}));
 }
 
+// A reach (Variant::reach: the emulated simt.* variants' token counts)
+// narrows only the axes --shape leaves free, and what it excludes ends in
+// its reason; simt.rmsnorm has one, cpu.dnf none.
+TEST(Shapes, AReachNarrowsTheFreeAxesOnlyAndSaysWhy) {
+  const kernels::Variant* simt = kernels::Registry::builtin().find(Op::rmsnorm, "simt.rmsnorm");
+  ASSERT_TRUE(simt);
+  EXPECT_EQ(within_variant({}, *simt).range(&Dims::T), (ExtentRange{1, 4096}));
+  ShapeConstraints asked;
+  asked.set(&Dims::T, {131072, 131072});
+  EXPECT_EQ(within_variant(asked, *simt).range(&Dims::T), (ExtentRange{131072, 131072}));
+  const std::vector<EnvelopeExclusion> x = excluded_by_reach(*simt);
+  ASSERT_EQ(x.size(), 1u);
+  EXPECT_EQ(x[0].what, "T");
+  EXPECT_EQ(x[0].why.rfind("at most 4096; the deployment envelope reaches 131072 (thresholds out "
+                           "of reach: 4096, 8192, 16384, 32768, 65536, 131072); drawn so by "
+                           "moacert, not declared: the SIMT emulator",
+                           0),
+            0u)
+      << x[0].why;
+  const kernels::Variant* flash =
+      kernels::Registry::builtin().find(Op::attention_fwd, "simt.flash");
+  ASSERT_TRUE(flash);
+  EXPECT_EQ(within_variant({}, *flash).range(&Dims::B), ExtentRange{});
+  const kernels::Variant* dnf = kernels::Registry::builtin().find(Op::rmsnorm, "cpu.dnf");
+  ASSERT_TRUE(dnf);
+  EXPECT_EQ(within_variant({}, *dnf).range(&Dims::T), ExtentRange{});
+  EXPECT_TRUE(excluded_by_reach(*dnf).empty());
+}
+
 // What an envelope keeps out of reach, as the certificate records it: each
 // rule of excluded_by reached, and an axis the generator never grows large
 // (decode's D) never named.
@@ -415,7 +444,7 @@ TEST(DeploymentScale, AShareOfLargeCasesAndStraddlesOfEveryCommonTile) {
     o.seed = 5;
     const GenSettings settings = base_token(o).settings();
     ASSERT_TRUE(settings.tiles.empty());
-    ASSERT_EQ(settings.generation, 7);
+    ASSERT_EQ(settings.generation, kGeneration);
     const rc::Gen<CaseSpec> gen = gen_case_spec(op.op, Format::f32, settings);
     int envelope = 0, large = 0;
     std::vector<int> straddled(kCommonTiles.size(), 0);
