@@ -815,7 +815,8 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
   PlotSampler plots(v.op);
   std::optional<int> worst;           // the position of the worst case, for the schedule spread
   std::optional<int> worst_position;  // the worst generated case's, for the thread spread
-  for (std::size_t k = 0; k < records.size() && cert.holds; ++k) {
+  std::size_t k = 0;
+  for (; k < records.size() && cert.holds; ++k) {
     const CaseRecord& r = records[k];
     if (r.position != int(k))
       throw std::logic_error("certificate: no record of case " + std::to_string(k));
@@ -873,6 +874,10 @@ Certificate CaseRunner::certificate(std::vector<CaseRecord> records) const {
         worst = r.position;
     }
   }
+  // Cases past the counterexample (judged by other ranks while it was
+  // found) are not the run's: one process stops at the counterexample, so
+  // the certificate reads the same cases whatever the ranks.
+  records.resize(k);
   check_arithmetic(cert, records);
   cert.envelope_reach = envelope_reach(v.op, base_.shape, records);
   if (cert.holds && int(records.size()) != size())
