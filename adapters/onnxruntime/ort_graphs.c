@@ -201,6 +201,43 @@ int ort_multi_head_attention(const DLTensor* const* in, int n_in, DLTensor* cons
                               err, err_len);
 }
 
+/* com.microsoft's GroupQueryAttention over a batch of B sequences: N
+   query positions (B, N, H * D) with their own keys and values
+   (B, N, Hkv * D), after a past of `past` positions (B, Hkv, past, D;
+   no past inputs where it is 0), its present (B, Hkv, present, D), and
+   seqlens_k and total_sequence_length; no rotary. */
+static onnx_bytes group_query_attention_model(int64_t B, int64_t N, int64_t H, int64_t Hkv,
+                                              int64_t D, int64_t past, int64_t present,
+                                              float scale) {
+  const int64_t qs[3] = {B, N, H * D}, ks[3] = {B, N, Hkv * D}, past_shape[4] = {B, Hkv, past, D};
+  const int64_t present_shape[4] = {B, Hkv, present, D}, bs[1] = {B}, scalar_shape[1] = {1};
+  onnx_graph g = {{0}};
+  onnx_graph_input(&g, "query", ONNX_FLOAT, qs, 3);
+  onnx_graph_input(&g, "key", ONNX_FLOAT, ks, 3);
+  onnx_graph_input(&g, "value", ONNX_FLOAT, ks, 3);
+  if (past > 0) {
+    onnx_graph_input(&g, "past_key", ONNX_FLOAT, past_shape, 4);
+    onnx_graph_input(&g, "past_value", ONNX_FLOAT, past_shape, 4);
+  }
+  onnx_graph_input(&g, "seqlens_k", ONNX_INT32, bs, 1);
+  onnx_graph_input(&g, "total_sequence_length", ONNX_INT32, scalar_shape, 0);
+  onnx_graph_output(&g, "output", ONNX_FLOAT, qs, 3);
+  onnx_graph_output(&g, "present_key", ONNX_FLOAT, present_shape, 4);
+  onnx_graph_output(&g, "present_value", ONNX_FLOAT, present_shape, 4);
+  const char* inputs[] = {"query",
+                          "key",
+                          "value",
+                          past > 0 ? "past_key" : "",
+                          past > 0 ? "past_value" : "",
+                          "seqlens_k",
+                          "total_sequence_length"};
+  const char* outputs[] = {"output", "present_key", "present_value"};
+  const onnx_attribute attributes[] = {
+      {"num_heads", 0, H, 0}, {"kv_num_heads", 0, Hkv, 0}, {"scale", 1, 0, scale}};
+  onnx_graph_node(&g, "GroupQueryAttention", "com.microsoft", inputs, 7, outputs, 3, attributes, 3);
+  return onnx_model(&g, 23);
+}
+
 /* com.microsoft's GroupQueryAttention as a decode step with a past KV
    cache, as onnxruntime-genai runs it: the query and the step's own key and
    value (B, 1, H * D) and (B, 1, Hkv * D), the past cache (B, Hkv, L, D) of
@@ -216,24 +253,7 @@ static int group_query_attention_decode(const DLTensor* q, const DLTensor* k, co
   for (int64_t b = 0; b < B; ++b) longest = lens[b] > longest ? lens[b] : longest;
   const int64_t qs[3] = {B, 1, H * D}, ks[3] = {B, 1, Hkv * D}, past[4] = {B, Hkv, L, D};
   const int64_t present[4] = {B, Hkv, L, D}, bs[1] = {B}, scalar_shape[1] = {1};
-  onnx_graph g = {{0}};
-  onnx_graph_input(&g, "query", ONNX_FLOAT, qs, 3);
-  onnx_graph_input(&g, "key", ONNX_FLOAT, ks, 3);
-  onnx_graph_input(&g, "value", ONNX_FLOAT, ks, 3);
-  onnx_graph_input(&g, "past_key", ONNX_FLOAT, past, 4);
-  onnx_graph_input(&g, "past_value", ONNX_FLOAT, past, 4);
-  onnx_graph_input(&g, "seqlens_k", ONNX_INT32, bs, 1);
-  onnx_graph_input(&g, "total_sequence_length", ONNX_INT32, scalar_shape, 0);
-  onnx_graph_output(&g, "output", ONNX_FLOAT, qs, 3);
-  onnx_graph_output(&g, "present_key", ONNX_FLOAT, present, 4);
-  onnx_graph_output(&g, "present_value", ONNX_FLOAT, present, 4);
-  const char* inputs[] = {
-      "query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length"};
-  const char* outputs[] = {"output", "present_key", "present_value"};
-  const onnx_attribute attributes[] = {
-      {"num_heads", 0, H, 0}, {"kv_num_heads", 0, Hkv, 0}, {"scale", 1, 0, scale}};
-  onnx_graph_node(&g, "GroupQueryAttention", "com.microsoft", inputs, 7, outputs, 3, attributes, 3);
-  onnx_bytes model = onnx_model(&g, 23);
+  onnx_bytes model = group_query_attention_model(B, 1, H, Hkv, D, L, L, scale);
   const size_t cache = (size_t)(B * Hkv * L * D);
   float* kd = f32_copy(k);
   float* vd = f32_copy(v);
@@ -305,31 +325,7 @@ static int group_query_attention_fwd(const DLTensor* q, const DLTensor* k, const
   }
   const int64_t qs[3] = {B, N, H * D}, ks[3] = {B, N, Hkv * D}, past[4] = {B, Hkv, P, D};
   const int64_t present[4] = {B, Hkv, M, D}, bs[1] = {B}, scalar_shape[1] = {1};
-  onnx_graph g = {{0}};
-  onnx_graph_input(&g, "query", ONNX_FLOAT, qs, 3);
-  onnx_graph_input(&g, "key", ONNX_FLOAT, ks, 3);
-  onnx_graph_input(&g, "value", ONNX_FLOAT, ks, 3);
-  if (P > 0) {
-    onnx_graph_input(&g, "past_key", ONNX_FLOAT, past, 4);
-    onnx_graph_input(&g, "past_value", ONNX_FLOAT, past, 4);
-  }
-  onnx_graph_input(&g, "seqlens_k", ONNX_INT32, bs, 1);
-  onnx_graph_input(&g, "total_sequence_length", ONNX_INT32, scalar_shape, 0);
-  onnx_graph_output(&g, "output", ONNX_FLOAT, qs, 3);
-  onnx_graph_output(&g, "present_key", ONNX_FLOAT, present, 4);
-  onnx_graph_output(&g, "present_value", ONNX_FLOAT, present, 4);
-  const char* inputs[] = {"query",
-                          "key",
-                          "value",
-                          P > 0 ? "past_key" : "",
-                          P > 0 ? "past_value" : "",
-                          "seqlens_k",
-                          "total_sequence_length"};
-  const char* outputs[] = {"output", "present_key", "present_value"};
-  const onnx_attribute attributes[] = {
-      {"num_heads", 0, H, 0}, {"kv_num_heads", 0, Hkv, 0}, {"scale", 1, 0, scale}};
-  onnx_graph_node(&g, "GroupQueryAttention", "com.microsoft", inputs, 7, outputs, 3, attributes, 3);
-  onnx_bytes model = onnx_model(&g, 23);
+  onnx_bytes model = group_query_attention_model(B, N, H, Hkv, D, P, M, scale);
   const size_t qn = (size_t)(B * H * N * D), chunk = (size_t)(B * Hkv * N * D);
   const size_t past_n = (size_t)(B * Hkv * P * D), cache = (size_t)(B * Hkv * M * D);
   float* qd = f32_copy(q);
