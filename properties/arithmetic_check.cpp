@@ -126,7 +126,7 @@ std::string past_declared_reach(const Problem& p, const Arithmetic& a) {
     if (!why.empty()) return why;
   }
   if (const std::optional<double> ulps = a.ulps_of("exp")) {
-    const double ua = p.format == Format::f64 ? 0x1p-53 : 0x1p-24;
+    const double ua = all_f64(p) ? 0x1p-53 : 0x1p-24;  // the accumulation format's
     return past(to_string(Arithmetic{.function_ulps = {{"exp", *ulps}}}), 2 * *ulps * ua, 1,
                 vocabulary.softmax_axis, "keys");
   }
