@@ -60,7 +60,7 @@ struct LargeCaseDraws {
 // the powers of two from `first_threshold` up to the edge. `group`: the
 // axis is the query heads per kv head, drawn as H over Hkv = 1.
 // `from_generation`: the first generation whose envelope cases draw it
-// long (5; the token counts, rows, 7).
+// long (5; the token counts, rows, 8).
 struct EnvelopeAxis {
   moa::extent_t Dims::*field;
   moa::extent_t edge;
