@@ -48,13 +48,16 @@ double* row_of(Mat& m, const Index& start) {
 // The errors of an input as a kernel reads it for a contraction `sum`:
 // flushed where declared (Flush::inputs: an element below the storage
 // format's smallest normal may be read as 0, an error of its whole
-// magnitude), else its rounding to the contraction's operand format
-// (TF32), else none.
-Mat read_errors(const Mat& x, const RoundingUnits& u, const SumUnits& sum) {
+// magnitude), else its rounding to a declared format (`read`: round.q,
+// round.k, round.v) and then to the contraction's operand format (TF32),
+// else none.
+Mat read_errors(const Mat& x, const RoundingUnits& u, const SumUnits& sum,
+                const IntermediateRounding& read = {}) {
   Mat e(x.shape());
   std::transform(x.storage().begin(), x.storage().end(), e.storage().begin(), [&](double v) {
     if (u.flush_inputs && std::fabs(v) < u.input_floor) return std::fabs(v);
-    return sum.operand_u > 0 ? sum.operand_error(v) : 0.0;
+    const double rounded = read.after(v, 0.0);
+    return sum.operand_u > 0 ? rounded + sum.operand_error(std::fabs(v) + rounded) : rounded;
   });
   return e;
 }
@@ -282,10 +285,11 @@ ForwardBounds attention_forward_bounds(const Mat& q, const Mat& k, const Mat& v,
   // before PV (docs/bounds.md#declared-arithmetic).
   Mat read_q, read_k, read_v;
   AttentionInputErrors in = given;
-  if (!given.q && (u.flush_inputs || u.qk.operand_u > 0 || u.pv.operand_u > 0)) {
-    read_q = read_errors(q, u, u.qk);
-    read_k = read_errors(k, u, u.qk);
-    read_v = read_errors(v, u, u.pv);
+  if (!given.q && (u.flush_inputs || u.qk.operand_u > 0 || u.pv.operand_u > 0 || u.query_read ||
+                   u.key_read || u.value_read)) {
+    read_q = read_errors(q, u, u.qk, u.query_read);
+    read_k = read_errors(k, u, u.qk, u.key_read);
+    read_v = read_errors(v, u, u.pv, u.value_read);
     in = {&read_q, &read_k, &read_v};
   }
   const Shape qs = q.shape(), ks = k.shape();

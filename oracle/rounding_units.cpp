@@ -105,6 +105,9 @@ RoundingUnits rounding_units(Format f, const BoundConstants& k, Format out, bool
   u.scores = rounding_of(a, "S", f);
   u.row_sum = rounding_of(a, "l", f);
   u.lse = rounding_of(a, "lse", f);
+  u.query_read = rounding_of(a, "q", f);
+  u.key_read = rounding_of(a, "k", f);
+  u.value_read = rounding_of(a, "v", f);
   u.sum_of_squares = rounding_of(a, "ss", f);
   u.inverse_root = rounding_of(a, "r", f);
   u.gate_value = rounding_of(a, "gate", f);

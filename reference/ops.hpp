@@ -135,7 +135,7 @@ inline const std::vector<OpInfo>& all_ops() {
   using detail::op_info;
   // The forward of attention, alone or against a KV cache, bounds the same
   // freedoms (docs/bounds.md#declared-arithmetic).
-  static const ArithmeticVocabulary forward{.intermediates = {"S", "P", "l", "lse"},
+  static const ArithmeticVocabulary forward{.intermediates = {"q", "k", "v", "S", "P", "l", "lse"},
                                             .contractions = {"QK", "PV"},
                                             .contraction_axes = {"D", "M"},
                                             .softmax_axis = "M",

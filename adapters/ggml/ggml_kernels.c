@@ -55,6 +55,10 @@ static const moacert_kernel kernels[] = {
        sum's declaration is measured where q is already f16 */
     GGML_ATTENTION("attention.decode", "decode_f16_cache_as_measured", "f16", NULL,
                    ggml_decode_f16_cache, &f16_value_sum_envelope, "sum.PV=f16"),
+    /* llama.cpp's formats, declared as measured: q rounded to f16 against
+       the f16 keys, the value sum in f16 */
+    GGML_ATTENTION("attention.decode", "decode_f16_cache_mixed_as_measured", "f16", LLAMA_F16_CACHE,
+                   ggml_decode_f16_cache, &f16_value_sum_envelope, "round.q=f16, sum.PV=f16"),
     {.op = "rmsnorm",
      .name = "rms_norm",
      .dtype = "f32",

@@ -91,6 +91,10 @@ struct RoundingUnits {
   SumUnits all, qk, pv, ss, gate, up, down;
   // Intermediates rounded before their next use, as declared.
   IntermediateRounding scores, row_sum, lse, sum_of_squares, inverse_root, gate_value, up_value, h;
+  // Attention's inputs read in a narrower format before their products
+  // (round.q, round.k, round.v: ggml converting an f32 query to its f16
+  // keys' type).
+  IntermediateRounding query_read, key_read, value_read;
   // The backward's dP = dO Vᵀ and its row statistic D = rowsum(dO ∘ O).
   IntermediateRounding weight_grads, row_delta;
   // Outputs flushed to zero (declared): a result the kernel computes below

@@ -191,6 +191,15 @@ MLP(mlp_h_f16, 1)
 static const moacert_kernel kernels[] = {
     ATTENTION_ENTRY("attention.decode", "decode", decode),
     ATTENTION_ENTRY("attention.decode", "decode_q_f16", decode_q_f16),
+    /* the same, declaring the rounding it takes (round.q=f16): holds */
+    {.op = "attention.decode",
+     .name = "decode_q_f16_declared",
+     .dtype = "f16",
+     .accepts_strided = 1,
+     .run = decode_q_f16,
+     .arithmetic = "round.q=f16",
+     .params = "f32",
+     .tensor_formats = "q=f32,k=f16,v=f16,o=f32"},
     ATTENTION_ENTRY("attention.decode", "decode_o_f16", decode_o_f16),
     ATTENTION_ENTRY("attention.fwd", "fwd", fwd),
     MLP_ENTRY("mlp", mlp_f32),
